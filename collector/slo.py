@@ -1,0 +1,436 @@
+"""Service-level objectives: the shorthand, the YAML spec and per-request SLIs.
+
+One SLO object serves three uses: a tuning constraint, a goodput criterion and an alert.
+"p99 <= X" and "99 % of requests within X" are one SLI: a request is *good* when its value
+is within the threshold, and the SLO holds when the good fraction reaches the objective.
+
+Shorthand (command line)::
+
+    ttft:p99<=500ms   itl:p95<=50ms   tpot:p90<=40ms   e2e:p99<=20s   error_rate<=1%
+
+Per-request values: ``ttft``, ``tpot`` and ``e2e`` are the request's own value; for ``itl``
+a request is good when its own pQ inter-token gap (per token) is within the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from collector.errors import SLOSpecError
+from collector.records import RequestRecord
+
+SHORTHAND_FORMS = (
+    "ttft:p99<=500ms, itl:p95<=50ms, tpot:p90<=40ms, e2e:p99<=20s or error_rate<=1%"
+)
+_LATENCY_RE = re.compile(
+    r"^\s*(?P<sli>ttft|itl|tpot|e2e)\s*:\s*p(?P<pct>\d+(?:\.\d+)?)\s*(?:<=|<|≤)\s*"
+    r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|m)\s*$",
+    re.IGNORECASE,
+)
+_ERROR_RE = re.compile(
+    r"^\s*error_rate\s*(?:<=|<|≤)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%?)\s*$", re.IGNORECASE
+)
+_DURATION_RE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|m|h|d|w)\s*$")
+_UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
+           "w": 604800.0}
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
+
+
+class SLI(StrEnum):
+    TTFT = "ttft"
+    ITL = "itl"
+    TPOT = "tpot"
+    E2E = "e2e"
+    ERROR_RATE = "error_rate"
+
+
+def parse_duration_s(text: str | float | int, *, field_name: str = "duration") -> float:
+    """Parse ``500ms``, ``20s``, ``5m``, ``30d`` (or a bare number of seconds) into seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    m = _DURATION_RE.match(str(text))
+    if not m:
+        raise SLOSpecError(
+            f"{field_name}: {text!r} is not a duration; write a number with a unit "
+            "(us, ms, s, m, h, d, w), e.g. 500ms or 30d"
+        )
+    return float(m["value"]) * _UNIT_S[m["unit"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """Which traffic an SLO covers; empty fields match everything."""
+
+    model: str | None = None
+    pool: str | None = None
+    target: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in (("model", self.model), ("pool", self.pool),
+                                   ("target", self.target)) if v is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class SLO:
+    """One objective.
+
+    Attributes:
+        name: unique name (lowercase, digits, ``-_.``).
+        sli: which indicator.
+        threshold: seconds for latency SLIs; a fraction (0.01 = 1 %) for ``error_rate``.
+        percentile: the pQ of the shorthand (99.0 for p99); None for ``error_rate``.
+        objective: fraction of good requests required (defaults to percentile / 100;
+            for ``error_rate``, 1 - threshold).
+        window_s: the SLO window in seconds (error budget period).
+        selector: label selector.
+        description: free text.
+    """
+
+    name: str
+    sli: SLI
+    threshold: float
+    percentile: float | None = None
+    objective: float = 0.99
+    window_s: float = 30 * 86400.0
+    selector: Selector = field(default_factory=Selector)
+    description: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The shorthand form of this SLO."""
+        if self.sli is SLI.ERROR_RATE:
+            return f"error_rate<={_fmt_num(self.threshold * 100)}%"
+        return f"{self.sli.value}:p{_fmt_num(self.percentile or 0)}<={_fmt_latency(self.threshold)}"
+
+    def value_of(self, record: RequestRecord) -> float | None:
+        """The request's own SLI value in seconds (None when not defined for it)."""
+        if self.sli is SLI.TTFT:
+            return record.ttft_s
+        if self.sli is SLI.E2E:
+            return record.e2e_s
+        if self.sli is SLI.TPOT:
+            return record.tpot_s
+        if self.sli is SLI.ITL:
+            gaps = record.itl_gaps_s()
+            if not gaps:
+                return None
+            return weighted_percentile([g for g, _ in gaps], [n for _, n in gaps],
+                                       self.percentile or 99.0)
+        return None
+
+    def is_good(self, record: RequestRecord) -> bool:
+        """Whether one request meets this SLO. Failed requests are never good."""
+        if not record.is_ok:
+            return False
+        if self.sli is SLI.ERROR_RATE:
+            return True
+        value = self.value_of(record)
+        # A request with no defined value (e.g. TPOT of a one-token output) cannot break it.
+        return value is None or value <= self.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "sli": self.sli.value,
+            "percentile": self.percentile,
+            "threshold": self.threshold,
+            "objective": self.objective,
+            "window_s": self.window_s,
+            "selector": self.selector.as_dict(),
+            "description": self.description,
+        }
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:g}"
+
+
+def _fmt_latency(seconds: float) -> str:
+    if seconds >= 1 and float(seconds).is_integer():
+        return f"{seconds:g}s"
+    return f"{seconds * 1000:g}ms"
+
+
+def default_name(sli: SLI, percentile: float | None) -> str:
+    return sli.value if percentile is None else f"{sli.value}-p{_fmt_num(percentile)}"
+
+
+def parse_slo(spec: str, *, name: str | None = None, window_s: float = 30 * 86400.0,
+              selector: Selector | None = None) -> SLO:
+    """Parse the command-line shorthand, e.g. ``ttft:p99<=500ms`` or ``error_rate<=1%``.
+
+    Raises:
+        SLOSpecError: the text does not match an accepted form.
+    """
+    m = _LATENCY_RE.match(spec)
+    if m:
+        pct = float(m["pct"])
+        if not 0 < pct < 100:
+            raise SLOSpecError(
+                f"SLO {spec!r}: percentile p{m['pct']} must be between 0 and 100 (e.g. p99)"
+            )
+        sli = SLI(m["sli"].lower())
+        threshold = float(m["value"]) * _UNIT_S[m["unit"]]
+        if threshold <= 0:
+            raise SLOSpecError(f"SLO {spec!r}: the threshold must be greater than zero")
+        return SLO(name=name or default_name(sli, pct), sli=sli, threshold=threshold,
+                   percentile=pct, objective=pct / 100.0, window_s=window_s,
+                   selector=selector or Selector())
+    m = _ERROR_RE.match(spec)
+    if m:
+        value = float(m["value"])
+        frac = value / 100.0 if m["unit"] == "%" else value
+        if not 0 <= frac < 1:
+            raise SLOSpecError(f"SLO {spec!r}: the error rate must be below 100 %")
+        return SLO(name=name or "error-rate", sli=SLI.ERROR_RATE, threshold=frac,
+                   percentile=None, objective=1.0 - frac, window_s=window_s,
+                   selector=selector or Selector())
+    raise SLOSpecError(f"SLO {spec!r} is not understood; accepted forms: {SHORTHAND_FORMS}")
+
+
+def parse_slos(specs: Iterable[str]) -> list[SLO]:
+    """Parse several shorthands; names must end up unique."""
+    slos = [parse_slo(s) for s in specs]
+    _check_unique(slos, where="--slo")
+    return slos
+
+
+def _check_unique(slos: list[SLO], *, where: str) -> None:
+    seen: set[str] = set()
+    for s in slos:
+        if s.name in seen:
+            raise SLOSpecError(f"{where}: two SLOs are named {s.name!r}; give each a unique name")
+        seen.add(s.name)
+
+
+# --- YAML files -------------------------------------------------------------------------
+
+_FILE_FORM = """accepted form:
+  slos:
+    - name: chat-ttft            # unique, lowercase
+      spec: ttft:p99<=500ms      # or: sli/percentile/threshold fields
+      window: 30d                # optional, default 30d
+      objective: 99.5%           # optional, default from the percentile
+      selector: {model: llama-3.1-8b, pool: chat}   # optional"""
+
+_ALLOWED_KEYS = {"name", "spec", "sli", "percentile", "threshold", "objective", "window",
+                 "selector", "description"}
+_SELECTOR_KEYS = {"model", "pool", "target"}
+
+
+def _line_map(node: yaml.Node) -> dict[tuple[Any, ...], int]:
+    """Map key paths to 1-based line numbers, so errors can point at the file line."""
+    lines: dict[tuple[Any, ...], int] = {}
+
+    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
+        lines[path] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                key = k.value
+                lines[(*path, key)] = k.start_mark.line + 1
+                walk(v, (*path, key))
+                lines[(*path, key)] = k.start_mark.line + 1
+        elif isinstance(n, yaml.SequenceNode):
+            for i, item in enumerate(n.value):
+                walk(item, (*path, i))
+
+    walk(node, ())
+    return lines
+
+
+def load_slo_file(path: str | Path) -> list[SLO]:
+    """Read an SLO YAML file.
+
+    Raises:
+        SLOSpecError: naming the file, line and field, with the accepted form.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SLOSpecError(f"{p}: cannot read the SLO file ({e.strerror})") from e
+    return parse_slo_yaml(text, source=str(p))
+
+
+def parse_slo_yaml(text: str, *, source: str = "<string>") -> list[SLO]:
+    """Parse the text of an SLO YAML file (see :func:`load_slo_file`)."""
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise SLOSpecError(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
+    if node is None or data is None:
+        raise SLOSpecError(f"{source}: the file is empty; {_FILE_FORM}")
+    lines = _line_map(node)
+
+    def fail(path: tuple[Any, ...], msg: str) -> SLOSpecError:
+        line = lines.get(path, lines.get(path[:-1], 1))
+        return SLOSpecError(f"{source}:{line}: {msg}")
+
+    items = data.get("slos") if isinstance(data, Mapping) else data
+    base: tuple[Any, ...] = ("slos",) if isinstance(data, Mapping) else ()
+    if not isinstance(items, list):
+        raise fail(base, f"expected a list under 'slos'; {_FILE_FORM}")
+    slos = [_parse_item(item, (*base, i), fail) for i, item in enumerate(items)]
+    names: dict[str, int] = {}
+    for i, s in enumerate(slos):
+        if s.name in names:
+            raise fail((*base, i, "name"), f"field 'name': {s.name!r} is used twice; "
+                                            "give each SLO a unique name")
+        names[s.name] = i
+    return slos
+
+
+def _parse_item(item: Any, path: tuple[Any, ...], fail: Any) -> SLO:
+    if not isinstance(item, Mapping):
+        raise fail(path, f"each SLO must be a mapping; {_FILE_FORM}")
+    unknown = set(item) - _ALLOWED_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise fail((*path, key), f"unknown field {key!r}; allowed: {', '.join(sorted(_ALLOWED_KEYS))}")
+    name = item.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise fail((*path, "name"), "field 'name' is required: lowercase letters, digits and "
+                                    "'-_.' (e.g. chat-ttft)")
+    try:
+        window_s = parse_duration_s(item.get("window", "30d"), field_name="field 'window'")
+    except SLOSpecError as e:
+        raise fail((*path, "window"), str(e)) from e
+    selector = _parse_selector(item.get("selector"), (*path, "selector"), fail)
+    spec = item.get("spec")
+    if spec is None:
+        spec = _spec_from_fields(item, path, fail)
+    elif not isinstance(spec, str):
+        raise fail((*path, "spec"), f"field 'spec' must be a string like {SHORTHAND_FORMS}")
+    try:
+        slo = parse_slo(spec, name=name, window_s=window_s, selector=selector)
+    except SLOSpecError as e:
+        raise fail((*path, "spec"), f"field 'spec': {e}") from e
+    if "objective" in item:
+        objective = _parse_fraction(item["objective"], (*path, "objective"), fail)
+        slo = SLO(**{**_fields(slo), "objective": objective})
+    if item.get("description"):
+        slo = SLO(**{**_fields(slo), "description": str(item["description"])})
+    return slo
+
+
+def _fields(slo: SLO) -> dict[str, Any]:
+    return {f: getattr(slo, f) for f in SLO.__slots__}  # type: ignore[attr-defined]
+
+
+def _spec_from_fields(item: Mapping[str, Any], path: tuple[Any, ...], fail: Any) -> str:
+    sli = item.get("sli")
+    if sli not in {s.value for s in SLI}:
+        raise fail((*path, "sli"), "give either 'spec' (e.g. ttft:p99<=500ms) or 'sli' "
+                                   "(ttft, itl, tpot, e2e, error_rate) with 'threshold'")
+    threshold = item.get("threshold")
+    if threshold is None:
+        raise fail((*path, "threshold"), "field 'threshold' is required (e.g. 500ms, or 1% "
+                                         "for error_rate)")
+    if sli == SLI.ERROR_RATE.value:
+        return f"error_rate<={threshold}"
+    pct = item.get("percentile")
+    if pct is None:
+        raise fail((*path, "percentile"), "field 'percentile' is required for latency SLIs "
+                                          "(e.g. 99)")
+    thr = str(threshold)
+    if re.fullmatch(r"\d+(\.\d+)?", thr):
+        raise fail((*path, "threshold"), f"field 'threshold': {thr!r} needs a unit, e.g. {thr}ms")
+    return f"{sli}:p{str(pct).lstrip('pP')}<={thr}"
+
+
+def _parse_fraction(value: Any, path: tuple[Any, ...], fail: Any) -> float:
+    text = str(value).strip()
+    try:
+        frac = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        frac = -1.0
+    if frac > 1:
+        frac /= 100.0
+    if not 0 < frac <= 1:
+        raise fail(path, f"field 'objective': {value!r} must be a fraction like 0.995 or 99.5%")
+    return frac
+
+
+def _parse_selector(value: Any, path: tuple[Any, ...], fail: Any) -> Selector:
+    if value is None:
+        return Selector()
+    if not isinstance(value, Mapping):
+        raise fail(path, "field 'selector' must be a mapping of model / pool / target")
+    unknown = set(value) - _SELECTOR_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise fail((*path, key), f"selector field {key!r} is unknown; allowed: model, pool, target")
+    return Selector(**{k: str(v) for k, v in value.items()})
+
+
+# --- maths ------------------------------------------------------------------------------
+
+def weighted_percentile(values: list[float] | np.ndarray, weights: list[int] | np.ndarray,
+                        q: float) -> float:
+    """Percentile ``q`` (0-100) of values repeated by integer weights (linear interpolation)."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=np.int64)
+    if v.size == 0:
+        return float("nan")
+    if np.all(w == 1):
+        return float(np.percentile(v, q))
+    return float(np.percentile(np.repeat(v, w), q))
+
+
+@dataclass(frozen=True, slots=True)
+class Attainment:
+    """How one SLO fared over a set of requests."""
+
+    slo: SLO
+    num_good: int
+    num_total: int
+    value: float | None  # the aggregate: observed percentile (s) or error rate
+
+    @property
+    def attainment(self) -> float:
+        return self.num_good / self.num_total if self.num_total else 0.0
+
+    @property
+    def is_met(self) -> bool:
+        if self.num_total == 0:
+            return False
+        if self.slo.sli is SLI.ERROR_RATE:
+            return self.value is not None and self.value <= self.slo.threshold
+        return self.attainment >= self.slo.objective - 1e-12
+
+    def to_dict(self) -> dict[str, Any]:
+        unit_ms = self.slo.sli is not SLI.ERROR_RATE
+        return {
+            "name": self.slo.name,
+            "spec": self.slo.spec,
+            "attainment": self.attainment,
+            "objective": self.slo.objective,
+            "met": self.is_met,
+            "value": (self.value * 1000 if unit_ms else self.value) if self.value is not None
+            else None,
+            "unit": "ms" if unit_ms else "ratio",
+        }
+
+
+def evaluate(slo: SLO, records: list[RequestRecord]) -> Attainment:
+    """Good fraction and aggregate value of one SLO over finished and failed requests."""
+    total = len(records)
+    if slo.sli is SLI.ERROR_RATE:
+        bad = sum(1 for r in records if not r.is_ok)
+        return Attainment(slo, total - bad, total, bad / total if total else None)
+    good = sum(1 for r in records if slo.is_good(r))
+    values = [v for r in records if r.is_ok and (v := slo.value_of(r)) is not None]
+    agg = float(np.percentile(values, slo.percentile or 99.0)) if values else None
+    return Attainment(slo, good, total, agg)

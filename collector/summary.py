@@ -1,0 +1,164 @@
+"""The run summary shared by ``slotune bench`` and ``slotune sim``.
+
+Metric definitions (also in docs/metrics.md):
+
+- ``ttft``: send -> first chunk carrying at least one token.
+- ``itl``: gap between consecutive token-carrying chunks divided by that chunk's tokens,
+  pooled over all tokens of all requests (vLLM's server-side definition).
+- ``tpot``: per request, (e2e - ttft) / (output_tokens - 1).
+- ``e2e``: send -> last byte.
+- ``goodput``: completed requests per second meeting every per-request SLO.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from collector.records import RequestRecord
+from collector.slo import SLO, Attainment, evaluate
+
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """Summary statistics of one latency metric, in milliseconds."""
+
+    count: int
+    mean: float | None
+    std: float | None
+    percentiles: dict[float, float | None]
+
+    @classmethod
+    def of(cls, values_s: Sequence[float] | np.ndarray,
+           weights: Sequence[int] | np.ndarray | None = None) -> Distribution:
+        v = np.asarray(values_s, dtype=float) * 1000.0
+        if v.size == 0:
+            return cls(0, None, None, dict.fromkeys(PERCENTILES))
+        if weights is not None:
+            w = np.asarray(weights, dtype=np.int64)
+            if not np.all(w == 1):
+                v = np.repeat(v, w)
+        pct = np.percentile(v, PERCENTILES)
+        return cls(int(v.size), float(v.mean()), float(v.std()),
+                   {p: float(x) for p, x in zip(PERCENTILES, pct, strict=True)})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mean": self.mean}
+        for p, x in self.percentiles.items():
+            out[f"p{p:g}"] = x
+        out["std"] = self.std
+        out["count"] = self.count
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Results of one run (client-measured or simulated)."""
+
+    duration_s: float
+    num_requests: int
+    num_completed: int
+    num_errors: int
+    errors_by_kind: dict[str, int]
+    ttft_ms: Distribution
+    itl_ms: Distribution
+    tpot_ms: Distribution
+    e2e_ms: Distribution
+    request_throughput: float
+    output_token_throughput: float
+    input_token_throughput: float
+    total_input_tokens: int
+    total_output_tokens: int
+    goodput: float
+    slo_attainment: tuple[Attainment, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def all_slos_met(self) -> bool:
+        return all(a.is_met for a in self.slo_attainment)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "duration_s": self.duration_s,
+            "num_requests": self.num_requests,
+            "num_completed": self.num_completed,
+            "num_errors": self.num_errors,
+            "errors_by_kind": dict(self.errors_by_kind),
+            "ttft_ms": self.ttft_ms.to_dict(),
+            "itl_ms": self.itl_ms.to_dict(),
+            "tpot_ms": self.tpot_ms.to_dict(),
+            "e2e_ms": self.e2e_ms.to_dict(),
+            "request_throughput": self.request_throughput,
+            "output_token_throughput": self.output_token_throughput,
+            "input_token_throughput": self.input_token_throughput,
+            "total_input_tokens": self.total_input_tokens,
+            "total_output_tokens": self.total_output_tokens,
+            "goodput": self.goodput,
+            "slo_attainment": [a.to_dict() for a in self.slo_attainment],
+            "slos_met": self.all_slos_met,
+        }
+        out.update(self.extra)
+        return out
+
+
+def summarize(records: Sequence[RequestRecord], slos: Sequence[SLO] = (), *,
+              duration_s: float | None = None, extra: dict[str, Any] | None = None) -> Summary:
+    """Compute the summary of a set of request records.
+
+    Args:
+        records: every request of the measured window, failed ones included.
+        slos: SLOs for goodput and attainment.
+        duration_s: the measured window; default first send -> last end.
+        extra: engine-side figures to carry along (prefix hit rate, preemptions, ...).
+    """
+    ok = [r for r in records if r.is_ok]
+    if duration_s is None:
+        duration_s = _span(records)
+    ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
+    e2e = [r.e2e_s for r in ok if r.e2e_s is not None]
+    tpot = [t for r in ok if (t := r.tpot_s) is not None]
+    gaps: list[float] = []
+    weights: list[int] = []
+    for r in ok:
+        for g, n in r.itl_gaps_s():
+            gaps.append(g)
+            weights.append(n)
+    out_tokens = sum(r.num_output_tokens for r in ok)
+    in_tokens = sum(r.input_tokens for r in ok)
+    per_req_slos = [s for s in slos if s.sli.value != "error_rate"]
+    num_good = sum(1 for r in ok if all(s.is_good(r) for s in per_req_slos))
+    errors = Counter(r.error or "unfinished" for r in records if not r.is_ok)
+    rate = (lambda x: x / duration_s if duration_s and duration_s > 0 else 0.0)
+    return Summary(
+        duration_s=duration_s,
+        num_requests=len(records),
+        num_completed=len(ok),
+        num_errors=len(records) - len(ok),
+        errors_by_kind=dict(errors),
+        ttft_ms=Distribution.of(ttft),
+        itl_ms=Distribution.of(gaps, weights),
+        tpot_ms=Distribution.of(tpot),
+        e2e_ms=Distribution.of(e2e),
+        request_throughput=rate(len(ok)),
+        output_token_throughput=rate(out_tokens),
+        input_token_throughput=rate(in_tokens),
+        total_input_tokens=in_tokens,
+        total_output_tokens=out_tokens,
+        goodput=rate(num_good),
+        slo_attainment=tuple(evaluate(s, list(records)) for s in slos),
+        extra=dict(extra or {}),
+    )
+
+
+def _span(records: Sequence[RequestRecord]) -> float:
+    if not records:
+        return 0.0
+    start = min(r.send_s for r in records)
+    ends = [r.end_s for r in records if r.end_s is not None]
+    return (max(ends) - start) if ends else 0.0

@@ -1,0 +1,235 @@
+"""Trace readers: the canonical JSONL, the Azure LLM CSV and the Mooncake JSONL formats.
+
+Canonical JSONL, one request a line::
+
+    {"timestamp": 0.0, "input_tokens": 812, "output_tokens": 120,
+     "hash_ids": [0, 1], "block_size": 512, "session_id": "s1", "model": "llama-3.1-8b"}
+
+``timestamp`` is seconds, either relative to the first request or absolute (epoch); readers
+always return times relative to the first request.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collector.errors import ConfigError
+
+MOONCAKE_BLOCK_SIZE = 512
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """One request of a trace.
+
+    Attributes:
+        timestamp_s: arrival, seconds from the first request.
+        input_tokens: prompt length in tokens.
+        output_tokens: tokens to generate.
+        hash_ids: ids of the prompt's prefix blocks (equal ids = identical prompt text).
+        block_size: tokens per ``hash_ids`` block.
+        session_id: conversation id for multi-turn workloads.
+        model: model name, when the trace carries one.
+    """
+
+    timestamp_s: float
+    input_tokens: int
+    output_tokens: int
+    hash_ids: tuple[int, ...] = ()
+    block_size: int | None = None
+    session_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    name: str
+    requests: tuple[TraceRequest, ...]
+    source: str = ""
+
+    @property
+    def duration_s(self) -> float:
+        return self.requests[-1].timestamp_s if self.requests else 0.0
+
+    @property
+    def mean_rate(self) -> float:
+        d = self.duration_s
+        return (len(self.requests) - 1) / d if d > 0 else float("nan")
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+
+NAMED_WORKLOADS: dict[str, tuple[str, str]] = {
+    "azure-code": ("azure_llm_2023_code.csv", "Azure LLM inference trace 2023, code (CC-BY-4.0)"),
+    "azure-conv": ("azure_llm_2023_conv.csv", "Azure LLM inference trace 2023, conversation "
+                                             "(CC-BY-4.0)"),
+    "mooncake-conversation": ("mooncake_conversation.jsonl",
+                              "Mooncake FAST'25 conversation trace (Apache-2.0)"),
+    "mooncake-synthetic": ("mooncake_synthetic.jsonl",
+                           "Mooncake FAST'25 synthetic trace (Apache-2.0)"),
+}
+
+
+def named_workload(name: str) -> Trace:
+    """One of the bundled real traces by name (see ``NAMED_WORKLOADS``)."""
+    if name not in NAMED_WORKLOADS:
+        raise ConfigError(
+            f"--workload {name!r} is not a bundled trace; choose one of "
+            f"{', '.join(NAMED_WORKLOADS)} or pass --trace FILE"
+        )
+    filename, source = NAMED_WORKLOADS[name]
+    ref = resources.files("collector.workload") / "data" / filename
+    with resources.as_file(ref) as path:
+        trace = load_trace(path)
+    return replace(trace, name=name, source=source)
+
+
+def resolve_workload(workload: str | None, trace_file: str | Path | None) -> Trace:
+    """The trace a command asked for with ``--workload NAME`` or ``--trace FILE``."""
+    if (workload is None) == (trace_file is None):
+        raise ConfigError("give exactly one of --workload NAME or --trace FILE")
+    if workload is not None:
+        return named_workload(workload)
+    assert trace_file is not None
+    return load_trace(trace_file)
+
+
+def load_trace(path: str | Path, fmt: str = "auto") -> Trace:
+    """Read a trace file; ``fmt`` is ``auto``, ``canonical``, ``azure`` or ``mooncake``.
+
+    Raises:
+        ConfigError: unreadable file or malformed line, naming the file and line.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--trace {p}: no such file")
+    if fmt == "auto":
+        fmt = _detect_format(p)
+    readers = {"canonical": _read_jsonl, "mooncake": _read_jsonl, "azure": _read_azure}
+    if fmt not in readers:
+        raise ConfigError(f"trace format {fmt!r} is unknown; use canonical, azure or mooncake")
+    requests = readers[fmt](p)
+    if not requests:
+        raise ConfigError(f"{p}: the trace has no requests")
+    requests.sort(key=lambda r: r.timestamp_s)
+    t0 = requests[0].timestamp_s
+    if t0 != 0:
+        requests = [replace(r, timestamp_s=r.timestamp_s - t0) for r in requests]
+    return Trace(name=p.stem, requests=tuple(requests), source=str(p))
+
+
+def _detect_format(p: Path) -> str:
+    with p.open(encoding="utf-8") as f:
+        first = f.readline().strip()
+    if first.startswith("{"):
+        return "canonical"
+    if "ContextTokens" in first:
+        return "azure"
+    raise ConfigError(
+        f"{p}: unknown trace format; expected JSONL (canonical or Mooncake) or the Azure CSV "
+        "header TIMESTAMP,ContextTokens,GeneratedTokens"
+    )
+
+
+def _read_jsonl(p: Path) -> list[TraceRequest]:
+    out: list[TraceRequest] = []
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{p}:{lineno}: not valid JSON ({e.msg})") from e
+            out.append(_from_json(obj, p, lineno))
+    return out
+
+
+def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{p}:{lineno}: each line must be a JSON object")
+    is_mooncake = "input_length" in obj
+    try:
+        if is_mooncake:
+            ts = float(obj["timestamp"]) / 1000.0
+            n_in, n_out = int(obj["input_length"]), int(obj["output_length"])
+            block = int(obj.get("block_size", MOONCAKE_BLOCK_SIZE))
+        else:
+            ts = float(obj["timestamp"])
+            n_in, n_out = int(obj["input_tokens"]), int(obj["output_tokens"])
+            block = int(obj["block_size"]) if obj.get("block_size") is not None else None
+        hash_ids = tuple(int(h) for h in obj.get("hash_ids") or ())
+    except KeyError as e:
+        fields = ("timestamp, input_length, output_length" if is_mooncake
+                  else "timestamp, input_tokens, output_tokens")
+        raise ConfigError(f"{p}:{lineno}: missing field {e.args[0]!r}; each line needs {fields}") \
+            from e
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{p}:{lineno}: a field has the wrong type ({e})") from e
+    if n_in < 1 or n_out < 1:
+        raise ConfigError(f"{p}:{lineno}: input and output tokens must be at least 1")
+    if hash_ids and block is None:
+        block = MOONCAKE_BLOCK_SIZE
+    session = obj.get("session_id")
+    return TraceRequest(timestamp_s=ts, input_tokens=n_in, output_tokens=n_out,
+                        hash_ids=hash_ids, block_size=block if hash_ids else None,
+                        session_id=str(session) if session is not None else None,
+                        model=obj.get("model"))
+
+
+def _read_azure(p: Path) -> list[TraceRequest]:
+    out: list[TraceRequest] = []
+    with p.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        for lineno, row in enumerate(reader, 2):
+            try:
+                ts = _parse_azure_time(row["TIMESTAMP"])
+                n_in, n_out = int(row["ContextTokens"]), int(row["GeneratedTokens"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise ConfigError(
+                    f"{p}:{lineno}: expected TIMESTAMP,ContextTokens,GeneratedTokens ({e})"
+                ) from e
+            out.append(TraceRequest(timestamp_s=ts, input_tokens=max(n_in, 1),
+                                    output_tokens=max(n_out, 1)))
+    return out
+
+
+def _parse_azure_time(text: str) -> float:
+    # The Azure files carry 7 fractional digits, more than datetime accepts.
+    date, _, frac = text.strip().partition(".")
+    base = datetime.fromisoformat(date).timestamp()
+    return base + (float("0." + frac) if frac else 0.0)
+
+
+def retime(trace: Trace, *, rate: float | None = None, time_scale: float | None = None,
+           num_requests: int | None = None, seed: int = 0) -> Trace:
+    """Cut and re-time a trace.
+
+    Args:
+        rate: replace the arrival times by a Poisson process of this many requests/s.
+        time_scale: multiply the trace's own gaps (2.0 = twice as slow, 0.5 = twice the rate).
+        num_requests: keep only the first N requests.
+        seed: seed of the Poisson process.
+    """
+    reqs = list(trace.requests[:num_requests] if num_requests else trace.requests)
+    if rate is not None:
+        if rate <= 0:
+            raise ConfigError("--rate must be greater than zero")
+        gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=len(reqs))
+        gaps[0] = 0.0
+        times = np.cumsum(gaps)
+        reqs = [replace(r, timestamp_s=float(t)) for r, t in zip(reqs, times, strict=True)]
+    elif time_scale is not None:
+        if time_scale <= 0:
+            raise ConfigError("--time-scale must be greater than zero")
+        reqs = [replace(r, timestamp_s=r.timestamp_s * time_scale) for r in reqs]
+    return replace(trace, requests=tuple(reqs))

@@ -1,0 +1,71 @@
+"""The ``slotune`` command line.
+
+Every module in this package that defines ``register(app)`` adds its commands; the root
+holds only the options shared by all of them (``--db``, ``--version``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Annotated
+
+import typer
+
+from ui.cli._common import State, version_text
+
+app = typer.Typer(
+    name="slotune",
+    help="Make LLM serving fleets (vLLM, TensorRT-LLM, SGLang) meet their latency SLOs at the "
+    "lowest cost: measure, declare SLOs, tune engine parameters.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            envvar="SLOTUNE_DB",
+            help="Database URL: sqlite:///path.db or postgresql+psycopg://user@host/db. "
+            "Default: a SQLite file in the user's data directory.",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True,
+                     help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """slotune: SLO-driven tuning and monitoring for LLM serving engines."""
+    ctx.obj = State(db_url=db)
+
+
+def _register_commands() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+
+
+_register_commands()
+
+
+def main() -> None:
+    app()

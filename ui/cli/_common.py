@@ -1,0 +1,69 @@
+"""Options, state and error handling shared by every command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from collector.errors import SlotuneError
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+@dataclass
+class State:
+    """What the root command parsed, handed to every subcommand through ``ctx.obj``."""
+
+    db_url: str | None = None
+
+
+def version_text() -> str:
+    try:
+        return f"slotune {version('slotune')}"
+    except PackageNotFoundError:
+        return "slotune (not installed)"
+
+
+def db_url(ctx: typer.Context) -> str | None:
+    """The ``--db`` URL given to the root command (or ``SLOTUNE_DB``), None for the default."""
+    root = ctx.find_root()
+    state = root.obj if isinstance(root.obj, State) else None
+    return state.db_url if state else None
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn slotune errors into one red line on stderr and exit code 1."""
+    try:
+        yield
+    except SlotuneError as e:
+        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        raise typer.Exit(code=130) from None
+
+
+def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call a library function, translating slotune errors for the CLI."""
+    with cli_errors():
+        return fn(*args, **kwargs)
+
+
+def print_json(data: Any) -> None:
+    """Write JSON to stdout (no Rich markup, so it pipes into jq)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()
