@@ -298,7 +298,8 @@ def _parse_item(item: Any, path: tuple[Any, ...], fail: Any) -> SLO:
     unknown = set(item) - _ALLOWED_KEYS
     if unknown:
         key = sorted(unknown)[0]
-        raise fail((*path, key), f"unknown field {key!r}; allowed: {', '.join(sorted(_ALLOWED_KEYS))}")
+        allowed = ", ".join(sorted(_ALLOWED_KEYS))
+        raise fail((*path, key), f"unknown field {key!r}; allowed: {allowed}")
     name = item.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise fail((*path, "name"), "field 'name' is required: lowercase letters, digits and "

@@ -134,7 +134,11 @@ def summarize(records: Sequence[RequestRecord], slos: Sequence[SLO] = (), *,
     per_req_slos = [s for s in slos if s.sli.value != "error_rate"]
     num_good = sum(1 for r in ok if all(s.is_good(r) for s in per_req_slos))
     errors = Counter(r.error or "unfinished" for r in records if not r.is_ok)
-    rate = (lambda x: x / duration_s if duration_s and duration_s > 0 else 0.0)
+    span = duration_s
+
+    def rate(x: float) -> float:
+        return x / span if span and span > 0 else 0.0
+
     return Summary(
         duration_s=duration_s,
         num_requests=len(records),
