@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what the tests need (system servers + Python packages) and run the whole suite.
+# Usage: scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Real servers the tests start themselves: PostgreSQL (initdb/pg_ctl) and Prometheus/promtool.
+missing=()
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+command -v prometheus >/dev/null || missing+=(prometheus)
+command -v promtool >/dev/null || missing+=(prometheus)
+if ((${#missing[@]})); then
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+        $(printf '%s\n' "${missing[@]}" | sort -u)
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+
+set +e
+.venv/bin/python -m pytest -q "$@"
+rc=$?
+set -e
+# Exit code 5 means no tests were collected (e.g. a -k filter matched nothing): not a failure.
+if [[ $rc -eq 5 ]]; then rc=0; fi
+exit $rc

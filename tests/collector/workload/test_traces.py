@@ -1,0 +1,71 @@
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from collector.errors import ConfigError
+from collector.workload import NAMED_WORKLOADS, load_trace, named_workload, resolve_workload, retime
+from collector.workload.tokens import count_tokens, synthetic_text
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_WORKLOADS))
+def test_bundled_traces_load(name: str) -> None:
+    t = named_workload(name)
+    assert len(t) > 1000
+    assert t.requests[0].timestamp_s == 0.0
+    assert all(b.timestamp_s >= a.timestamp_s for a, b in itertools.pairwise(t.requests))
+    assert t.source
+
+
+def test_azure_conv_matches_published_size() -> None:
+    t = named_workload("azure-conv")
+    assert len(t) == 19366
+    assert 5.0 < t.mean_rate < 6.0
+
+
+def test_mooncake_hash_ids_are_512_token_blocks() -> None:
+    r = named_workload("mooncake-conversation").requests[0]
+    assert r.block_size == 512
+    assert len(r.hash_ids) == -(-r.input_tokens // 512)
+
+
+def test_canonical_absolute_timestamps_become_relative(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    lines = [{"timestamp": 1_700_000_010.5, "input_tokens": 5, "output_tokens": 2},
+             {"timestamp": 1_700_000_010.0, "input_tokens": 7, "output_tokens": 3,
+              "session_id": 4}]
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    t = load_trace(p)
+    assert [r.timestamp_s for r in t.requests] == [0.0, 0.5]
+    assert t.requests[0].session_id == "4"
+
+
+def test_bad_line_names_file_line_and_fields(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"timestamp": 0, "input_tokens": 5, "output_tokens": 2}\n{"timestamp": 1}\n')
+    with pytest.raises(ConfigError, match=r"t.jsonl:2: missing field 'input_tokens'"):
+        load_trace(p)
+
+
+def test_unknown_workload_lists_choices() -> None:
+    with pytest.raises(ConfigError, match="azure-conv"):
+        named_workload("nope")
+    with pytest.raises(ConfigError, match="exactly one"):
+        resolve_workload(None, None)
+
+
+def test_retime_poisson_is_seeded_and_rate_close() -> None:
+    t = named_workload("azure-code")
+    a = retime(t, rate=10.0, num_requests=2000, seed=1)
+    b = retime(t, rate=10.0, num_requests=2000, seed=1)
+    assert a.requests == b.requests
+    assert len(a) == 2000
+    assert 9.0 < a.mean_rate < 11.0
+
+
+def test_synthetic_text_has_exact_token_count() -> None:
+    for n in (1, 7, 512):
+        assert count_tokens(synthetic_text(n, seed=n)) == n
+    assert synthetic_text(20, 3) == synthetic_text(20, 3)
+    assert count_tokens("Hello, world!") == 4
