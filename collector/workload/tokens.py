@@ -30,6 +30,11 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
+def split_tokens(text: str) -> list[str]:
+    """The tokens of ``text`` under the same rule as :func:`count_tokens`."""
+    return _TOKEN_RE.findall(text)
+
+
 def synthetic_text(num_tokens: int, seed: int) -> str:
     """Deterministic text of exactly ``num_tokens`` tokens under :func:`count_tokens`."""
     if num_tokens <= 0:
