@@ -1,0 +1,1 @@
+"""Alembic migrations of the slotune store (applied by `slotune db upgrade`)."""

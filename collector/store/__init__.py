@@ -1,0 +1,106 @@
+"""The store: one database (SQLite file or PostgreSQL) for samples, runs, SLOs and studies.
+
+Open it with :func:`open_store`; every function takes the :class:`Store` and exchanges
+frozen records (ORM rows never leave this package). The schema is managed by Alembic
+(:func:`upgrade`, ``slotune db upgrade``); :func:`open_store` refuses a schema older or newer
+than this slotune knows. See docs/store.md.
+"""
+
+from collector.store._bench import list_bench_runs, load_bench_run, save_bench_run
+from collector.store._findings import (
+    list_alert_events,
+    list_alert_rules,
+    list_diagnoses,
+    record_alert_event,
+    save_alert_rule,
+    save_diagnosis,
+)
+from collector.store._queries import (
+    bucket_quantile,
+    counter_increase,
+    counter_rate,
+    gauge_avg,
+    histogram_quantile,
+    latest_value,
+)
+from collector.store._records import (
+    AlertEventInfo,
+    AlertRuleInfo,
+    AlertState,
+    BenchRunData,
+    BenchRunInfo,
+    BenchRunMeta,
+    DiagnosisInfo,
+    MetricType,
+    RetentionCounts,
+    SampleIn,
+    StudyInfo,
+    StudyStatus,
+    TargetInfo,
+)
+from collector.store._retention import prune, rollup
+from collector.store._samples import write_samples
+from collector.store._slos import delete_slo, list_slos, save_slos
+from collector.store._store import (
+    RevisionInfo,
+    Store,
+    current_revision,
+    downgrade,
+    open_store,
+    schema_status,
+    upgrade,
+)
+from collector.store._studies import get_study, list_studies, save_study
+from collector.store._targets import list_targets, register_target
+from collector.store._url import default_db_url, redact_url
+
+__all__ = [
+    "AlertEventInfo",
+    "AlertRuleInfo",
+    "AlertState",
+    "BenchRunData",
+    "BenchRunInfo",
+    "BenchRunMeta",
+    "DiagnosisInfo",
+    "MetricType",
+    "RetentionCounts",
+    "RevisionInfo",
+    "SampleIn",
+    "Store",
+    "StudyInfo",
+    "StudyStatus",
+    "TargetInfo",
+    "bucket_quantile",
+    "counter_increase",
+    "counter_rate",
+    "current_revision",
+    "default_db_url",
+    "delete_slo",
+    "downgrade",
+    "gauge_avg",
+    "get_study",
+    "histogram_quantile",
+    "latest_value",
+    "list_alert_events",
+    "list_alert_rules",
+    "list_bench_runs",
+    "list_diagnoses",
+    "list_slos",
+    "list_studies",
+    "list_targets",
+    "load_bench_run",
+    "open_store",
+    "prune",
+    "record_alert_event",
+    "redact_url",
+    "register_target",
+    "rollup",
+    "save_alert_rule",
+    "save_bench_run",
+    "save_diagnosis",
+    "save_slos",
+    "save_study",
+    "schema_status",
+    "upgrade",
+    "write_samples",
+]

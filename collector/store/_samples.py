@@ -1,0 +1,175 @@
+"""Writing samples: batched, idempotent, with counter resets recorded as they arrive.
+
+Cumulative series (counters, histogram ``_bucket/_sum/_count``, summary ``_sum/_count``) get a
+``counter_reset`` row whenever a value drops below the previous one, so window queries read
+two samples per series instead of scanning the window. The writer keeps each series' last
+value in memory; a sample older than that (a replayed spool) re-derives the resets of the
+series from the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, text
+
+from collector.errors import ConfigError
+from collector.store._models import CounterReset, MetricSeries
+from collector.store._records import MetricType, SampleIn
+from collector.store._store import SeriesKey, Store
+from collector.store._targets import ensure_target, insert_ignore, touch_targets
+
+_TYPES = {t.value for t in MetricType}
+_CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
+_NEVER = (-math.inf, -math.inf)
+
+
+def labels_hash(labels: Mapping[str, str]) -> str:
+    """Stable hash of a label set (order-independent)."""
+    text_ = json.dumps(sorted(labels.items()), separators=(",", ":"))
+    return hashlib.sha1(text_.encode()).hexdigest()[:32]
+
+
+def is_cumulative(name: str, type_: str) -> bool:
+    """Whether a series only grows between resets (Prometheus counter semantics)."""
+    if type_ == MetricType.COUNTER:
+        return True
+    return type_ in (MetricType.HISTOGRAM, MetricType.SUMMARY) and name.endswith(
+        _CUMULATIVE_SUFFIXES)
+
+
+def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
+    """Store a batch of samples in one transaction; re-sent samples are ignored.
+
+    Unknown targets are registered (kind ``unknown``) and unknown series created.
+
+    Args:
+        store: the open store.
+        batch: samples of any targets and series, in any order.
+
+    Returns:
+        How many samples were new.
+
+    Raises:
+        ConfigError: a sample has an unknown type or a non-finite timestamp.
+        StoreUnavailable: the database cannot be written (nothing of the batch is stored).
+    """
+    if not batch:
+        return 0
+    try:
+        with store.connection() as conn:
+            return _write(conn, store, batch)
+    except BaseException:
+        # The transaction rolled back: what the cache learnt may not exist in the database.
+        store.cache.clear()
+        raise
+
+
+def _write(conn: Connection, store: Store, batch: Sequence[SampleIn]) -> int:
+    cache = store.cache
+    rows: list[tuple[int, float, float]] = []
+    resets: list[dict[str, float]] = []
+    rescan_from: dict[int, float] = {}
+    target_ts: dict[int, float] = {}
+    for s in batch:
+        key = SeriesKey(s.target, s.name, tuple(sorted(s.labels.items())))
+        series_id = cache.ids.get(key)
+        if series_id is None:
+            series_id = _ensure_series(conn, store, key, s)
+        rows.append((series_id, s.ts, s.value))
+        target_id = cache.targets[s.target]
+        if s.ts > target_ts.get(target_id, -math.inf):
+            target_ts[target_id] = s.ts
+        if series_id not in cache.cumulative:
+            continue
+        last = cache.last.get(series_id)
+        if last is None or series_id in rescan_from or s.ts <= last[0]:
+            rescan_from[series_id] = min(rescan_from.get(series_id, math.inf), s.ts)
+            continue
+        if s.value < last[1]:
+            resets.append({"series_id": series_id, "ts": s.ts, "prev_value": last[1]})
+        cache.last[series_id] = (s.ts, s.value)
+    inserted = _insert_samples(conn, rows)
+    if resets:
+        conn.execute(insert_ignore(conn, CounterReset), resets)
+    for series_id, since in rescan_from.items():
+        cache.last[series_id] = rederive_resets(conn, series_id, since)
+    touch_targets(conn, target_ts)
+    return inserted
+
+
+def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) -> int:
+    if s.type not in _TYPES:
+        raise ConfigError(f"sample {s.name!r} of target {s.target!r}: type {s.type!r} is "
+                          f"unknown; use one of {', '.join(sorted(_TYPES))}")
+    target_id = ensure_target(conn, store, s.target)
+    digest = labels_hash(s.labels)
+    where = (MetricSeries.target_id == target_id, MetricSeries.name == s.name,
+             MetricSeries.labels_hash == digest)
+    series_id = conn.execute(select(MetricSeries.id).where(*where)).scalar_one_or_none()
+    is_new = series_id is None
+    if is_new:
+        conn.execute(insert_ignore(conn, MetricSeries).values(
+            target_id=target_id, name=s.name, type=s.type, labels=dict(s.labels),
+            labels_hash=digest))
+        series_id = conn.execute(select(MetricSeries.id).where(*where)).scalar_one()
+    store.cache.ids[key] = series_id
+    if is_cumulative(s.name, s.type):
+        store.cache.cumulative.add(series_id)
+        if is_new:
+            store.cache.last[series_id] = _NEVER
+    return series_id
+
+
+def _insert_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> int:
+    for _, ts, _ in rows:
+        if not math.isfinite(ts):
+            raise ConfigError(f"sample timestamp {ts!r} is not a finite epoch time in seconds")
+    if conn.dialect.name == "sqlite":
+        result = conn.exec_driver_sql(
+            "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)", rows)
+        return max(result.rowcount, 0)
+    return _copy_samples(conn, rows)
+
+
+def _copy_samples(conn: Connection, rows: Iterable[tuple[int, float, float]]) -> int:
+    # COPY into a session-local staging table, then one INSERT ... ON CONFLICT DO NOTHING:
+    # COPY alone cannot skip samples that are already stored.
+    driver: Any = conn.connection.driver_connection
+    with driver.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
+                    "ts double precision, value double precision) ON COMMIT DELETE ROWS")
+        with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["int8", "float8", "float8"])
+            for row in rows:
+                cp.write_row(row)
+        cur.execute("INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
+                    "FROM sample_in ON CONFLICT DO NOTHING")
+        inserted = cur.rowcount
+        cur.execute("TRUNCATE sample_in")
+    return max(inserted, 0)
+
+
+def rederive_resets(conn: Connection, series_id: int, since_ts: float) -> tuple[float, float]:
+    """Recompute the resets of one series from ``since_ts`` on; returns its last sample."""
+    prev = conn.execute(
+        text("SELECT ts, value FROM sample WHERE series_id = :s AND ts < :t "
+             "ORDER BY ts DESC LIMIT 1"), {"s": series_id, "t": since_ts}).first()
+    points = conn.execute(
+        text("SELECT ts, value FROM sample WHERE series_id = :s AND ts >= :t ORDER BY ts"),
+        {"s": series_id, "t": since_ts}).all()
+    conn.execute(delete(CounterReset).where(CounterReset.series_id == series_id,
+                                            CounterReset.ts >= since_ts))
+    last = (float(prev[0]), float(prev[1])) if prev is not None else _NEVER
+    resets = []
+    for ts, value in points:
+        if value < last[1]:
+            resets.append({"series_id": series_id, "ts": ts, "prev_value": last[1]})
+        last = (float(ts), float(value))
+    if resets:
+        conn.execute(insert_ignore(conn, CounterReset), resets)
+    return last

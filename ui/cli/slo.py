@@ -1,0 +1,70 @@
+"""``slotune slo``: declare, list and delete SLOs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from collector.slo import SLI, SLO, load_slo_file
+from collector.store import delete_slo, list_slos, open_store, save_slos
+from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+slo_app = typer.Typer(help="Declare service-level objectives (see docs/slo.md).",
+                      no_args_is_help=True)
+
+
+@slo_app.command("apply")
+def apply_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="SLO YAML file (see examples/slos.yaml).")],
+    json: JsonOption = False,
+) -> None:
+    """Create or replace the SLOs of a YAML file (all of them or none)."""
+    slos = run(load_slo_file, file)
+    with run(open_store, db_url(ctx)) as store:
+        run(save_slos, store, slos)
+    if json:
+        print_json([s.to_dict() for s in slos])
+    else:
+        console.print(f"applied {len(slos)} SLO(s): {', '.join(s.name for s in slos)}",
+                      highlight=False)
+
+
+@slo_app.command("list")
+def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
+    """List the stored SLOs."""
+    with run(open_store, db_url(ctx)) as store:
+        slos = run(list_slos, store)
+    if json:
+        print_json([s.to_dict() for s in slos])
+        return
+    table = Table("name", "spec", "objective", "window", "selector", "description")
+    for s in slos:
+        table.add_row(s.name, s.spec, _objective(s), f"{s.window_s / 86400:g}d",
+                      ", ".join(f"{k}={v}" for k, v in s.selector.as_dict().items()),
+                      s.description)
+    console.print(table)
+
+
+def _objective(slo: SLO) -> str:
+    if slo.sli is SLI.ERROR_RATE:
+        return f"{slo.objective * 100:g}% ok"
+    return f"{slo.objective * 100:g}% good"
+
+
+@slo_app.command("delete")
+def delete_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Name of the SLO to delete.")],
+) -> None:
+    """Delete one SLO by name."""
+    with run(open_store, db_url(ctx)) as store:
+        run(delete_slo, store, name)
+    console.print(f"deleted SLO {name}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(slo_app, name="slo")
