@@ -1,0 +1,185 @@
+"""Test helpers: an emulated engine on a background event loop, driven by a small fake core.
+
+The fake core prefills every waiting request in one step and decodes one token per running
+request per step, each step lasting ``step_s`` emulated seconds; it stands in for the
+simulator's core so these tests exercise the HTTP, SSE, metrics and real-time layers alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tuner.sim.emulate.app import ServedModel
+from tuner.sim.emulate.server import Emulator
+from tuner.sim.emulate.settings import ServerSettings
+from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from tuner.sim.emulate.vllm_metrics import VllmMetrics
+from tuner.sim.request import SimRequest
+
+MODEL = "test-model"
+MAX_MODEL_LEN = 256
+
+
+@dataclass
+class FakeStats:
+    num_running: int = 0
+    num_waiting: int = 0
+    kv_usage: float = 0.0
+    prefix_queries: int = 0
+    prefix_hits: int = 0
+    preemptions: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    kv_blocks: int = 1000
+    kv_tokens: int = 16000
+
+
+@dataclass(frozen=True)
+class FakeStep:
+    duration_s: float
+    tokens: list[tuple[str, int]]
+    finished: list[str]
+    preempted: list[str] = field(default_factory=list)
+
+
+class FakeCore:
+    def __init__(self, step_s: float) -> None:
+        self.step_s = step_s
+        self.waiting: list[SimRequest] = []
+        self.running: dict[str, list[int]] = {}  # id -> [generated, max_tokens]
+        self.stats = FakeStats()
+
+    def add_request(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+        self.stats.num_waiting = len(self.waiting)
+
+    def abort(self, request_id: str) -> None:
+        self.waiting = [r for r in self.waiting if r.request_id != request_id]
+        self.running.pop(request_id, None)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def step(self) -> FakeStep | None:
+        if not self.has_unfinished():
+            return None
+        for r in self.waiting:
+            self.running[r.request_id] = [0, r.max_tokens]
+            self.stats.prompt_tokens += r.prompt_tokens
+            self.stats.prefix_queries += r.prompt_tokens
+        self.waiting = []
+        tokens, finished = [], []
+        for rid, state in list(self.running.items()):
+            state[0] += 1
+            tokens.append((rid, 1))
+            if state[0] >= state[1]:
+                finished.append(rid)
+                del self.running[rid]
+        self.stats.generation_tokens += len(tokens)
+        self.stats.num_running = len(self.running)
+        self.stats.num_waiting = 0
+        self.stats.kv_usage = min(1.0, len(self.running) / 100)
+        return FakeStep(self.step_s, tokens, finished)
+
+
+def new_request(request_id: str, arrival_s: float, prompt_token_ids: tuple[int, ...],
+                max_tokens: int, min_tokens: int) -> SimRequest:
+    return SimRequest(request_id=request_id, arrival_s=arrival_s,
+                      prompt_tokens=len(prompt_token_ids), max_tokens=max_tokens,
+                      prompt_token_ids=tuple(prompt_token_ids))
+
+
+class RunningEmulator:
+    """An :class:`Emulator` serving on 127.0.0.1 from a background thread."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self.port = 0
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        async def run() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await self.emulator.serve(self._stop, on_ready=self._on_ready)
+
+        asyncio.run(run())
+
+    def _on_ready(self, port: int) -> None:
+        self.port = port
+        self._ready.set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> RunningEmulator:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("emulator did not start within 10 s")
+        return self
+
+    def close(self) -> None:
+        assert self._loop is not None and self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+
+def make_emulator(engine: str = "vllm", step_s: float = 0.01, time_scale: float = 1.0,
+                  timings_file: Path | None = None) -> RunningEmulator:
+    settings = ServerSettings(host="127.0.0.1", port=0, engine=engine, time_scale=time_scale,
+                              timings_file=timings_file)
+    model = ServedModel(MODEL, "org/test-model", MAX_MODEL_LEN,
+                        "vllm" if engine == "vllm" else "tensorrt_llm", "0.1.0")
+    metrics: VllmMetrics | TrtllmMetrics
+    if engine == "vllm":
+        metrics = VllmMetrics(MODEL, MAX_MODEL_LEN, {"block_size": "16",
+                                                     "enable_prefix_caching": "True"})
+    else:
+        metrics = TrtllmMetrics(MODEL, TrtllmStatic(64, 8192, 16, 1 << 30))
+    return RunningEmulator(Emulator(FakeCore(step_s), new_request, model, metrics, settings))
+
+
+
+@dataclass
+class Stream:
+    send_s: float
+    events: list[tuple[float, Any]]  # (time.time() at arrival, decoded JSON or "[DONE]")
+
+    def token_events(self, kind: str) -> list[tuple[float, str]]:
+        out = []
+        for t, ev in self.events:
+            if ev == "[DONE]" or not ev["choices"]:
+                continue
+            choice = ev["choices"][0]
+            text = choice["text"] if kind == "completion" else choice["delta"].get("content", "")
+            if text:
+                out.append((t, text))
+        return out
+
+
+def stream(client: httpx.Client, url: str, body: dict[str, Any],
+           headers: dict[str, str] | None = None) -> Stream:
+    send_s = time.time()
+    events: list[tuple[float, Any]] = []
+    with client.stream("POST", url, json=body, headers=headers or {}) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if not line:
+                continue
+            assert line.startswith("data: "), line
+            payload = line[len("data: "):]
+            events.append((time.time(), payload if payload == "[DONE]" else json.loads(payload)))
+    return Stream(send_s, events)

@@ -1,0 +1,21 @@
+"""``python -m tuner.sim.emulate [flags]``: the same server as ``slotune emulate``."""
+
+from __future__ import annotations
+
+import sys
+
+from collector.errors import SlotuneError
+from tuner.sim.emulate.server import serve
+
+
+def main() -> int:
+    try:
+        serve(sys.argv[1:])
+    except SlotuneError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

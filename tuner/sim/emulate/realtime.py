@@ -1,0 +1,301 @@
+"""The real-time loop: the simulator's engine core stepped against the wall clock.
+
+One asyncio task runs ``core.step()``, sleeps until the step's emulated duration (divided by
+the time scale) has passed since the step began, then hands each request its new tokens.
+Step start times chain on absolute ``time.perf_counter()`` deadlines, so per-step sleep error
+never accumulates: the N-th step of a busy stretch ends at ``t0 + sum(durations) / scale`` up
+to one sleep's error. Requests that arrive while a step is "running" join the next step, as
+in a continuous-batching engine.
+
+Sleep precision: asyncio's epoll timeout has 1 ms granularity, so the loop sleeps until
+``_SPIN_MARGIN_S`` before the deadline and then yields to the event loop (``sleep(0)``) until
+the deadline passes; other requests' I/O keeps running during that short spin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tuner.sim.emulate.core_view import EngineCoreLike, EngineCounters, StepLike, read_counters
+from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+
+_SPIN_MARGIN_S = 0.0015
+# Behind the wall clock by more than this, the loop stops catching up and restarts its
+# timeline at "now" (the process was starved; replaying the backlog would burst tokens).
+_MAX_LAG_S = 0.050
+_IDLE_POLL_S = 0.005
+
+
+class EngineObserver(Protocol):
+    """Receives what the loop did: metrics exporters and the timings file implement it."""
+
+    def on_step(self, report: StepReport) -> None: ...
+
+    def on_finished(self, request: FinishedRequest) -> None: ...
+
+
+RequestFactory = Callable[[str, float, Sequence[int], int, int], Any]
+"""Builds the core's request: (request_id, arrival_s, prompt_token_ids, max_tokens, min_tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """New output tokens for one request (``num_tokens`` may be 0 on a bare finish)."""
+
+    num_tokens: int
+    is_finished: bool
+
+
+@dataclass(slots=True)
+class _Flight:
+    """A request between arrival and finish (mutable; owned by the loop)."""
+
+    request_id: str
+    timing_id: str
+    prompt_tokens: int
+    max_tokens: int
+    arrival_wall_s: float
+    arrival_perf_s: float
+    queue: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
+    first_scheduled_wall_s: float | None = None
+    last_token_perf_s: float | None = None
+    token_times_s: list[float] = field(default_factory=list)
+    is_finished: bool = False
+
+
+class RequestHandle:
+    """The server's view of one submitted request: iterate it to receive tokens."""
+
+    def __init__(self, flight: _Flight) -> None:
+        self._flight = flight
+
+    @property
+    def request_id(self) -> str:
+        return self._flight.request_id
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self._flight.prompt_tokens
+
+    @property
+    def is_finished(self) -> bool:
+        return self._flight.is_finished
+
+    async def deliveries(self) -> AsyncIterator[Delivery]:
+        """Token deliveries in order, ending with the one marked finished."""
+        while True:
+            delivery = await self._flight.queue.get()
+            yield delivery
+            if delivery.is_finished:
+                return
+
+
+class RealtimeEngine:
+    """Drives an engine core in real time and fans its output out to request handles.
+
+    Args:
+        core: the simulator's engine core.
+        new_request: builds the core's request object.
+        time_scale: the emulated GPU runs this many times faster than real time.
+        observers: metrics exporters, the timings file.
+    """
+
+    def __init__(
+        self,
+        core: EngineCoreLike,
+        new_request: RequestFactory,
+        time_scale: float = 1.0,
+        observers: Sequence[EngineObserver] = (),
+    ) -> None:
+        if time_scale <= 0:
+            raise ValueError(f"time_scale must be > 0, got {time_scale}")
+        self._core = core
+        self._new_request = new_request
+        self._time_scale = time_scale
+        self._observers = list(observers)
+        self._flights: dict[str, _Flight] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._origin_perf_s = time.perf_counter()
+        self._counters = read_counters(core.stats)
+        self._step_index = 0
+        self.lateness_s: deque[float] = deque(maxlen=100_000)
+        """Seconds each step ended after its deadline (the loop's scheduling jitter)."""
+
+    @property
+    def counters(self) -> EngineCounters:
+        """The core's gauges and counters after the last step."""
+        return self._counters
+
+    @property
+    def num_in_flight(self) -> int:
+        return len(self._flights)
+
+    def submit(
+        self,
+        request_id: str,
+        timing_id: str,
+        prompt_token_ids: Sequence[int],
+        max_tokens: int,
+        min_tokens: int = 0,
+    ) -> RequestHandle:
+        """Hand a request to the engine; it joins the next scheduler step."""
+        now_perf = time.perf_counter()
+        flight = _Flight(
+            request_id=request_id,
+            timing_id=timing_id,
+            prompt_tokens=len(prompt_token_ids),
+            max_tokens=max_tokens,
+            arrival_wall_s=time.time(),
+            arrival_perf_s=now_perf,
+        )
+        arrival_s = (now_perf - self._origin_perf_s) * self._time_scale
+        self._core.add_request(
+            self._new_request(request_id, arrival_s, prompt_token_ids, max_tokens, min_tokens)
+        )
+        self._flights[request_id] = flight
+        self._wake.set()
+        return RequestHandle(flight)
+
+    def abort(self, request_id: str) -> None:
+        """Drop a request (client went away); it is counted with finish reason ``abort``."""
+        flight = self._flights.pop(request_id, None)
+        if flight is None:
+            return
+        self._core.abort(request_id)
+        flight.is_finished = True
+        self._finish(flight, FinishReason.ABORT, time.time())
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current step."""
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Step the core until :meth:`stop` is called."""
+        next_start: float | None = None
+        while not self._stopping:
+            if not self._core.has_unfinished():
+                await self._idle()
+                next_start = None
+                continue
+            now = time.perf_counter()
+            start = now if next_start is None or now - next_start > _MAX_LAG_S else next_start
+            out = self._core.step()
+            if out is None:
+                await self._idle(timeout_s=_IDLE_POLL_S)
+                next_start = None
+                continue
+            deadline = start + out.duration_s / self._time_scale
+            await _sleep_until(deadline)
+            self.lateness_s.append(time.perf_counter() - deadline)
+            self._complete_step(out, start, deadline)
+            next_start = deadline
+
+    async def _idle(self, timeout_s: float | None = None) -> None:
+        self._wake.clear()
+        if self._stopping:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout_s)
+
+    def _complete_step(self, out: StepLike, start_perf: float, end_perf: float) -> None:
+        wall_now = time.time()
+        start_wall = wall_now - (time.perf_counter() - start_perf)
+        finished = set(out.finished)
+        starters: list[_Flight] = []
+        ttfts: list[float] = []
+        itls: list[float] = []
+        for request_id, num_tokens in out.tokens:
+            flight = self._flights.get(request_id)
+            if flight is None or num_tokens <= 0:
+                continue
+            if flight.last_token_perf_s is None:
+                # The step that produced the first token is taken as the request's first
+                # scheduled step (exact without chunked prefill).
+                flight.first_scheduled_wall_s = max(start_wall, flight.arrival_wall_s)
+                starters.append(flight)
+                ttfts.append(end_perf - flight.arrival_perf_s)
+            else:
+                itls.append(end_perf - flight.last_token_perf_s)
+            flight.last_token_perf_s = end_perf
+            flight.token_times_s.extend([wall_now] * num_tokens)
+            is_done = request_id in finished
+            flight.queue.put_nowait(Delivery(num_tokens, is_done))
+            if is_done:
+                self._retire(flight, wall_now)
+        for request_id in finished:
+            flight = self._flights.get(request_id)
+            if flight is not None:
+                flight.queue.put_nowait(Delivery(0, True))
+                self._retire(flight, wall_now)
+        self._report_step(starters, end_perf - start_perf, ttfts, itls, len(finished))
+
+    def _retire(self, flight: _Flight, end_wall_s: float) -> None:
+        flight.is_finished = True
+        del self._flights[flight.request_id]
+        self._finish(flight, FinishReason.LENGTH, end_wall_s)
+
+    def _finish(self, flight: _Flight, reason: FinishReason, end_wall_s: float) -> None:
+        record = FinishedRequest(
+            request_id=flight.request_id,
+            timing_id=flight.timing_id,
+            finish_reason=reason,
+            prompt_tokens=flight.prompt_tokens,
+            max_tokens=flight.max_tokens,
+            arrival_s=flight.arrival_wall_s,
+            first_scheduled_s=flight.first_scheduled_wall_s,
+            first_token_s=flight.token_times_s[0] if flight.token_times_s else None,
+            token_times_s=tuple(flight.token_times_s),
+            end_s=end_wall_s,
+        )
+        for observer in self._observers:
+            observer.on_finished(record)
+
+    def _report_step(
+        self,
+        starters: list[_Flight],
+        duration_s: float,
+        ttfts: list[float],
+        itls: list[float],
+        num_completed: int,
+    ) -> None:
+        before = self._counters
+        after = read_counters(self._core.stats)
+        self._counters = after
+        self._step_index += 1
+        report = StepReport(
+            index=self._step_index,
+            duration_s=duration_s,
+            counters=after,
+            prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+            generation_tokens=after.generation_tokens - before.generation_tokens,
+            preemptions=after.preemptions - before.preemptions,
+            prefix_queries=after.prefix_queries - before.prefix_queries,
+            prefix_hits=after.prefix_hits - before.prefix_hits,
+            new_requests_queue_s=tuple(
+                (f.first_scheduled_wall_s or f.arrival_wall_s) - f.arrival_wall_s
+                for f in starters
+            ),
+            num_context_requests=len(ttfts),
+            num_generation_requests=len(itls),
+            num_completed=num_completed,
+            ttfts_s=tuple(ttfts),
+            itls_s=tuple(itls),
+        )
+        for observer in self._observers:
+            observer.on_step(report)
+
+
+async def _sleep_until(deadline_perf_s: float) -> None:
+    remaining = deadline_perf_s - time.perf_counter()
+    if remaining > _SPIN_MARGIN_S:
+        await asyncio.sleep(remaining - _SPIN_MARGIN_S)
+    while time.perf_counter() < deadline_perf_s:
+        await asyncio.sleep(0)

@@ -1,0 +1,185 @@
+"""Start, run and stop the emulated engine.
+
+Startup mirrors ``vllm serve``: the engine configuration is built and validated first (an
+invalid one fails before the port is bound, worded like the engine), the KV cache lines are
+logged, then the API server binds and logs where it listens. SIGINT and SIGTERM stop it
+cleanly: in-flight streams are cut, the port is released and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from aiohttp import web
+
+from collector.errors import ConfigError
+from tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
+from tuner.sim.emulate.app import ServedModel, create_app
+from tuner.sim.emulate.core_view import EngineCoreLike
+from tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
+from tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
+from tuner.sim.emulate.stats_log import StatsLog
+from tuner.sim.emulate.timings import TimingsFile
+from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from tuner.sim.emulate.vllm_metrics import VllmMetrics
+from tuner.sim.flags import parse_engine_flags
+from tuner.sim.request import SimRequest
+
+log = logging.getLogger("slotune.emulate")
+_SHUTDOWN_GRACE_S = 1.0
+
+
+def _version() -> str:
+    try:
+        return version("slotune")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class Emulator:
+    """An engine core wired to the real-time loop, its observers and the HTTP app."""
+
+    def __init__(self, core: EngineCoreLike, new_request: RequestFactory, model: ServedModel,
+                 metrics: VllmMetrics | TrtllmMetrics, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.model = model
+        self.metrics = metrics
+        self._timings = TimingsFile(settings.timings_file) if settings.timings_file else None
+        self.stats_log = StatsLog(log)
+        observers: list[EngineObserver] = [metrics, self.stats_log]
+        if self._timings is not None:
+            observers.append(self._timings)
+        self.engine = RealtimeEngine(core, new_request, settings.time_scale, observers)
+        self.app = create_app(self.engine, model, metrics, settings.seed)
+
+    async def serve(self, stop: asyncio.Event,
+                    on_ready: Callable[[int], None] | None = None) -> None:
+        """Serve until ``stop`` is set; ``on_ready`` gets the bound port."""
+        loop_task = asyncio.create_task(self.engine.run())
+        log_task = asyncio.create_task(self.stats_log.run())
+        runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
+                               shutdown_timeout=_SHUTDOWN_GRACE_S)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.settings.host, self.settings.port)
+            try:
+                await site.start()
+            except OSError as e:
+                raise ConfigError(f"cannot bind {self.settings.host}:{self.settings.port} "
+                                  f"({e.strerror}); pass a free --port") from e
+            port = _bound_port(site, self.settings.port)
+            log.info("Starting slotune emulated %s API server on http://%s:%d",
+                     "vLLM" if isinstance(self.metrics, VllmMetrics) else "TensorRT-LLM",
+                     self.settings.host, port)
+            if on_ready is not None:
+                on_ready(port)
+            await stop.wait()
+            log.info("Shutting down the API server")
+        finally:
+            self.engine.stop()
+            log_task.cancel()
+            await runner.cleanup()
+            await loop_task
+            with contextlib.suppress(asyncio.CancelledError):
+                await log_task
+            if self._timings is not None:
+                self._timings.close()
+
+
+def _bound_port(site: web.TCPSite, requested: int) -> int:
+    server: Any = site._server  # aiohttp exposes the bound socket only here
+    sockets = getattr(server, "sockets", None) or ()
+    return int(sockets[0].getsockname()[1]) if sockets else requested
+
+
+def build_emulator(argv: Sequence[str]) -> Emulator:
+    """Parse the command line and build the engine exactly as ``slotune emulate`` does.
+
+    Raises:
+        ConfigError: bad flags, unknown model or GPU.
+        EngineConfigError: a configuration the engine itself refuses, worded like it.
+    """
+    from tuner.sim.engine import EngineCore
+
+    settings, engine_argv = parse_server_args(argv)
+    config = parse_engine_flags(engine_argv, engine=settings.engine, gpu=DEFAULT_GPU)
+    if isinstance(config, VllmConfig) and config.served_model_name is None:
+        # vLLM serves under the --model value as given unless --served-model-name says else.
+        config = dataclasses.replace(config, served_model_name=config.model)
+    resolved = resolve(config)
+    core = EngineCore.create(resolved)
+    for line in core.kv_log_lines():
+        log.info("%s", line)
+
+    def new_request(request_id: str, arrival_s: float, prompt_token_ids: Sequence[int],
+                    max_tokens: int, min_tokens: int) -> Any:
+        return SimRequest(request_id=request_id, arrival_s=arrival_s,
+                          prompt_tokens=len(prompt_token_ids), max_tokens=max_tokens,
+                          prompt_token_ids=tuple(prompt_token_ids))
+
+    counters = core.stats
+    if isinstance(resolved, ResolvedVllm):
+        model = ServedModel(resolved.served_model_name, resolved.model.hf_name,
+                            resolved.max_model_len, "vllm", _version())
+        metrics: VllmMetrics | TrtllmMetrics = VllmMetrics(
+            model.served_name, resolved.max_model_len, _cache_config_labels(resolved,
+                                                                            counters.kv_blocks))
+    else:
+        assert isinstance(resolved, ResolvedTrtllm)
+        model = ServedModel(config.model, resolved.model.hf_name, resolved.max_seq_len,
+                            "tensorrt_llm", _version())
+        metrics = TrtllmMetrics(model.served_name, TrtllmStatic(
+            max_batch_size=resolved.max_batch_size, max_num_tokens=resolved.max_num_tokens,
+            tokens_per_block=resolved.tokens_per_block,
+            gpu_mem_usage_bytes=int(getattr(core, "gpu_memory_used_bytes", 0))))
+    return Emulator(core, new_request, model, metrics, settings)
+
+
+def _cache_config_labels(r: ResolvedVllm, num_gpu_blocks: int) -> dict[str, str]:
+    return {
+        "block_size": str(r.block_size), "cache_dtype": r.kv_cache_dtype,
+        "calculate_kv_scales": "False", "cpu_offload_gb": "0",
+        "enable_prefix_caching": str(r.enable_prefix_caching),
+        "gpu_memory_utilization": str(r.gpu_memory_utilization),
+        "is_attention_free": "False", "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(num_gpu_blocks), "num_gpu_blocks_override": "None",
+        "prefix_caching_hash_algo": "sha256", "sliding_window": "None", "swap_space": "4",
+    }
+
+
+def configure_logging() -> None:
+    """vLLM-style log lines on stdout: ``INFO 11-29 16:00:00 [slotune.emulate] ...``."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(name)s] %(message)s",
+                                           datefmt="%m-%d %H:%M:%S"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def serve(argv: Sequence[str]) -> None:
+    """Run ``slotune emulate`` with this command line until SIGINT or SIGTERM.
+
+    Raises:
+        ConfigError: bad flags, unknown model or GPU, port in use.
+        EngineConfigError: a configuration the engine refuses (before the port is bound).
+    """
+    configure_logging()
+    emulator = build_emulator(argv)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await emulator.serve(stop)
+
+    asyncio.run(main())

@@ -1,0 +1,80 @@
+"""The emulated engine's own flags; every other flag is an engine flag for
+:func:`tuner.sim.flags.parse_engine_flags`.
+
+Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine``
+(vllm | trtllm), ``--time-scale K`` (the emulated GPU runs K times faster than real time),
+``--timings-file PATH`` and ``--seed N``. ``--model`` (or the model given positionally, as in
+``vllm serve MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag
+parser; ``--gpu`` defaults to ``h100-sxm``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from collector.errors import ConfigError
+from tuner.sim.flags import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
+
+DEFAULT_GPU = "h100-sxm"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Where and how the emulated engine serves."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    engine: str = "vllm"
+    time_scale: float = 1.0
+    timings_file: Path | None = None
+    seed: int = 0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"slotune emulate: {message}")
+
+
+def _parser() -> _Parser:
+    p = _Parser(
+        prog="slotune emulate",
+        description="Serve the engine simulator in real time behind an OpenAI-compatible "
+        "HTTP server with vLLM's (or trtllm-serve's) flags and metrics.",
+        epilog=f"{VLLM_FLAGS_HELP} {TRTLLM_FLAGS_HELP} The model: --model ID or "
+        "positionally (catalog id or Hugging Face name); the GPU: --gpu ID "
+        f"(default {DEFAULT_GPU}).",
+        allow_abbrev=False,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    p.add_argument("--engine", choices=("vllm", "trtllm"), default="vllm",
+                   help="whose flags, routes and metrics to emulate (default vllm)")
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="run the emulated GPU K times faster than real time (default 1)")
+    p.add_argument("--timings-file", type=Path, default=None,
+                   help="append one JSON line per finished request (engine-side timings)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated output words")
+    return p
+
+
+def parse_server_args(argv: Sequence[str]) -> tuple[ServerSettings, list[str]]:
+    """Split ``argv`` into the server's settings and the engine flags.
+
+    ``-h`` / ``--help`` prints the usage (server and engine flags) and exits.
+
+    Raises:
+        ConfigError: a bad server flag value (e.g. ``--time-scale 0``).
+    """
+    ns, engine_argv = _parser().parse_known_args(list(argv))
+    if ns.time_scale <= 0:
+        raise ConfigError(f"--time-scale must be > 0, got {ns.time_scale}")
+    if not 0 <= ns.port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, got {ns.port}")
+    settings = ServerSettings(host=ns.host, port=ns.port, engine=ns.engine,
+                              time_scale=ns.time_scale, timings_file=ns.timings_file,
+                              seed=ns.seed)
+    return settings, engine_argv
