@@ -1,0 +1,22 @@
+"""GPU and model catalogs of the simulator: bundled YAML data plus user files."""
+
+from tuner.sim.catalog._loader import (
+    CATALOG_ENV,
+    get_gpu,
+    get_model,
+    list_gpus,
+    list_models,
+    load_catalog_file,
+)
+from tuner.sim.catalog._types import GPU, ModelSpec
+
+__all__ = [
+    "CATALOG_ENV",
+    "GPU",
+    "ModelSpec",
+    "get_gpu",
+    "get_model",
+    "list_gpus",
+    "list_models",
+    "load_catalog_file",
+]

@@ -1,0 +1,288 @@
+"""Time of one engine step (one forward pass over a batch) on one GPU model.
+
+A step is described by its aggregate shape (:class:`StepShape`); its time is
+
+* linear layers (QKV, output, gate/up, down; routed experts for MoE) by a fitted roofline,
+* memory-bound kernels (norms, RoPE, activation, residual add, embedding) at a fitted bandwidth,
+* attention: prefill FLOPs over the causal context, decode K/V bytes read (halved with an fp8
+  KV cache),
+* tensor-parallel all-reduce, two per layer plus the embedding's,
+* the LM head and sampler over the sequences that produce a token,
+* host overhead per step and per sequence, and kernel launches that the GPU cannot hide
+  (one CUDA graph replay, or one launch per layer with ``enforce_eager``).
+
+Coefficients come from ``calibration.yaml`` (fitted) and ``knobs.yaml`` (hand-set), see
+:mod:`tuner.sim.cost_coeffs`. :meth:`CostModel.step_time_s` is the hot path of the simulator:
+everything that depends only on the batch's token count is cached per count, the rest is a
+handful of float operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.sim.catalog import GPU, ModelSpec
+from tuner.sim.cost_coeffs import Calibration, GemmCoeffs, load_calibration
+from tuner.sim.cost_ops import (
+    LayerDims,
+    all_reduce_time_s,
+    elementwise_time_s,
+    expected_experts_touched,
+    gemm_flops_bytes,
+    roofline_time_s,
+)
+from tuner.sim.memory import kv_bytes_per_token, validate_tensor_parallel
+
+# The sampler reads and writes fp32 logits a few times (softmax, top-k/p, log-probs).
+_SAMPLER_PASSES = 3
+_FP32_BYTES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class StepShape:
+    """What one scheduler step runs, aggregated over its sequences.
+
+    Attributes:
+        num_prefill_tokens: new prompt tokens computed this step (all chunks together).
+        prefill_attention_work: sum over prefill chunks of
+            ``n_new * (n_ctx_before + n_new / 2)``, i.e. causal query-key pairs.
+        num_decode_seqs: sequences generating one token this step.
+        decode_context_tokens: K/V tokens the decode sequences read (their context lengths).
+        num_prefill_seqs: sequences with a prefill chunk this step.
+    """
+
+    num_prefill_tokens: int = 0
+    prefill_attention_work: float = 0.0
+    num_decode_seqs: int = 0
+    decode_context_tokens: int = 0
+    num_prefill_seqs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """A step's time and its split.
+
+    ``compute_s`` are kernels bound by FLOPs, ``memory_s`` kernels bound by memory bandwidth,
+    ``communication_s`` tensor-parallel collectives, ``overhead_s`` host time and kernel
+    launches the GPU did not hide. ``total_s`` is their sum.
+    """
+
+    total_s: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    communication_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    compute_s: float
+    memory_s: float
+    communication_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.memory_s + self.communication_s
+
+
+class CostModel:
+    """Step times of one model served on ``tensor_parallel_size`` GPUs of one kind.
+
+    Args:
+        model: the model architecture.
+        gpu: the accelerator (all ranks alike).
+        tensor_parallel_size: GPUs the model is sharded over.
+        kv_cache_dtype: ``"auto"`` (the model's dtype) or ``"fp8"`` (also ``fp8_e4m3``,
+            ``fp8_e5m2``).
+        enforce_eager: run without CUDA graphs (one kernel launch at a time).
+        calibration: coefficients; the bundled fitted ones by default.
+
+    Raises:
+        EngineConfigError: the tensor-parallel size does not divide the model's heads.
+        ConfigError: an unknown ``kv_cache_dtype``.
+    """
+
+    def __init__(self, model: ModelSpec, gpu: GPU, *, tensor_parallel_size: int = 1,
+                 kv_cache_dtype: str = "auto", enforce_eager: bool = False,
+                 calibration: Calibration | None = None) -> None:
+        validate_tensor_parallel(model, tensor_parallel_size)
+        self.model = model
+        self.gpu = gpu
+        self.tensor_parallel_size = tensor_parallel_size
+        self.kv_cache_dtype = kv_cache_dtype
+        self.enforce_eager = enforce_eager
+        self.calibration = calibration or load_calibration()
+        self._family = self.calibration.family_for(gpu)
+        self._dims = LayerDims(model.hidden_size, model.num_heads, model.num_kv_heads,
+                               model.head_dim, model.intermediate_size, tensor_parallel_size,
+                               model.dtype_bytes)
+        self._linear_cache: dict[int, float] = {}
+        self._head_cache: dict[int, float] = {}
+        self._precompute_constants()
+
+    def _precompute_constants(self) -> None:
+        att = self.calibration.attention
+        ovh = self.calibration.overhead
+        layers = self.model.num_layers
+        dims = self._dims
+        flops_per_pair = 4.0 * dims.heads_per_rank * dims.head_dim
+        kv_bytes_layer = kv_bytes_per_token(self.model, self.tensor_parallel_size,
+                                            self.kv_cache_dtype) / layers
+        peak = self.gpu.bf16_flops
+        bw = self.gpu.mem_bw_bytes_s
+        self._prefill_s_per_work = layers * flops_per_pair / (att.prefill_compute_eff * peak)
+        self._decode_compute_s_per_token = layers * flops_per_pair / (
+            att.prefill_compute_eff * peak)
+        self._decode_memory_s_per_token = layers * kv_bytes_layer / (att.decode_memory_eff * bw)
+        self._attention_fixed_s = layers * att.latency_s
+        eager_launch_s = layers * ovh.eager_launch_per_layer_s
+        self._eager_launch_s = eager_launch_s
+        self._graph_launch_s = eager_launch_s if self.enforce_eager else ovh.cuda_graph_launch_s
+        self._graph_max_tokens = ovh.cuda_graph_max_tokens
+        self._step_s = ovh.step_s
+        self._per_seq_s = ovh.per_seq_s
+
+    # ---- per-token-count parts (cached) -------------------------------------------------
+    def _roofline(self, flops: float, moved: float, c: GemmCoeffs, split: list[float]) -> None:
+        peak = self.gpu.bf16_flops
+        bw = self.gpu.mem_bw_bytes_s
+        t = roofline_time_s(flops, moved, peak, bw, c)
+        is_compute_bound = flops / (c.compute_eff * peak) >= moved / (c.memory_eff * bw)
+        split[0 if is_compute_bound else 1] += t
+
+    def _mlp(self, tokens: int, split: list[float]) -> None:
+        model, dims, fam = self.model, self._dims, self._family
+        tp = self.tensor_parallel_size
+        b = model.dtype_bytes
+        act = fam.elementwise["mlp_act"]
+        if not model.is_moe:
+            for op in ("mlp_up_proj", "mlp_down_proj"):
+                k, n = dims.gemm_shapes()[op]
+                self._roofline(*gemm_flops_bytes(float(tokens), k, n, b), fam.gemm, split)
+            split[1] += elementwise_time_s(
+                tokens * dims.elementwise_bytes_per_token()["mlp_act"], self.gpu.mem_bw_bytes_s,
+                act)
+            return
+        h, width = model.hidden_size, model.moe_intermediate_size // tp
+        routed = tokens * model.num_active_experts
+        touched = expected_experts_touched(float(tokens), model.num_experts,
+                                           model.num_active_experts)
+        self._roofline(*gemm_flops_bytes(float(tokens), h, model.num_experts, b), fam.gemm,
+                       split)
+        flops = 2.0 * routed * h * 3 * width
+        moved = b * (touched * 3 * h * width + routed * (2 * h + 3 * width))
+        self._roofline(flops, moved, fam.gemm, split)
+        split[1] += elementwise_time_s(routed * 3 * width * b, self.gpu.mem_bw_bytes_s, act)
+
+    def _linear_split(self, tokens: int) -> _Split:
+        """Everything in a forward pass over ``tokens`` tokens except attention and LM head."""
+        dims, fam, gpu = self._dims, self._family, self.gpu
+        layer = [0.0, 0.0, 0.0]
+        for op in ("attn_pre_proj", "attn_post_proj"):
+            k, n = dims.gemm_shapes()[op]
+            self._roofline(*gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes),
+                           fam.gemm, layer)
+        self._mlp(tokens, layer)
+        per_token = dims.elementwise_bytes_per_token()
+        for op in ("input_layernorm", "attn_rope", "post_attention_layernorm", "add"):
+            layer[1] += elementwise_time_s(tokens * per_token[op], gpu.mem_bw_bytes_s,
+                                           fam.elementwise[op])
+        activation_bytes = tokens * self.model.hidden_size * self.model.dtype_bytes
+        all_reduce = all_reduce_time_s(float(activation_bytes), self.tensor_parallel_size,
+                                       gpu.interconnect_bw_bytes_s, fam.all_reduce)
+        layer[2] += 2 * all_reduce
+        layers = self.model.num_layers
+        embedding = elementwise_time_s(tokens * per_token["emb"], gpu.mem_bw_bytes_s,
+                                       fam.elementwise["emb"])
+        final_norm = elementwise_time_s(tokens * per_token["input_layernorm"],
+                                        gpu.mem_bw_bytes_s, fam.elementwise["input_layernorm"])
+        return _Split(layers * layer[0], layers * layer[1] + embedding + final_norm,
+                      layers * layer[2] + all_reduce)
+
+    def _head_split(self, num_seqs: int) -> _Split:
+        """LM head, logits gather and sampler for ``num_seqs`` sampled sequences."""
+        if num_seqs <= 0:
+            return _Split(0.0, 0.0, 0.0)
+        fam, gpu, model = self._family, self.gpu, self.model
+        tp = self.tensor_parallel_size
+        split = [0.0, 0.0, 0.0]
+        self._roofline(*gemm_flops_bytes(float(num_seqs), model.hidden_size,
+                                         model.vocab_size // tp, model.dtype_bytes),
+                       fam.gemm, split)
+        gather_bytes = float(num_seqs * (model.vocab_size // tp) * model.dtype_bytes)
+        split[2] += all_reduce_time_s(gather_bytes, tp, gpu.interconnect_bw_bytes_s,
+                                      fam.all_reduce)
+        split[1] += elementwise_time_s(
+            _SAMPLER_PASSES * num_seqs * model.vocab_size * _FP32_BYTES, gpu.mem_bw_bytes_s,
+            fam.elementwise["mlp_act"])
+        return _Split(*split)
+
+    def _linear_s(self, tokens: int) -> float:
+        value = self._linear_split(tokens).total_s
+        self._linear_cache[tokens] = value
+        return value
+
+    def _head_s(self, num_seqs: int) -> float:
+        value = self._head_split(num_seqs).total_s
+        self._head_cache[num_seqs] = value
+        return value
+
+    # ---- public ------------------------------------------------------------------------
+    def step_time_s(self, num_prefill_tokens: int, prefill_attention_work: float,
+                    num_decode_seqs: int, decode_context_tokens: int,
+                    num_prefill_seqs: int = 0) -> float:
+        """Total time of one step, in seconds (fast path of :meth:`step_time`).
+
+        Args:
+            num_prefill_tokens: new prompt tokens this step.
+            prefill_attention_work: causal query-key pairs of the prefill chunks.
+            num_decode_seqs: decoding sequences (one token each).
+            decode_context_tokens: K/V tokens read by the decoding sequences.
+            num_prefill_seqs: sequences with a prefill chunk.
+
+        Returns:
+            Seconds; 0.0 for an empty step.
+        """
+        tokens = num_prefill_tokens + num_decode_seqs
+        if tokens <= 0:
+            return 0.0
+        num_seqs = num_decode_seqs + num_prefill_seqs
+        linear = self._linear_cache.get(tokens)
+        if linear is None:
+            linear = self._linear_s(tokens)
+        head = self._head_cache.get(num_seqs)
+        if head is None:
+            head = self._head_s(num_seqs)
+        gpu_s = (linear + head + self._attention_fixed_s
+                 + self._prefill_s_per_work * prefill_attention_work
+                 + (self._decode_memory_s_per_token + self._decode_compute_s_per_token)
+                 * decode_context_tokens)
+        launch_s = (self._graph_launch_s if tokens <= self._graph_max_tokens
+                    else self._eager_launch_s)
+        if launch_s > gpu_s:
+            gpu_s = launch_s
+        return gpu_s + self._step_s + self._per_seq_s * num_seqs
+
+    def step_time(self, shape: StepShape) -> StepTime:
+        """Time of one step with its compute / memory / communication / overhead split.
+
+        Agrees with :meth:`step_time_s` on the total.
+        """
+        tokens = shape.num_prefill_tokens + shape.num_decode_seqs
+        if tokens <= 0:
+            return StepTime(0.0, 0.0, 0.0, 0.0, 0.0)
+        num_seqs = shape.num_decode_seqs + shape.num_prefill_seqs
+        linear = self._linear_split(tokens)
+        head = self._head_split(num_seqs)
+        compute = (linear.compute_s + head.compute_s
+                   + self._prefill_s_per_work * shape.prefill_attention_work
+                   + self._decode_compute_s_per_token * shape.decode_context_tokens)
+        memory = (linear.memory_s + head.memory_s + self._attention_fixed_s
+                  + self._decode_memory_s_per_token * shape.decode_context_tokens)
+        communication = linear.communication_s + head.communication_s
+        launch_s = (self._graph_launch_s if tokens <= self._graph_max_tokens
+                    else self._eager_launch_s)
+        exposed_launch = max(0.0, launch_s - (compute + memory + communication))
+        overhead = exposed_launch + self._step_s + self._per_seq_s * num_seqs
+        return StepTime(compute + memory + communication + overhead, compute, memory, overhead,
+                        communication)

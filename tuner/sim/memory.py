@@ -1,0 +1,303 @@
+"""GPU memory at engine start: weights, activation and CUDA-graph reserves, and KV blocks.
+
+vLLM (V1) sizes its KV cache as ``gpu_memory_utilization * total`` minus the weights, the
+activation peak of a profiling forward pass over ``max_num_batched_tokens`` tokens, memory
+outside PyTorch (CUDA/NCCL buffers) and its CUDA graph estimate. TensorRT-LLM gives the KV cache
+``free_gpu_memory_fraction`` of the memory still free after weights, activations and graphs.
+Everything is per tensor-parallel rank: each rank holds ``1/TP`` of the weights and of the KV
+heads, and every rank has the same number of blocks. Start-up failures raise
+:class:`~collector.errors.EngineConfigError` worded like the engine's own error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from collector.errors import ConfigError, EngineConfigError
+from tuner.sim.catalog import GPU, ModelSpec
+from tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+DEFAULT_MAX_NUM_SEQS = 256
+_FP32_BYTES = 4
+_FP8_KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+class Engine(StrEnum):
+    """Whose memory accounting to follow."""
+
+    VLLM = "vllm"
+    TRTLLM = "trtllm"
+
+
+@dataclass(frozen=True, slots=True)
+class KvCapacity:
+    """The KV cache an engine would allocate, per tensor-parallel rank.
+
+    Attributes:
+        num_blocks: KV blocks (the same on every rank).
+        num_tokens: ``num_blocks * block_size``.
+        kv_bytes_per_token: K and V bytes of one token over all layers on one rank.
+        weights_bytes: model weights on one rank.
+        activation_bytes: activation peak reserved for a ``max_num_batched_tokens`` forward.
+        cuda_graph_bytes: CUDA graph pool (0 with ``enforce_eager``).
+        available_kv_bytes: memory left for the KV cache.
+        max_concurrency: ``num_tokens / max_model_len`` (vLLM's "Maximum concurrency").
+        non_torch_bytes: CUDA context, NCCL and other memory outside PyTorch.
+        block_size: tokens per KV block.
+        max_model_len: the longest sequence the engine accepts.
+        engine: ``vllm`` or ``trtllm``.
+    """
+
+    num_blocks: int
+    num_tokens: int
+    kv_bytes_per_token: int
+    weights_bytes: int
+    activation_bytes: int
+    cuda_graph_bytes: int
+    available_kv_bytes: int
+    max_concurrency: float
+    non_torch_bytes: int = 0
+    block_size: int = 16
+    max_model_len: int = 0
+    engine: str = Engine.VLLM.value
+
+
+def validate_tensor_parallel(model: ModelSpec, tensor_parallel_size: int) -> None:
+    """Refuses a tensor-parallel size the engine would refuse.
+
+    Raises:
+        EngineConfigError: size below 1 or not dividing the attention heads.
+    """
+    if tensor_parallel_size < 1:
+        raise EngineConfigError(
+            f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}"
+        )
+    if model.num_heads % tensor_parallel_size:
+        raise EngineConfigError(
+            f"Total number of attention heads ({model.num_heads}) must be divisible by tensor "
+            f"parallel size ({tensor_parallel_size})."
+        )
+
+
+def kv_dtype_bytes(model: ModelSpec, kv_cache_dtype: str) -> int:
+    """Bytes per KV element for vLLM's ``kv_cache_dtype`` values.
+
+    Raises:
+        ConfigError: a value other than ``auto`` or an fp8 variant.
+    """
+    if kv_cache_dtype == "auto":
+        return model.dtype_bytes
+    if kv_cache_dtype in _FP8_KV_DTYPES:
+        return 1
+    raise ConfigError(
+        f"unknown kv_cache_dtype {kv_cache_dtype!r}; use one of: auto, "
+        f"{', '.join(_FP8_KV_DTYPES)}"
+    )
+
+
+def kv_bytes_per_token(model: ModelSpec, tensor_parallel_size: int = 1,
+                       kv_cache_dtype: str = "auto") -> int:
+    """K and V bytes of one token over all layers on one tensor-parallel rank.
+
+    ``2 * layers * kv_heads / TP * head_dim * dtype bytes``; KV heads are replicated, not
+    split, when there are fewer of them than ranks (as vLLM does).
+    """
+    kv_heads = max(1, model.num_kv_heads // tensor_parallel_size)
+    return 2 * model.num_layers * kv_heads * model.head_dim * kv_dtype_bytes(
+        model, kv_cache_dtype)
+
+
+def activation_bytes(model: ModelSpec, calibration: Calibration, tensor_parallel_size: int,
+                     max_num_batched_tokens: int, max_num_seqs: int) -> int:
+    """Activation peak of the profiling forward pass plus the sampler's logits, one rank."""
+    knobs = calibration.memory
+    tp = tensor_parallel_size
+    if model.is_moe:
+        mlp_width = model.num_active_experts * model.moe_intermediate_size
+    else:
+        mlp_width = model.intermediate_size
+    qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
+    per_token = 3 * mlp_width / tp + qkv_width / tp + knobs.hidden_buffers * model.hidden_size
+    forward = max_num_batched_tokens * per_token * model.dtype_bytes
+    sampler = max_num_seqs * model.vocab_size * _FP32_BYTES * knobs.sampler_logit_copies
+    return int(forward + sampler)
+
+
+def _gib(num_bytes: float) -> str:
+    return f"{num_bytes / GIB:.2f} GiB"
+
+
+def _check_weights_fit(model: ModelSpec, gpu: GPU, tp: int, weights: int, non_torch: int
+                       ) -> None:
+    if weights + non_torch > gpu.mem_bytes:
+        raise EngineConfigError(
+            f"CUDA out of memory while loading the model weights: {model.id} needs "
+            f"{_gib(weights)} of weights per GPU with tensor_parallel_size={tp}, but GPU 0 has "
+            f"a total capacity of {_gib(gpu.mem_bytes)}. Increase `tensor_parallel_size`, use "
+            f"a GPU with more memory, or serve a quantized model."
+        )
+
+
+def _vllm_available(gpu: GPU, gpu_memory_utilization: float, used: int) -> int:
+    if not 0.0 < gpu_memory_utilization <= 1.0:
+        raise EngineConfigError(
+            f"GPU memory utilization must be within (0, 1]. Got {gpu_memory_utilization}."
+        )
+    available = int(gpu.mem_bytes * gpu_memory_utilization) - used
+    if available <= 0:
+        raise EngineConfigError(
+            "No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine."
+        )
+    return available
+
+
+def _trtllm_available(free_gpu_memory_fraction: float, free_bytes: int) -> int:
+    if not 0.0 < free_gpu_memory_fraction <= 1.0:
+        raise EngineConfigError(
+            "kv_cache_config.free_gpu_memory_fraction must be within (0, 1], got "
+            f"{free_gpu_memory_fraction}"
+        )
+    available = int(free_bytes * free_gpu_memory_fraction)
+    if available <= 0:
+        raise EngineConfigError(
+            "Not enough GPU memory left for the KV cache after loading the weights "
+            f"({_gib(free_bytes)} free). Increase kv_cache_config.free_gpu_memory_fraction, "
+            "reduce max_num_tokens or use more GPUs (tensor_parallel_size)."
+        )
+    return available
+
+
+def _check_max_model_len(model: ModelSpec, max_model_len: int, num_blocks: int,
+                         block_size: int, page_bytes: int, available: int) -> None:
+    needed = math.ceil(max_model_len / block_size) * page_bytes
+    if needed > available:
+        raise EngineConfigError(
+            f"To serve at least one request with the models's max seq len ({max_model_len}), "
+            f"({_gib(needed)} KV cache is needed, which is larger than the available KV cache "
+            f"memory ({_gib(available)}). Based on the available memory, the estimated maximum "
+            f"model length is {num_blocks * block_size}. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+            "engine."
+        )
+
+
+def kv_capacity(model: ModelSpec, gpu: GPU, *, tensor_parallel_size: int = 1,
+                gpu_memory_utilization: float = 0.9, free_gpu_memory_fraction: float = 0.9,
+                engine: str = "vllm", block_size: int = 16, kv_cache_dtype: str = "auto",
+                max_model_len: int | None = None, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+                max_num_batched_tokens: int | None = None, enforce_eager: bool = False,
+                calibration: Calibration | None = None) -> KvCapacity:
+    """The KV cache an engine allocates at start for this model, GPU and configuration.
+
+    Args:
+        model: the model.
+        gpu: the GPU (every rank alike).
+        tensor_parallel_size: GPUs the model is sharded over.
+        gpu_memory_utilization: vLLM's fraction of total memory the instance may use.
+        free_gpu_memory_fraction: TensorRT-LLM's fraction of the memory free after weights
+            and activations that goes to the KV cache.
+        engine: ``vllm`` or ``trtllm``.
+        block_size: tokens per KV block (TensorRT-LLM's ``tokens_per_block``).
+        kv_cache_dtype: ``auto`` or ``fp8`` (fp8 halves a 16-bit cache).
+        max_model_len: longest sequence; the model's ``max_position_embeddings`` by default.
+        max_num_seqs: sequences per step (sizes the sampler's logits).
+        max_num_batched_tokens: tokens per step (sizes the activation peak); 8,192 by default.
+        enforce_eager: no CUDA graphs, so no graph pool.
+        calibration: memory knobs; the bundled ones by default.
+
+    Returns:
+        The allocation, per rank.
+
+    Raises:
+        EngineConfigError: weights do not fit, no memory is left for KV blocks, or one
+            ``max_model_len`` sequence does not fit (vLLM), worded like the engine.
+        ConfigError: unknown engine or ``kv_cache_dtype``.
+    """
+    try:
+        engine_kind = Engine(engine)
+    except ValueError:
+        raise ConfigError(f"unknown engine {engine!r}; use 'vllm' or 'trtllm'") from None
+    if block_size < 1:
+        raise EngineConfigError(f"block_size must be a positive integer, got {block_size}")
+    validate_tensor_parallel(model, tensor_parallel_size)
+    calibration = calibration or load_calibration()
+    knobs = calibration.memory
+    tp = tensor_parallel_size
+    max_len = max_model_len or model.max_position_embeddings
+    if max_len > model.max_position_embeddings:
+        raise EngineConfigError(
+            f"User-specified max_model_len ({max_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={model.max_position_embeddings} in "
+            f"model's config.json). Decrease `max_model_len` to at most "
+            f"{model.max_position_embeddings}."
+        )
+    weights = model.weight_bytes // tp
+    non_torch = knobs.non_torch_bytes + (tp - 1) * knobs.non_torch_per_extra_rank_bytes
+    _check_weights_fit(model, gpu, tp, weights, non_torch)
+    batched = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
+    activation = activation_bytes(model, calibration, tp, batched, max_num_seqs)
+    graphs = 0 if enforce_eager else (knobs.cuda_graph_base_bytes
+                                      + model.num_layers * knobs.cuda_graph_per_layer_bytes)
+    used = weights + non_torch + activation + graphs
+    if engine_kind is Engine.VLLM:
+        available = _vllm_available(gpu, gpu_memory_utilization, used)
+    else:
+        available = _trtllm_available(free_gpu_memory_fraction, gpu.mem_bytes - used)
+    per_token = kv_bytes_per_token(model, tp, kv_cache_dtype)
+    page = per_token * block_size
+    num_blocks = available // page
+    if num_blocks <= 0 and engine_kind is Engine.VLLM:
+        _vllm_available(gpu, gpu_memory_utilization, gpu.mem_bytes)
+    if num_blocks <= 0:
+        _trtllm_available(free_gpu_memory_fraction, 0)
+    if engine_kind is Engine.VLLM:
+        _check_max_model_len(model, max_len, num_blocks, block_size, page, available)
+    num_tokens = num_blocks * block_size
+    return KvCapacity(
+        num_blocks=num_blocks,
+        num_tokens=num_tokens,
+        kv_bytes_per_token=per_token,
+        weights_bytes=weights,
+        activation_bytes=activation,
+        cuda_graph_bytes=graphs,
+        available_kv_bytes=available,
+        max_concurrency=num_tokens / max_len,
+        non_torch_bytes=non_torch,
+        block_size=block_size,
+        max_model_len=max_len,
+        engine=engine_kind.value,
+    )
+
+
+def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str]:
+    """The start-up log lines the engine prints about its KV cache.
+
+    Args:
+        cap: the allocation from :func:`kv_capacity`.
+        max_model_len: the request length for the concurrency line; ``cap.max_model_len``
+            by default.
+
+    Returns:
+        vLLM's lines (``Available KV cache memory``, ``GPU KV cache size``, ``Maximum
+        concurrency``) or TensorRT-LLM's ``Allocated ... for max tokens in paged KV cache``.
+    """
+    if cap.engine == Engine.TRTLLM.value:
+        return [
+            f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {_gib(cap.available_kv_bytes)} "
+            f"for max tokens in paged KV cache ({cap.num_tokens})."
+        ]
+    length = max_model_len or cap.max_model_len
+    lines = []
+    if cap.cuda_graph_bytes:
+        lines.append(f"Estimated CUDA graph memory: {_gib(cap.cuda_graph_bytes)} total")
+    lines += [
+        f"Available KV cache memory: {_gib(cap.available_kv_bytes)}",
+        f"GPU KV cache size: {cap.num_tokens:,} tokens",
+        f"Maximum concurrency for {length:,} tokens per request: "
+        f"{cap.num_tokens / length:.2f}x",
+    ]
+    return lines
