@@ -1,0 +1,53 @@
+"""The ``sim`` backend: the in-process engine simulator (hundreds of trials in minutes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from collector.errors import EngineConfigError
+from collector.slo import SLO
+from collector.summary import Summary
+from collector.workload import Trace
+from tuner.backends.base import Backend, EngineSession, TrialFailed
+from tuner.sim import simulate
+from tuner.sim.config import EngineConfig, config_from_params, resolve
+from tuner.space import Value
+
+
+class SimSession(EngineSession):
+    """A simulated engine: each run replays the trace on a fresh simulator."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self._config = config
+        self._last_extra: dict[str, Any] = {}
+
+    def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
+        try:
+            result = simulate(self._config, trace, slos=tuple(slos), seed=seed)
+        except EngineConfigError as e:  # e.g. no memory left for the KV cache
+            raise TrialFailed(f"engine failed to start: {e}") from e
+        self._last_extra = dict(result.summary.extra)
+        return result.summary
+
+    def engine_metrics(self) -> dict[str, Any]:
+        return self._last_extra
+
+
+class SimBackend(Backend):
+    """Simulates ``engine`` serving ``model`` on ``gpu``."""
+
+    name = "sim"
+
+    def __init__(self, engine: str, model: str, gpu: str) -> None:
+        self.engine, self.model, self.gpu = engine, model, gpu
+
+    @contextmanager
+    def open(self, config: Mapping[str, Value]) -> Iterator[EngineSession]:
+        engine_config = config_from_params(self.engine, self.model, self.gpu, config)
+        try:
+            resolve(engine_config)
+        except EngineConfigError as e:
+            raise TrialFailed(f"engine refused the configuration: {e}") from e
+        yield SimSession(engine_config)

@@ -1,0 +1,193 @@
+"""What a trial maximises, and how SLOs become Optuna constraints.
+
+Objectives (all measured on one opened engine, see :mod:`tuner.backends.base`):
+
+- ``capacity`` (default): the highest request rate (req/s) at which every SLO holds, found
+  by the max-rate search of ``slotune bench`` (``collector.bench.find_max_rate``). It is what
+  sets the number of GPUs to buy.
+- ``goodput``: requests/s completed meeting every per-request SLO, at the workload's offered
+  load (``--rate``, or the trace's own timestamps).
+- ``throughput``: output tokens/s at the offered load (saturation when no ``--rate``).
+- ``pareto``: two objectives at the offered load, output tokens/s (maximise) and p99 TTFT in
+  ms (minimise); the study reports the Pareto front.
+
+Constraints: one per SLO, named after it, ``objective - attainment`` (<= 0 holds, so a
+trial is feasible exactly when ``Summary.all_slos_met``), and ``launch`` (1 when the engine did
+not start or the run failed, else 0). Every trial carries the same keys.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from collector.slo import SLI, SLO, Attainment
+from collector.summary import Summary
+
+LAUNCH_CONSTRAINT = "launch"
+# The max-rate search stops when two rates bracket the limit this closely.
+CAPACITY_REL_TOLERANCE = 0.02
+CAPACITY_MAX_STEPS = 10
+SATURATION_RATE = 1e6
+
+
+class ObjectiveKind(StrEnum):
+    CAPACITY = "capacity"
+    GOODPUT = "goodput"
+    THROUGHPUT = "throughput"
+    PARETO = "pareto"
+
+    @property
+    def directions(self) -> list[str]:
+        if self is ObjectiveKind.PARETO:
+            return ["maximize", "minimize"]
+        return ["maximize"]
+
+    @property
+    def value_names(self) -> list[str]:
+        return {
+            ObjectiveKind.CAPACITY: ["capacity_rps"],
+            ObjectiveKind.GOODPUT: ["goodput_rps"],
+            ObjectiveKind.THROUGHPUT: ["output_token_throughput"],
+            ObjectiveKind.PARETO: ["output_token_throughput", "ttft_p99_ms"],
+        }[self]
+
+    @property
+    def failed_values(self) -> tuple[float, ...]:
+        """Values recorded for a configuration that did not run (worst possible)."""
+        return (0.0, math.inf) if self is ObjectiveKind.PARETO else (0.0,)
+
+
+@dataclass(frozen=True, slots=True)
+class RatePoint:
+    """One run of the workload at one offered rate."""
+
+    rate: float | None
+    summary: Summary
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """The outcome of one trial.
+
+    Attributes:
+        values: objective values, in the order of ``ObjectiveKind.value_names``.
+        constraints: constraint name -> value (<= 0 holds).
+        rate: offered rate of the reported point (capacity: the max rate; None = trace times).
+        summary: the run summary JSON at that point (None when nothing ran).
+        curve: (rate, goodput, slos_met) of every run the trial made.
+        failure: why the configuration could not be measured (launch error, crash), if so.
+        engine: server-side figures scraped from the engine, when the backend has them.
+    """
+
+    values: tuple[float, ...]
+    constraints: dict[str, float]
+    rate: float | None = None
+    summary: dict[str, Any] | None = None
+    curve: tuple[tuple[float | None, float, bool], ...] = ()
+    failure: str | None = None
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_feasible(self) -> bool:
+        return all(v <= 0 for v in self.constraints.values())
+
+    def to_attrs(self) -> dict[str, Any]:
+        """JSON-able form kept in the trial's user attributes."""
+        return {"rate": self.rate, "summary": self.summary,
+                "curve": [list(p) for p in self.curve], "failure": self.failure,
+                "engine": self.engine}
+
+
+def slo_constraints(summary: Summary, slos: Sequence[SLO]) -> dict[str, float]:
+    """Constraint values of a run: ``objective - attainment`` per SLO (<= 0 holds)."""
+    by_name = {a.slo.name: a for a in summary.slo_attainment}
+    out: dict[str, float] = {}
+    for slo in slos:
+        att = by_name.get(slo.name)
+        out[slo.name] = _violation(att) if att is not None else 1.0
+    out[LAUNCH_CONSTRAINT] = 0.0
+    return out
+
+
+def _violation(att: Attainment) -> float:
+    if att.num_total == 0:
+        return 1.0
+    if att.slo.sli is SLI.ERROR_RATE:
+        return (att.value or 0.0) - att.slo.threshold
+    # Attainment.is_met allows 1e-12 of float noise; the constraint must agree with it.
+    return att.slo.objective - att.attainment - 1e-12
+
+
+def failed(kind: ObjectiveKind, slos: Sequence[SLO], reason: str) -> Measurement:
+    """The measurement of a configuration that could not run: infeasible, worst values."""
+    constraints = {s.name: 1.0 for s in slos}
+    constraints[LAUNCH_CONSTRAINT] = 1.0
+    return Measurement(kind.failed_values, constraints, failure=reason)
+
+
+MeasureFn = Callable[[float | None], Summary]
+
+
+def evaluate_objective(kind: ObjectiveKind, measure: MeasureFn, slos: Sequence[SLO], *,
+                       rate: float | None, start_rate: float) -> Measurement:
+    """Measure one opened configuration for ``kind``.
+
+    Args:
+        kind: the objective.
+        measure: runs the workload at an offered rate (None: the trace's own timestamps)
+            and returns its summary with the SLOs evaluated.
+        slos: the SLOs (constraints).
+        rate: the offered rate of goodput/throughput/pareto (None: trace times; throughput
+            then saturates the engine).
+        start_rate: where the capacity search starts.
+    """
+    if kind is ObjectiveKind.CAPACITY:
+        return _capacity(measure, slos, start_rate)
+    if kind is ObjectiveKind.THROUGHPUT and rate is None:
+        rate = SATURATION_RATE
+    summary = measure(rate)
+    point = RatePoint(rate, summary)
+    values: tuple[float, ...]
+    if kind is ObjectiveKind.GOODPUT:
+        values = (summary.goodput,)
+    elif kind is ObjectiveKind.THROUGHPUT:
+        values = (summary.output_token_throughput,)
+    else:
+        p99 = summary.ttft_ms.percentiles.get(99.0)
+        values = (summary.output_token_throughput, p99 if p99 is not None else math.inf)
+    return Measurement(values, slo_constraints(summary, slos), rate, summary.to_dict(),
+                       _curve([point]))
+
+
+def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Measurement:
+    from collector.bench import find_max_rate
+
+    points: list[RatePoint] = []
+
+    def recorded(r: float) -> Summary:
+        s = measure(r)
+        points.append(RatePoint(r, s))
+        return s
+
+    result = find_max_rate(recorded, list(slos), start_rate=start_rate,
+                           rel_tolerance=CAPACITY_REL_TOLERANCE, max_steps=CAPACITY_MAX_STEPS)
+    max_rate = float(result.max_rate or 0.0)
+    held = [p for p in points if p.summary.all_slos_met and p.rate is not None]
+    if max_rate > 0 and held:
+        at = min(held, key=lambda p: abs((p.rate or 0.0) - max_rate))
+        return Measurement((max_rate,), slo_constraints(at.summary, slos), max_rate,
+                           at.summary.to_dict(), _curve(points))
+    # No rate held: report the violation at the gentlest rate tried, so the sampler
+    # still sees how far from feasible the configuration is.
+    lowest = min(points, key=lambda p: p.rate or 0.0)
+    return Measurement((0.0,), slo_constraints(lowest.summary, slos), lowest.rate,
+                       lowest.summary.to_dict(), _curve(points))
+
+
+def _curve(points: Sequence[RatePoint]) -> tuple[tuple[float | None, float, bool], ...]:
+    return tuple((p.rate, p.summary.goodput, p.summary.all_slos_met)
+                 for p in sorted(points, key=lambda p: p.rate or 0.0))

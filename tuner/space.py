@@ -1,0 +1,378 @@
+"""Search spaces over engine parameters, under the engines' own names.
+
+A space is a tuple of :class:`Param`. Each parameter is one of: an integer or float range
+(optionally on a log scale), an ordered list of choices (powers of two are choices, so the
+sampler only ever proposes values the engine would be given), a boolean, or a fixed value.
+A parameter may be *conditional*: ``long_prefill_token_threshold`` exists only when
+``enable_chunked_prefill`` is on, so it is neither sampled nor exported otherwise.
+
+One structural rule is not a condition but a repair: vLLM refuses to start when chunked prefill
+is off and ``max_num_batched_tokens < max_model_len``; the sampled value is then raised to
+``max_model_len`` in the configuration (the trial's ``config`` records what the engine got).
+
+Spaces are narrowed or extended by a YAML file (see :func:`load_space_file`) or by
+``NAME=SPEC`` strings (:func:`parse_param_override`)::
+
+    max_num_seqs: [64, 128, 256]          # choices
+    gpu_memory_utilization: {low: 0.85, high: 0.95, step: 0.01}
+    max_num_batched_tokens: {low: 1024, high: 16384, power_of_two: true}
+    tensor_parallel_size: 4               # fixed
+    block_size: null                      # removed from the search (engine default)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+
+from collector.errors import ConfigError
+from tuner.sim.config import config_from_params, resolve
+
+
+class Engine(StrEnum):
+    VLLM = "vllm"
+    TRTLLM = "trtllm"
+
+
+class ParamKind(StrEnum):
+    INT = "int"
+    FLOAT = "float"
+    CHOICE = "choice"
+    FIXED = "fixed"
+
+
+Value = int | float | bool | str
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One tunable engine parameter.
+
+    Attributes:
+        name: the engine's own parameter name (dotted for nested TensorRT-LLM options).
+        kind: how it is sampled.
+        low, high: range bounds (INT / FLOAT).
+        log: sample the range on a log scale.
+        step: grid step of the range (FLOAT: required for the exhaustive grid).
+        choices: ordered values (CHOICE), or the single value (FIXED).
+        requires: ``(name, value)`` pairs that must hold for the parameter to exist.
+        grid: values the exhaustive grid visits (default: all choices, or 4 range points).
+    """
+
+    name: str
+    kind: ParamKind
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Value, ...] = ()
+    requires: tuple[tuple[str, Value], ...] = ()
+    grid: tuple[Value, ...] = ()
+
+    def is_active(self, config: Mapping[str, Value]) -> bool:
+        return all(config.get(k) == v for k, v in self.requires)
+
+    def suggest(self, trial: optuna.Trial) -> Value:
+        if self.kind is ParamKind.FIXED:
+            return self.choices[0]
+        if self.kind is ParamKind.CHOICE:
+            return trial.suggest_categorical(self.name, list(self.choices))  # type: ignore[arg-type]
+        assert self.low is not None and self.high is not None  # guaranteed by _check
+        if self.kind is ParamKind.INT:
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
+                                     step=int(self.step or 1))
+        return trial.suggest_float(self.name, self.low, self.high, log=self.log,
+                                   step=None if self.log else self.step)
+
+    def grid_values(self) -> tuple[Value, ...]:
+        if self.grid:
+            return self.grid
+        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE):
+            return self.choices
+        assert self.low is not None and self.high is not None
+        points = [self.low + (self.high - self.low) * i / 3 for i in range(4)]
+        if self.kind is ParamKind.INT:
+            return tuple(sorted({round(p) for p in points}))
+        return tuple(round(p, 4) for p in points)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
+        if self.kind in (ParamKind.INT, ParamKind.FLOAT):
+            out.update(low=self.low, high=self.high, log=self.log, step=self.step)
+        else:
+            out["choices"] = list(self.choices)
+        if self.requires:
+            out["requires"] = dict(self.requires)
+        return out
+
+
+def choice(name: str, values: Sequence[Value], *, requires: Mapping[str, Value] | None = None
+           ) -> Param:
+    return Param(name, ParamKind.CHOICE, choices=tuple(values),
+                 requires=tuple((requires or {}).items()))
+
+
+def powers_of_two(low: int, high: int) -> tuple[int, ...]:
+    return tuple(2**k for k in range(int(math.log2(low)), int(math.log2(high)) + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSpace:
+    """The parameters a study searches, plus the engine's defaults for everything else.
+
+    Attributes:
+        engine: which engine's names these are.
+        params: searched (and fixed) parameters, in sampling order (conditions point backwards).
+        defaults: the engine's default configuration; trial 0 runs exactly this.
+        max_model_len: context length the engine is started with (for the repair rule).
+    """
+
+    engine: Engine
+    params: tuple[Param, ...]
+    defaults: dict[str, Value] = field(default_factory=dict)
+    max_model_len: int = 8192
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def suggest(self, trial: optuna.Trial) -> dict[str, Value]:
+        """Sample a full engine configuration through ``trial``."""
+        config = dict(self.defaults)
+        for p in self.params:
+            if p.is_active(config):
+                config[p.name] = p.suggest(trial)
+            else:
+                config.pop(p.name, None)
+        return self.repair(config)
+
+    def repair(self, config: dict[str, Value]) -> dict[str, Value]:
+        """Apply the engine's structural rules to a sampled configuration."""
+        if self.engine is Engine.VLLM and config.get("enable_chunked_prefill") is False:
+            config["max_num_batched_tokens"] = max(int(config.get("max_num_batched_tokens", 0)),
+                                                   self.max_model_len)
+            config.pop("long_prefill_token_threshold", None)
+            config.pop("max_num_partial_prefills", None)
+        if self.engine is Engine.TRTLLM and config.get("enable_chunked_prefill") is False:
+            config["max_num_tokens"] = max(int(config.get("max_num_tokens", 0)),
+                                           self.max_model_len)
+        return config
+
+    def default_params(self) -> dict[str, Value]:
+        """Trial-0 parameters: the engine defaults of every searched parameter.
+
+        A default outside the searched choices is still enqueued as is; Optuna records it
+        and the sampler treats it as one more observation.
+        """
+        out: dict[str, Value] = {}
+        for p in self.params:
+            if p.kind is ParamKind.FIXED or not p.is_active(self.defaults):
+                continue
+            if p.name in self.defaults:
+                out[p.name] = self.defaults[p.name]
+        return out
+
+    def grid(self) -> list[dict[str, Value]]:
+        """Every configuration of the discretised space (conditions respected, deduplicated)."""
+        configs: list[dict[str, Value]] = [dict(self.defaults)]
+        for p in self.params:
+            nxt: list[dict[str, Value]] = []
+            for c in configs:
+                if not p.is_active(c):
+                    c = {k: v for k, v in c.items() if k != p.name}
+                    nxt.append(c)
+                    continue
+                nxt.extend({**c, p.name: v} for v in p.grid_values())
+            configs = nxt
+        seen: set[tuple[tuple[str, Value], ...]] = set()
+        out = []
+        for c in configs:
+            c = self.repair(dict(c))
+            key = tuple(sorted(c.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+        return out
+
+    def params_of(self, config: Mapping[str, Value]) -> dict[str, Value]:
+        """The Optuna parameters that reproduce ``config`` (for enqueueing)."""
+        return {p.name: config[p.name] for p in self.params
+                if p.kind is not ParamKind.FIXED and p.name in config and p.is_active(config)}
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> SearchSpace:
+        """Narrow, fix, remove or add parameters (the YAML file / ``--param`` forms)."""
+        params = {p.name: p for p in self.params}
+        defaults = dict(self.defaults)
+        for name, spec in overrides.items():
+            if spec is None:
+                params.pop(name, None)
+                continue
+            base = params.get(name)
+            params[name] = _param_from_spec(name, spec, base)
+            if params[name].kind is ParamKind.FIXED:
+                defaults[name] = params[name].choices[0]
+        max_model_len = int(defaults.get("max_model_len", self.max_model_len))
+        return replace(self, params=tuple(params.values()), defaults=defaults,
+                       max_model_len=max_model_len)
+
+
+def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
+    requires = base.requires if base else ()
+    where = f"search-space entry {name!r}"
+    if isinstance(spec, list):
+        if not spec:
+            raise ConfigError(f"{where}: an empty list of choices; give at least one value")
+        return Param(name, ParamKind.CHOICE, choices=tuple(spec), requires=requires)
+    if isinstance(spec, bool | int | float | str):
+        return Param(name, ParamKind.FIXED, choices=(spec,), requires=requires)
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a value, a list of choices or a mapping "
+                          f"with low/high, got {type(spec).__name__}")
+    unknown = set(spec) - {"low", "high", "log", "step", "power_of_two", "requires", "grid"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; use low, high, log, step, "
+                          "power_of_two, requires, grid")
+    if "requires" in spec:
+        requires = tuple(dict(spec["requires"]).items())
+    try:
+        low, high = spec["low"], spec["high"]
+    except KeyError as e:
+        raise ConfigError(f"{where}: a range needs both 'low' and 'high'") from e
+    if not (isinstance(low, int | float) and isinstance(high, int | float)) or low > high:
+        raise ConfigError(f"{where}: low ({low}) and high ({high}) must be numbers with "
+                          "low <= high")
+    if spec.get("power_of_two"):
+        return Param(name, ParamKind.CHOICE, choices=powers_of_two(int(low), int(high)),
+                     requires=requires)
+    is_int = isinstance(low, int) and isinstance(high, int) and not isinstance(spec.get("step"),
+                                                                                float)
+    grid = tuple(spec.get("grid", ()))
+    return Param(name, ParamKind.INT if is_int else ParamKind.FLOAT, low=low, high=high,
+                 log=bool(spec.get("log", False)), step=spec.get("step"), requires=requires,
+                 grid=grid)
+
+
+def parse_param_override(text: str) -> tuple[str, Any]:
+    """Parse ``NAME=SPEC`` from the command line.
+
+    Forms: ``max_num_seqs=64,128,256`` (choices), ``gpu_memory_utilization=0.85..0.95``
+    (range), ``max_num_batched_tokens=1024..16384:pow2`` (powers of two),
+    ``tensor_parallel_size=4`` (fixed), ``block_size=-`` (removed from the search).
+    """
+    name, sep, spec = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not spec:
+        raise ConfigError(f"--param {text!r}: expected NAME=SPEC, e.g. max_num_seqs=64,128,256 "
+                          "or gpu_memory_utilization=0.85..0.95")
+    spec = spec.strip()
+    if spec == "-":
+        return name, None
+    if ".." in spec:
+        rng, _, flag = spec.partition(":")
+        lo, _, hi = rng.partition("..")
+        low, high = _scalar(lo), _scalar(hi)
+        out: dict[str, Any] = {"low": low, "high": high}
+        if flag == "pow2":
+            out["power_of_two"] = True
+        elif flag == "log":
+            out["log"] = True
+        elif flag:
+            raise ConfigError(f"--param {text!r}: unknown range flag {flag!r}; use :pow2 or :log")
+        return name, out
+    if "," in spec:
+        return name, [_scalar(v) for v in spec.split(",")]
+    return name, _scalar(spec)
+
+
+def _scalar(text: str) -> Value:
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    return t
+
+
+def load_space_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML search-space file: a mapping of parameter name -> spec (module docstring)."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as e:
+        raise ConfigError(f"--space {p}: cannot read it ({e.strerror}); check the path") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--space {p}: not valid YAML ({e})") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"--space {p}: expected a mapping of parameter name -> range, "
+                          "choices or value")
+    return data
+
+
+def _vllm_params() -> tuple[Param, ...]:
+    chunked = {"enable_chunked_prefill": True}
+    return (
+        choice("max_num_seqs", powers_of_two(8, 1024)),
+        choice("max_num_batched_tokens", powers_of_two(512, 32768)),
+        choice("enable_chunked_prefill", (True, False)),
+        choice("enable_prefix_caching", (True, False)),
+        Param("gpu_memory_utilization", ParamKind.FLOAT, low=0.80, high=0.95, step=0.01,
+              grid=(0.85, 0.9, 0.95)),
+        choice("long_prefill_token_threshold", (0, 256, 512, 1024, 2048, 4096), requires=chunked),
+    )
+
+
+def _trtllm_params() -> tuple[Param, ...]:
+    return (
+        choice("max_batch_size", powers_of_two(8, 2048)),
+        choice("max_num_tokens", powers_of_two(512, 32768)),
+        choice("enable_chunked_prefill", (True, False)),
+        choice("kv_cache_config.enable_block_reuse", (True, False)),
+        Param("kv_cache_config.free_gpu_memory_fraction", ParamKind.FLOAT, low=0.80, high=0.95,
+              step=0.01, grid=(0.85, 0.9, 0.95)),
+        choice("scheduler_config.capacity_scheduler_policy",
+               ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")),
+    )
+
+
+def engine_defaults(engine: Engine | str, model: str, gpu: str, *, max_model_len: int
+                    ) -> dict[str, Value]:
+    """The engine's own defaults for this model and GPU (as ``vllm serve`` / ``trtllm-serve``
+    would resolve them), with the context length the study starts engines with."""
+    eng = _engine(engine)
+    length_key = "max_model_len" if eng is Engine.VLLM else "max_seq_len"
+    resolved = resolve(config_from_params(eng.value, model, gpu, {length_key: max_model_len}))
+    return {k: v for k, v in resolved.to_dict().items() if k not in ("engine", "model", "gpu")}
+
+
+def default_space(engine: Engine | str, defaults: Mapping[str, Value], *,
+                  max_model_len: int) -> SearchSpace:
+    """The built-in space of an engine.
+
+    Args:
+        engine: ``vllm`` or ``trtllm``.
+        defaults: the engine's default configuration (:func:`engine_defaults`); parameters
+            outside the space keep these values.
+        max_model_len: the context length the engine is started with.
+    """
+    eng = _engine(engine)
+    params = _vllm_params() if eng is Engine.VLLM else _trtllm_params()
+    searched = {p.name for p in params}
+    fixed = ("max_model_len", "max_seq_len", "tensor_parallel_size")
+    kept = {k: v for k, v in defaults.items() if k in searched or k in fixed}
+    return SearchSpace(eng, params, kept, max_model_len)
+
+
+def _engine(engine: Engine | str) -> Engine:
+    try:
+        return Engine(engine)
+    except ValueError as e:
+        raise ConfigError(f"--engine {engine!r}: unknown engine; use vllm or trtllm") from e

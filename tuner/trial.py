@@ -1,0 +1,66 @@
+"""One trial: bring an engine up with a configuration, measure the objective, stop it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from collector.slo import SLO
+from collector.summary import Summary
+from collector.workload import Trace, retime
+from tuner.backends.base import Backend, TrialFailed
+from tuner.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
+from tuner.space import Value
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPlan:
+    """The workload every trial serves.
+
+    Attributes:
+        trace: the requests (already cut to ``--num-requests``).
+        rate: offered rate in req/s (None: the trace's own timestamps).
+    """
+
+    trace: Trace
+    rate: float | None = None
+
+    @property
+    def start_rate(self) -> float:
+        """Where the capacity search starts: the offered rate, else the trace's own."""
+        if self.rate is not None:
+            return self.rate
+        mean = self.trace.mean_rate
+        return mean if math.isfinite(mean) and mean > 0 else 1.0
+
+    def at(self, rate: float | None, seed: int) -> Trace:
+        """The trace re-timed as a Poisson process at ``rate`` (None: unchanged)."""
+        if rate is None:
+            return self.trace
+        return retime(self.trace, rate=rate, seed=seed)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRunner:
+    """Everything a worker needs to measure configurations."""
+
+    backend: Backend
+    plan: WorkloadPlan
+    slos: tuple[SLO, ...]
+    kind: ObjectiveKind
+
+    def measure(self, config: Mapping[str, Value], seed: int = 0) -> Measurement:
+        """Measure one configuration; a refused or crashed engine is an infeasible result."""
+        try:
+            with self.backend.open(config) as session:
+                def measure(rate: float | None) -> Summary:
+                    return session.run(self.plan.at(rate, seed), self.slos, seed)
+
+                m = evaluate_objective(self.kind, measure, self.slos, rate=self.plan.rate,
+                                       start_rate=self.plan.start_rate)
+                engine = session.engine_metrics()
+        except TrialFailed as e:
+            return failed(self.kind, self.slos, str(e))
+        return Measurement(m.values, m.constraints, m.rate, m.summary, m.curve, m.failure,
+                           engine)
