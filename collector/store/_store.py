@@ -130,7 +130,8 @@ def _explain(e: OperationalError, url: str) -> str:
                 "(createdb) or fix the database name in --db")
     if "connection refused" in low or "could not connect" in low or "connection failed" in low \
             or "timeout" in low or "name or service not known" in low \
-            or "could not translate host name" in low:
+            or "could not translate host name" in low or "terminating connection" in low \
+            or "server closed the connection" in low:
         return (f"cannot connect to the database at {url} ({msg}); check that the server is "
                 "running and the host/port in --db or SLOTUNE_DB")
     return f"the database at {url} is unavailable ({msg}); check --db or SLOTUNE_DB"

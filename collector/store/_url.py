@@ -30,7 +30,7 @@ def redact_url(url: str | URL) -> str:
     """The URL with its password masked, safe for logs and error messages."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return _redact_unparsed(str(url))
     return parsed.render_as_string(hide_password=True)
 
@@ -54,7 +54,7 @@ def parse_url(url: str) -> URL:
     """
     try:
         parsed = make_url(url)
-    except ArgumentError as e:
+    except (ArgumentError, ValueError) as e:
         raise StoreUnavailable(
             f"{redact_url(url)!r} is not a database URL; use {URL_FORMS}"
         ) from e
@@ -86,6 +86,8 @@ def create_store_engine(url: URL) -> Engine:
         StoreUnavailable: the driver is missing or the SQLite directory does not exist.
     """
     connect_args: dict[str, Any] = {}
+    # A pooled connection may outlive a server restart: test it before use.
+    options: dict[str, Any] = {"pool_pre_ping": not is_sqlite(url)}
     if is_sqlite(url):
         path = sqlite_file(url)
         if path is not None and not path.parent.is_dir():
@@ -96,7 +98,7 @@ def create_store_engine(url: URL) -> Engine:
         if "timeout" not in url.query:
             connect_args["timeout"] = DEFAULT_SQLITE_TIMEOUT_S
     try:
-        engine = create_engine(url, connect_args=connect_args)
+        engine = create_engine(url, connect_args=connect_args, **options)
     except (ArgumentError, NoSuchModuleError) as e:
         raise StoreUnavailable(
             f"cannot use {redact_url(url)}: {type(e).__name__}; use {URL_FORMS}"
