@@ -1,0 +1,92 @@
+"""The real-time loop: client-side TTFT/ITL against the engine's own timings; many streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+from emulate_helpers import MODEL, make_emulator, stream
+
+from collector.workload.tokens import count_tokens
+
+
+def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
+    timings = tmp_path / "timings.jsonl"
+    running = make_emulator(step_s=0.02, timings_file=timings).start()
+    try:
+        with httpx.Client(timeout=10) as client:
+            streams = {
+                f"req-{i}": stream(client, f"{running.url}/v1/completions",
+                                   {"model": MODEL, "prompt": f"prompt {i}", "max_tokens": 6,
+                                    "stream": True, "stream_options": {"include_usage": True}},
+                                   headers={"X-Request-Id": f"req-{i}"})
+                for i in range(4)
+            }
+    finally:
+        running.close()
+    lines = {d["request_id"]: d for d in map(json.loads, timings.read_text().splitlines())}
+    assert set(lines) == set(streams)
+    for rid, s in streams.items():
+        server = lines[rid]
+        client_tokens = s.token_events("completion")
+        assert server["completion_tokens"] == 6 == sum(count_tokens(t) for _, t in client_tokens)
+        assert len(server["token_times_s"]) == 6
+        # The client sends before the server sees the request and reads after it writes.
+        assert s.send_s <= server["arrival_s"] <= server["first_token_s"] <= client_tokens[0][0]
+        client_ttft = client_tokens[0][0] - s.send_s
+        server_ttft = server["first_token_s"] - server["arrival_s"]
+        assert abs(client_ttft - server_ttft) < 0.1
+        client_itl = (client_tokens[-1][0] - client_tokens[0][0]) / 5
+        server_itl = (server["token_times_s"][-1] - server["first_token_s"]) / 5
+        assert abs(client_itl - server_itl) < 0.01
+        assert server["end_s"] >= server["token_times_s"][-1]
+
+
+async def _many_streams(url: str, num: int, max_tokens: int) -> list[int]:
+    limits = httpx.Limits(max_connections=num + 8, max_keepalive_connections=num + 8)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def one(i: int) -> int:
+            tokens = 0
+            body = {"prompt": f"stream {i}", "max_tokens": max_tokens, "stream": True}
+            async with client.stream("POST", f"{url}/v1/completions", json=body) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data: {"):
+                        tokens += count_tokens(json.loads(line[6:])["choices"][0]["text"])
+            return tokens
+
+        return list(await asyncio.gather(*(one(i) for i in range(num))))
+
+
+def test_256_concurrent_streams_all_complete() -> None:
+    running = make_emulator(step_s=0.005).start()
+    try:
+        counts = asyncio.run(_many_streams(running.url, 256, 8))
+        assert counts == [8] * 256
+        metrics = httpx.get(f"{running.url}/metrics", timeout=10).text
+        assert 'vllm:request_success_total{engine="0",finished_reason="length",' \
+               f'model_name="{MODEL}"}} 256.0' in metrics
+    finally:
+        running.close()
+
+
+def test_client_disconnect_aborts_the_request() -> None:
+    running = make_emulator(step_s=0.01).start()
+    try:
+        with httpx.Client(timeout=10) as client, client.stream(
+                "POST", f"{running.url}/v1/completions",
+                json={"prompt": "long", "max_tokens": 200, "stream": True}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: {"):
+                    break
+        for _ in range(200):
+            metrics = httpx.get(f"{running.url}/metrics", timeout=10).text
+            if 'finished_reason="abort",model_name="test-model"} 1.0' in metrics:
+                break
+            asyncio.run(asyncio.sleep(0.02))
+        assert 'finished_reason="abort",model_name="test-model"} 1.0' in metrics
+        assert running.emulator.engine.num_in_flight == 0
+    finally:
+        running.close()
