@@ -1,0 +1,281 @@
+"""The simulated engine core: schedule -> price the step -> apply it, one step per call.
+
+:class:`EngineCore` is what the emulated HTTP engine drives in real time and what
+:func:`tuner.sim.simulator.simulate` drives as fast as it can. It owns the scheduler, the
+KV blocks sized by the memory model and the cost model that prices each step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.sim.block_manager import BlockManager
+from tuner.sim.config import (
+    EngineConfig,
+    ResolvedConfig,
+    ResolvedTrtllm,
+    ResolvedVllm,
+    resolve,
+)
+from tuner.sim.cost import CostModel, StepShape, StepTime
+from tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity
+from tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
+from tuner.sim.scheduler import Scheduler
+from tuner.sim.scheduler_trtllm import TrtllmScheduler
+from tuner.sim.scheduler_vllm import VllmScheduler
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One engine step.
+
+    Attributes:
+        duration_s: the step's time on the emulated GPU.
+        time: the step's time split (compute, memory, communication, overhead).
+        tokens: (request id, tokens) sampled this step; a finished prefill emits the
+            first token.
+        finished: requests that produced their last token this step.
+        preempted: requests preempted (KV freed, recomputed later) this step.
+        started: requests scheduled for the first time this step.
+        num_prefill_tokens: prompt (or recomputed) tokens computed this step.
+        num_decode_tokens: tokens decoded this step (one per decoding request).
+        num_prefill_seqs: requests with a prefill chunk this step.
+    """
+
+    duration_s: float
+    time: StepTime
+    tokens: list[tuple[str, int]]
+    finished: list[str]
+    preempted: list[str]
+    started: list[str]
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    num_prefill_seqs: int
+
+    @property
+    def num_scheduled_tokens(self) -> int:
+        return self.num_prefill_tokens + self.num_decode_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeRun:
+    """Several identical pure-decode steps applied at once (see ``Scheduler.advance_decode``).
+
+    Every request in ``request_ids`` got one token at the end of each step.
+    """
+
+    durations_s: list[float]
+    request_ids: list[str]
+    first_time: StepTime
+    last_time: StepTime
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """Gauges and cumulative counters of an engine core (tokens count prompt tokens)."""
+
+    num_running: int
+    num_waiting: int
+    kv_usage: float
+    prefix_queries: int
+    prefix_hits: int
+    preemptions: int
+    prompt_tokens: int
+    generation_tokens: int
+    kv_blocks: int
+    kv_tokens: int
+    num_steps: int
+    last_step_tokens: int
+
+
+class EngineCore:
+    """A simulated vLLM or TensorRT-LLM engine; build one with :meth:`create`."""
+
+    def __init__(self, config: ResolvedConfig, capacity: KvCapacity, cost: CostModel) -> None:
+        self.config = config
+        self.capacity = capacity
+        self.cost = cost
+        if isinstance(config, ResolvedVllm):
+            block_size, caching = config.block_size, config.enable_prefix_caching
+            self._max_len = config.max_model_len
+        else:
+            block_size, caching = config.tokens_per_block, config.enable_block_reuse
+            self._max_len = config.max_seq_len
+        self.block_manager = BlockManager(capacity.num_blocks, block_size, enable_caching=caching)
+        self.scheduler: Scheduler = (
+            VllmScheduler(config, self.block_manager) if isinstance(config, ResolvedVllm)
+            else TrtllmScheduler(config, self.block_manager))
+        self._states: dict[str, RequestState] = {}
+        self._prompt_tokens = 0
+        self._generation_tokens = 0
+        self._num_steps = 0
+        self._last_step_tokens = 0
+
+    @classmethod
+    def create(cls, config: EngineConfig | ResolvedConfig) -> EngineCore:
+        """Validate a config, size the KV cache and build the core.
+
+        Raises:
+            ConfigError: unknown model or GPU id.
+            EngineConfigError: the engine would refuse to start (bad combination, weights
+                that do not fit, no room for one ``max_model_len`` sequence).
+        """
+        resolved = (config if isinstance(config, ResolvedVllm | ResolvedTrtllm)
+                    else resolve(config))
+        return cls(resolved, _capacity(resolved), _cost_model(resolved))
+
+    # requests
+    def add_request(self, request: SimRequest) -> None:
+        """Queue a request.
+
+        Raises:
+            RequestRejected: duplicate id, or too long for the engine (a real server
+                answers HTTP 400 and keeps serving).
+        """
+        if request.request_id in self._states:
+            raise RequestRejected(f"request id {request.request_id!r} is already in the engine")
+        self._check_length(request)
+        bm = self.block_manager
+        hashes = prefix_block_hashes(request, bm.block_size) if bm.enable_caching else []
+        state = RequestState(request=request, block_hashes=hashes)
+        self._states[request.request_id] = state
+        self.scheduler.add(state)
+
+    def abort(self, request_id: str) -> bool:
+        """Drop a request (client went away); False if the engine does not hold it."""
+        if self._states.pop(request_id, None) is None:
+            return False
+        self.scheduler.abort(request_id)
+        return True
+
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    # one step
+    def step(self) -> StepResult | None:
+        """Run one scheduler step; None when there is nothing to run."""
+        if not self.scheduler.has_unfinished():
+            return None
+        batch = self.scheduler.schedule()
+        if not batch.scheduled:
+            return None
+        time = self.cost.step_time(StepShape(
+            num_prefill_tokens=batch.num_prefill_tokens,
+            prefill_attention_work=batch.prefill_attention_work,
+            num_decode_seqs=batch.num_decode_seqs,
+            decode_context_tokens=batch.decode_context_tokens,
+            num_prefill_seqs=batch.num_prefill_seqs))
+        outcome = self.scheduler.update(batch)
+        for state, _ in batch.scheduled:
+            if state.num_output_tokens == 1 and state.num_computed_tokens == state.num_tokens - 1:
+                self._prompt_tokens += state.request.prompt_tokens
+        self._generation_tokens += len(outcome.tokens)
+        for state in outcome.finished:
+            del self._states[state.request_id]
+        self._num_steps += 1
+        self._last_step_tokens = batch.num_scheduled_tokens
+        return StepResult(
+            duration_s=time.total_s, time=time, tokens=outcome.tokens,
+            finished=[s.request_id for s in outcome.finished],
+            preempted=[s.request_id for s in batch.preempted],
+            started=[s.request_id for s in batch.started],
+            num_prefill_tokens=batch.num_prefill_tokens,
+            num_decode_tokens=batch.num_decode_seqs,
+            num_prefill_seqs=batch.num_prefill_seqs)
+
+    def decode_run(self, max_steps: int, max_start_s: float) -> DecodeRun | None:
+        """Apply the next identical pure-decode steps at once, if there are at least two.
+
+        Args:
+            max_steps: most steps to apply.
+            max_start_s: only steps starting before this many seconds from now (the next
+                arrival) are applied.
+        """
+        scheduler = self.scheduler
+        num_steps = scheduler.decode_run_length(max_steps)
+        if num_steps < 2:
+            return None
+        running = scheduler.running
+        n = len(running)
+        context = sum(s.num_computed_tokens + 1 for s in running)
+        step_time_s = self.cost.step_time_s
+        durations: list[float] = []
+        elapsed = 0.0
+        for i in range(num_steps):
+            if elapsed >= max_start_s:
+                break
+            d = step_time_s(0, 0.0, n, context + i * n, 0)
+            durations.append(d)
+            elapsed += d
+        k = len(durations)
+        if k < 2:
+            return None
+        first = self.cost.step_time(StepShape(num_decode_seqs=n, decode_context_tokens=context))
+        last = self.cost.step_time(StepShape(num_decode_seqs=n,
+                                             decode_context_tokens=context + (k - 1) * n))
+        ids = [s.request_id for s in running]
+        scheduler.advance_decode(k)
+        self._generation_tokens += k * n
+        self._num_steps += k
+        self._last_step_tokens = n
+        return DecodeRun(durations, ids, first, last)
+
+    # observation
+    @property
+    def stats(self) -> EngineStats:
+        bm = self.block_manager
+        return EngineStats(
+            num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting),
+            kv_usage=bm.usage, prefix_queries=bm.prefix_queries, prefix_hits=bm.prefix_hits,
+            preemptions=self.scheduler.num_preemptions, prompt_tokens=self._prompt_tokens,
+            generation_tokens=self._generation_tokens, kv_blocks=self.capacity.num_blocks,
+            kv_tokens=self.capacity.num_blocks * bm.block_size, num_steps=self._num_steps,
+            last_step_tokens=self._last_step_tokens)
+
+    def kv_log_lines(self) -> list[str]:
+        """The KV-cache lines the engine logs at start (vLLM's wording)."""
+        return format_kv_log(self.capacity, self._max_len)
+
+    def _check_length(self, request: SimRequest) -> None:
+        total = request.prompt_tokens + request.max_tokens
+        if total > self._max_len:
+            raise RequestRejected(
+                f"This model's maximum context length is {self._max_len} tokens. However, you "
+                f"requested {total} tokens ({request.prompt_tokens} in the messages, "
+                f"{request.max_tokens} in the completion). Please reduce the length of the "
+                "messages or completion.")
+        config = self.config
+        if isinstance(config, ResolvedVllm):
+            return
+        if not config.enable_chunked_prefill and request.prompt_tokens > config.max_num_tokens:
+            raise RequestRejected(
+                f"The prompt length ({request.prompt_tokens}) exceeds max_num_tokens "
+                f"({config.max_num_tokens}) and chunked prefill is disabled; enable "
+                "enable_chunked_prefill or raise max_num_tokens")
+        if self.block_manager.blocks_for(total) > self.capacity.num_blocks:
+            raise RequestRejected(
+                f"The request needs {total} tokens of KV cache but the engine holds only "
+                f"{self.capacity.num_blocks * self.block_manager.block_size}")
+
+
+def _capacity(config: ResolvedConfig) -> KvCapacity:
+    if isinstance(config, ResolvedVllm):
+        return kv_capacity(
+            config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
+            gpu_memory_utilization=config.gpu_memory_utilization, engine="vllm",
+            block_size=config.block_size, kv_cache_dtype=config.kv_cache_dtype,
+            max_model_len=config.max_model_len, max_num_seqs=config.max_num_seqs,
+            max_num_batched_tokens=config.max_num_batched_tokens,
+            enforce_eager=config.enforce_eager)
+    return kv_capacity(
+        config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
+        free_gpu_memory_fraction=config.free_gpu_memory_fraction, engine="trtllm",
+        block_size=config.tokens_per_block, kv_cache_dtype=config.kv_cache_dtype,
+        max_model_len=config.max_seq_len, max_num_seqs=config.max_batch_size,
+        max_num_batched_tokens=config.max_num_tokens, enforce_eager=False)
+
+
+def _cost_model(config: ResolvedConfig) -> CostModel:
+    return CostModel(config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
+                     kv_cache_dtype=config.kv_cache_dtype,
+                     enforce_eager=isinstance(config, ResolvedVllm) and config.enforce_eager)

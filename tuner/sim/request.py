@@ -1,0 +1,159 @@
+"""A request as the simulated engine sees it, and its mutable state inside the scheduler.
+
+A simulated request always generates exactly ``max_tokens`` tokens, as a real engine does
+with ``min_tokens == max_tokens`` or ``ignore_eos``: there is no model to emit an EOS token,
+so the output length is part of the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from collector.errors import SlotuneError
+
+
+class RequestRejected(SlotuneError):
+    """The engine refuses one request (too long for ``max_model_len`` / ``max_num_tokens``).
+
+    A real server answers such a request with HTTP 400 and keeps serving the others.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class SimRequest:
+    """One request handed to the simulated engine.
+
+    Prefix identity comes from ``prompt_token_ids`` (the emulated engine derives them from
+    the prompt text) or from ``hash_ids`` (trace prefix-block ids, ``hash_block_size``
+    tokens each; equal ids mean equal text). Without either, the prompt shares nothing
+    with any other request.
+
+    Attributes:
+        request_id: unique id within one engine.
+        arrival_s: arrival time on the caller's clock.
+        prompt_tokens: prompt length in tokens.
+        max_tokens: output tokens to generate; always generated in full (see module doc).
+        prompt_token_ids: the prompt's token ids, when known.
+        hash_ids: trace prefix-block ids.
+        hash_block_size: tokens per ``hash_ids`` block (Mooncake: 512).
+        priority: lower values are served first under ``scheduling_policy=priority``.
+    """
+
+    request_id: str
+    arrival_s: float
+    prompt_tokens: int
+    max_tokens: int
+    prompt_token_ids: tuple[int, ...] | None = None
+    hash_ids: tuple[int, ...] = ()
+    hash_block_size: int | None = None
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        if self.prompt_tokens < 1:
+            raise RequestRejected(f"request {self.request_id}: the prompt must have at least "
+                                  "one token")
+        if self.max_tokens < 1:
+            raise RequestRejected(f"request {self.request_id}: max_tokens must be at least 1, "
+                                  f"got {self.max_tokens}")
+        if self.prompt_token_ids is not None and len(self.prompt_token_ids) != self.prompt_tokens:
+            raise RequestRejected(
+                f"request {self.request_id}: prompt_token_ids has {len(self.prompt_token_ids)} "
+                f"ids but prompt_tokens is {self.prompt_tokens}; pass matching values")
+        if self.hash_ids and not self.hash_block_size:
+            raise RequestRejected(f"request {self.request_id}: hash_ids need hash_block_size "
+                                  "(tokens per hash block, 512 for Mooncake traces)")
+
+
+class RequestStatus(Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+@dataclass(slots=True, eq=False)
+class RequestState:
+    """A request's progress inside the engine (mutable; owned by the scheduler).
+
+    ``num_tokens`` is prompt + generated tokens; ``num_computed_tokens`` of them have KV
+    in the cache. A step that brings ``num_computed_tokens`` up to ``num_tokens`` samples
+    one new token, so a finished prefill emits the first token.
+    """
+
+    request: SimRequest
+    block_hashes: list[int]
+    status: RequestStatus = RequestStatus.WAITING
+    num_computed_tokens: int = 0
+    num_output_tokens: int = 0
+    num_cached_tokens: int = 0
+    num_hashed_blocks: int = 0
+    block_ids: list[int] = field(default_factory=list)
+    num_reserved_blocks: int = 0
+    was_scheduled: bool = False
+
+    @property
+    def request_id(self) -> str:
+        return self.request.request_id
+
+    @property
+    def num_tokens(self) -> int:
+        return self.request.prompt_tokens + self.num_output_tokens
+
+    @property
+    def num_remaining_outputs(self) -> int:
+        return self.request.max_tokens - self.num_output_tokens
+
+    @property
+    def is_prefilling(self) -> bool:
+        return self.num_computed_tokens < self.num_tokens - 1
+
+    @property
+    def is_finished(self) -> bool:
+        return self.num_output_tokens >= self.request.max_tokens
+
+
+def prefix_block_hashes(request: SimRequest, block_size: int) -> list[int]:
+    """Prefix-chained hashes of the prompt's full blocks of ``block_size`` tokens.
+
+    Block ``j`` hashes its parent's hash with its own content, so equal hashes mean equal
+    prefixes. Trace ``hash_ids`` of another block size are mapped onto the engine's blocks:
+    the content of an engine block is the list of (trace block id, offset) pieces it covers,
+    so equal trace ids give equal engine hashes. Empty when the prompt has no identity.
+    """
+    num_full = request.prompt_tokens // block_size
+    if request.prompt_token_ids is not None:
+        ids = request.prompt_token_ids
+        contents: list[object] = [ids[j * block_size:(j + 1) * block_size]
+                                  for j in range(num_full)]
+    elif request.hash_ids and request.hash_block_size:
+        contents = _trace_block_contents(request.hash_ids, request.hash_block_size,
+                                         block_size, num_full)
+    else:
+        return []
+    hashes: list[int] = []
+    parent = 0
+    for content in contents:
+        parent = hash((parent, content))
+        hashes.append(parent)
+    return hashes
+
+
+def _trace_block_contents(hash_ids: tuple[int, ...], trace_block: int, block_size: int,
+                          num_full: int) -> list[object]:
+    covered_tokens = len(hash_ids) * trace_block
+    out: list[object] = []
+    for j in range(min(num_full, covered_tokens // block_size)):
+        start, end = j * block_size, (j + 1) * block_size
+        if start // trace_block == (end - 1) // trace_block:
+            out.append((hash_ids[start // trace_block], start % trace_block))
+            continue
+        pieces = []
+        pos = start
+        while pos < end:
+            k = pos // trace_block
+            pieces.append((hash_ids[k], pos % trace_block))
+            pos = (k + 1) * trace_block
+        out.append(tuple(pieces))
+    return out

@@ -1,0 +1,110 @@
+"""What a simulation produces: request records, timings, engine time series, step split."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from collector.records import RequestRecord
+from collector.summary import Summary
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTiming:
+    """One request's path through the engine (seconds from the trace start).
+
+    Attributes:
+        request_id: id within the run.
+        arrival_s: when the request reached the engine.
+        scheduled_s: start of the first step that computed any of its tokens (None if never).
+        first_token_s: end of the step that produced its first token.
+        finished_s: end of the step that produced its last token.
+        num_preemptions: times its KV was freed and recomputed.
+    """
+
+    request_id: str
+    arrival_s: float
+    scheduled_s: float | None
+    first_token_s: float | None
+    finished_s: float | None
+    num_preemptions: int = 0
+
+    @property
+    def queued_s(self) -> float | None:
+        """Arrival -> first scheduled step."""
+        return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSeries:
+    """Engine gauges and cumulative counters sampled at a coarse interval (columns)."""
+
+    time_s: tuple[float, ...]
+    num_running: tuple[int, ...]
+    num_waiting: tuple[int, ...]
+    kv_usage: tuple[float, ...]
+    prefix_queries: tuple[int, ...]
+    prefix_hits: tuple[int, ...]
+    preemptions: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {name: list(getattr(self, name)) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class StepBreakdown:
+    """Where the emulated GPU's time went, summed over all steps.
+
+    ``compute_s``: FLOP-bound kernels; ``memory_s``: bandwidth-bound kernels (weights and KV
+    reads); ``communication_s``: tensor-parallel collectives; ``overhead_s``: host time and
+    unhidden kernel launches.
+    """
+
+    num_steps: int
+    busy_s: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    overhead_s: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        busy = self.busy_s or 1.0
+        return {
+            "num_steps": self.num_steps, "busy_s": self.busy_s, "compute_s": self.compute_s,
+            "memory_s": self.memory_s, "communication_s": self.communication_s,
+            "overhead_s": self.overhead_s, "compute_frac": self.compute_s / busy,
+            "memory_frac": self.memory_s / busy, "communication_frac": self.communication_s / busy,
+            "overhead_frac": self.overhead_s / busy,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """The outcome of :func:`tuner.sim.simulate`.
+
+    Attributes:
+        records: one record per request, every token its own chunk at its exact time.
+        summary: the summary shared with ``slotune bench``, plus ``prefix_hit_rate``,
+            ``preemptions``, ``kv_blocks``, ``kv_tokens`` and ``step_time_breakdown``.
+        timings: per-request arrival, scheduled, first token and finish times.
+        series: engine time series.
+        breakdown: the step-time split.
+        config: the resolved engine parameters by the engine's names.
+        kv_log: the engine's start-up KV-cache log lines.
+    """
+
+    records: list[RequestRecord]
+    summary: Summary
+    timings: list[RequestTiming]
+    series: EngineSeries
+    breakdown: StepBreakdown
+    config: dict[str, Any]
+    kv_log: list[str]
+
+    def to_dict(self, *, include_series: bool = False) -> dict[str, Any]:
+        """JSON-ready ``{"summary", "config", "kv_log"}`` (+ ``series`` on request)."""
+        out: dict[str, Any] = {"summary": self.summary.to_dict(), "config": dict(self.config),
+                               "kv_log": list(self.kv_log)}
+        if include_series:
+            out["series"] = self.series.to_dict()
+        return out

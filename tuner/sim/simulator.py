@@ -1,0 +1,265 @@
+"""Offline simulation: replay a trace through an engine core as fast as the CPU allows.
+
+Time advances by the cost model's step times; a request joins the first step that starts
+at or after its arrival. Runs of identical pure-decode steps between events (the next
+arrival, a request about to finish, a block shortage) are applied at once
+(``EngineCore.decode_run``), which keeps a whole day-long trace within seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from collector.records import RequestRecord
+from collector.slo import SLO
+from collector.summary import summarize
+from collector.workload import Trace
+from tuner.sim.config import EngineConfig
+from tuner.sim.engine import DecodeRun, EngineCore, StepResult
+from tuner.sim.request import RequestRejected, SimRequest
+from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
+
+ProgressCallback = Callable[[int, int], None]
+_MAX_SERIES_POINTS = 2000
+_PROGRESS_EVERY_STEPS = 4096
+
+
+def trace_requests(trace: Trace) -> list[SimRequest]:
+    """The trace's requests as engine requests, ids ``"0"``, ``"1"``, … in trace order."""
+    return [SimRequest(request_id=str(i), arrival_s=r.timestamp_s, prompt_tokens=r.input_tokens,
+                       max_tokens=r.output_tokens, hash_ids=r.hash_ids,
+                       hash_block_size=r.block_size if r.hash_ids else None)
+            for i, r in enumerate(trace.requests)]
+
+
+def simulate(config: EngineConfig, trace: Trace, *, slos: Sequence[SLO] = (), seed: int = 0,
+             progress: ProgressCallback | None = None) -> SimResult:
+    """Serve every request of ``trace`` on a simulated engine.
+
+    Args:
+        config: the engine configuration (defaults resolved like the engine).
+        trace: arrivals and lengths; each request generates exactly its output tokens.
+        slos: SLOs for goodput and attainment in the summary.
+        seed: recorded in the result's config; the simulation itself is deterministic, so
+            randomness lives in the trace (see ``collector.workload.retime``).
+        progress: called now and then with (finished requests, total requests).
+
+    Returns:
+        Records, summary, timings, time series, step split and the resolved config.
+
+    Raises:
+        ConfigError / EngineConfigError: the configuration is invalid, as the engine says.
+    """
+    core = EngineCore.create(config)
+    requests = trace_requests(trace)
+    timeline = _Timeline(requests, sample_interval_s=max(
+        0.5, trace.duration_s / _MAX_SERIES_POINTS))
+    _run(core, requests, timeline, progress)
+    records = timeline.records()
+    stats = core.stats
+    breakdown = timeline.breakdown()
+    extra = {
+        "prefix_hit_rate": stats.prefix_hits / stats.prefix_queries if stats.prefix_queries
+        else 0.0,
+        "preemptions": stats.preemptions,
+        "kv_blocks": stats.kv_blocks,
+        "kv_tokens": stats.kv_tokens,
+        "step_time_breakdown": breakdown.to_dict(),
+    }
+    summary = summarize(records, slos, extra=extra)
+    params = core.config.to_dict() | {"seed": seed}
+    return SimResult(records=records, summary=summary, timings=timeline.timings(),
+                     series=timeline.series(), breakdown=breakdown, config=params,
+                     kv_log=core.kv_log_lines())
+
+
+def _run(core: EngineCore, requests: list[SimRequest], timeline: _Timeline,
+         progress: ProgressCallback | None) -> None:
+    now = 0.0
+    nxt = 0
+    total = len(requests)
+    events = 0
+    while True:
+        # arrivals
+        while nxt < total and requests[nxt].arrival_s <= now:
+            try:
+                core.add_request(requests[nxt])
+            except RequestRejected as e:
+                timeline.fail(nxt, "http_4xx", str(e))
+            nxt += 1
+        next_arrival = requests[nxt].arrival_s if nxt < total else float("inf")
+        if not core.has_unfinished():
+            if nxt >= total:
+                break
+            now = next_arrival
+            continue
+        # decode run, else one step
+        run = core.decode_run(1 << 30, next_arrival - now)
+        if run is not None:
+            now = timeline.add_run(run, now)
+        else:
+            result = core.step()
+            if result is None:
+                if nxt >= total:
+                    break
+                now = next_arrival
+                continue
+            now = timeline.add_step(result, now)
+        timeline.maybe_sample(core, now)
+        events += 1
+        if progress is not None and events % _PROGRESS_EVERY_STEPS == 0:
+            progress(timeline.num_finished, total)
+    timeline.stall_remaining()
+    if progress is not None:
+        progress(timeline.num_finished, total)
+
+
+class _Timeline:
+    """Per-request token times and engine samples, recorded compactly as steps go by.
+
+    Token times are kept as runs of consecutive step indices per request (a request that
+    decodes for 200 steps costs one pair), resolved against the step end times at the end.
+    """
+
+    def __init__(self, requests: list[SimRequest], *, sample_interval_s: float) -> None:
+        self.requests = requests
+        self.index = {r.request_id: i for i, r in enumerate(requests)}
+        n = len(requests)
+        self.step_end_s: list[float] = []
+        self.segments: list[list[int]] = [[] for _ in range(n)]
+        self.scheduled_s: list[float | None] = [None] * n
+        self.num_preempted = [0] * n
+        self.errors: dict[int, tuple[str, str]] = {}
+        self.num_finished = 0
+        self.split = [0.0, 0.0, 0.0, 0.0]
+        self.busy_s = 0.0
+        self.sample_interval_s = sample_interval_s
+        self.next_sample_s = 0.0
+        self.samples: list[tuple[float, int, int, float, int, int, int]] = []
+
+    # recording
+    def add_step(self, result: StepResult, start_s: float) -> float:
+        j = len(self.step_end_s)
+        end_s = start_s + result.duration_s
+        self.step_end_s.append(end_s)
+        index, segments = self.index, self.segments
+        for rid, _ in result.tokens:
+            seg = segments[index[rid]]
+            if seg and seg[-1] == j:
+                seg[-1] = j + 1
+            else:
+                seg += (j, j + 1)
+        for rid in result.started:
+            self.scheduled_s[index[rid]] = start_s
+        for rid in result.preempted:
+            self.num_preempted[index[rid]] += 1
+        self.num_finished += len(result.finished)
+        t = result.time
+        self._add_split(t.compute_s, t.memory_s, t.communication_s, t.overhead_s)
+        self.busy_s += result.duration_s
+        return end_s
+
+    def add_run(self, run: DecodeRun, start_s: float) -> float:
+        j0 = len(self.step_end_s)
+        t = start_s
+        ends = self.step_end_s
+        for d in run.durations_s:
+            t += d
+            ends.append(t)
+        k = len(run.durations_s)
+        index, segments = self.index, self.segments
+        for rid in run.request_ids:
+            seg = segments[index[rid]]
+            if seg and seg[-1] == j0:
+                seg[-1] = j0 + k
+            else:
+                seg += (j0, j0 + k)
+        # Decode step time is linear in context between the run's first and last step.
+        a, b = run.first_time, run.last_time
+        half_k = k / 2
+        self._add_split((a.compute_s + b.compute_s) * half_k, (a.memory_s + b.memory_s) * half_k,
+                        (a.communication_s + b.communication_s) * half_k,
+                        (a.overhead_s + b.overhead_s) * half_k)
+        self.busy_s += t - start_s
+        return t
+
+    def _add_split(self, compute: float, memory: float, comm: float, overhead: float) -> None:
+        s = self.split
+        s[0] += compute
+        s[1] += memory
+        s[2] += comm
+        s[3] += overhead
+
+    def fail(self, i: int, kind: str, message: str) -> None:
+        """Record a request that got no answer: ``http_4xx`` (refused) or ``timeout``."""
+        self.errors[i] = (kind, message)
+
+    def stall_remaining(self) -> None:
+        """Mark requests the engine never finished (it could not schedule them)."""
+        for i, r in enumerate(self.requests):
+            if i in self.errors:
+                continue
+            seg = self.segments[i]
+            produced = sum(seg[k + 1] - seg[k] for k in range(0, len(seg), 2))
+            if produced < r.max_tokens:
+                self.fail(i, "timeout", "the simulated engine could not schedule this request "
+                          f"(produced {produced} of {r.max_tokens} tokens)")
+
+    def maybe_sample(self, core: EngineCore, now_s: float) -> None:
+        if now_s < self.next_sample_s:
+            return
+        s = core.stats
+        self.samples.append((now_s, s.num_running, s.num_waiting, s.kv_usage, s.prefix_queries,
+                             s.prefix_hits, s.preemptions))
+        self.next_sample_s = now_s + self.sample_interval_s
+
+    # results
+    def records(self) -> list[RequestRecord]:
+        ends = np.asarray(self.step_end_s, dtype=float)
+        out: list[RequestRecord] = []
+        for i, r in enumerate(self.requests):
+            error = self.errors.get(i)
+            if error is not None:
+                kind, detail = error
+                out.append(RequestRecord(
+                    request_id=r.request_id, send_s=r.arrival_s, first_token_s=None, end_s=None,
+                    input_tokens=r.prompt_tokens, output_tokens=None, error=kind,
+                    error_detail=detail, http_status=400 if kind == "http_4xx" else None,
+                    scheduled_s=r.arrival_s))
+                continue
+            seg = self.segments[i]
+            if len(seg) == 2:
+                times = tuple(ends[seg[0]:seg[1]].tolist())
+            else:
+                times = tuple(np.concatenate(
+                    [ends[seg[k]:seg[k + 1]] for k in range(0, len(seg), 2)]).tolist())
+            out.append(RequestRecord(
+                request_id=r.request_id, send_s=r.arrival_s, first_token_s=times[0],
+                end_s=times[-1], chunk_times_s=times, chunk_tokens=(1,) * len(times),
+                input_tokens=r.prompt_tokens, output_tokens=len(times),
+                scheduled_s=r.arrival_s))
+        return out
+
+    def timings(self) -> list[RequestTiming]:
+        ends = self.step_end_s
+        out: list[RequestTiming] = []
+        for i, r in enumerate(self.requests):
+            seg = self.segments[i]
+            done = i not in self.errors and bool(seg)
+            out.append(RequestTiming(
+                request_id=r.request_id, arrival_s=r.arrival_s, scheduled_s=self.scheduled_s[i],
+                first_token_s=ends[seg[0]] if seg else None,
+                finished_s=ends[seg[-1] - 1] if done else None,
+                num_preemptions=self.num_preempted[i]))
+        return out
+
+    def series(self) -> EngineSeries:
+        columns = list(zip(*self.samples, strict=True)) if self.samples else [()] * 7
+        return EngineSeries(*(tuple(c) for c in columns))
+
+    def breakdown(self) -> StepBreakdown:
+        c, m, comm, o = self.split
+        return StepBreakdown(num_steps=len(self.step_end_s), busy_s=self.busy_s, compute_s=c,
+                             memory_s=m, communication_s=comm, overhead_s=o)
