@@ -29,7 +29,7 @@ _FIRST_AFTER = text("SELECT ts, value FROM sample WHERE series_id = :s AND ts > 
 _RESETS = text("SELECT COALESCE(SUM(prev_value), 0) FROM counter_reset "
                "WHERE series_id = :s AND ts > :a AND ts <= :b")
 _RAW_SUM = text("SELECT COALESCE(SUM(value), 0), COUNT(*) FROM sample "
-                "WHERE series_id = :s AND ts >= :a AND ts <= :b")
+                "WHERE series_id = :s AND ts >= :a AND ts < :b")
 _ROLLUP_SUM = text("SELECT COALESCE(SUM(sum), 0), COALESCE(SUM(count), 0) FROM sample_rollup "
                    "WHERE series_id = :s AND ts >= :a AND ts < :b")
 
@@ -113,9 +113,10 @@ def latest_value(store: Store, target: str, name: str, labels: Mapping[str, str]
 
 def gauge_avg(store: Store, target: str, name: str, start_ts: float, end_ts: float,
               labels: Mapping[str, str] | None = None) -> float | None:
-    """Mean of a gauge over [start_ts, end_ts], pooled over matching series.
+    """Mean of a gauge's samples in [start_ts, end_ts), pooled over matching series.
 
-    Rolled-up time uses the roll-ups' sums and counts, so averages survive retention.
+    The window is half-open so that it splits exactly along roll-up steps: rolled-up time
+    uses the roll-ups' sums and counts, so averages survive retention.
     """
     _check_window(start_ts, end_ts)
     total, count = 0.0, 0

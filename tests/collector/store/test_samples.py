@@ -103,7 +103,7 @@ def test_gauges_latest_and_average(store: Store) -> None:
                           for t, v in [(0, 0.2), (5, 0.4), (10, 0.9)]])
     assert latest_value(store, "e1", "kv_usage") == 0.9
     assert latest_value(store, "e1", "kv_usage", at_ts=T0 + 7) == 0.4
-    assert gauge_avg(store, "e1", "kv_usage", T0, T0 + 5) == pytest.approx(0.3)
+    assert gauge_avg(store, "e1", "kv_usage", T0, T0 + 10) == pytest.approx(0.3)
     assert latest_value(store, "e1", "missing") is None
 
 
