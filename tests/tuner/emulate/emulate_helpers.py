@@ -47,6 +47,7 @@ class FakeStep:
     duration_s: float
     tokens: list[tuple[str, int]]
     finished: list[str]
+    started: list[str]
     preempted: list[str] = field(default_factory=list)
 
 
@@ -71,6 +72,7 @@ class FakeCore:
     def step(self) -> FakeStep | None:
         if not self.has_unfinished():
             return None
+        started = [r.request_id for r in self.waiting]
         for r in self.waiting:
             self.running[r.request_id] = [0, r.max_tokens]
             self.stats.prompt_tokens += r.prompt_tokens
@@ -87,7 +89,7 @@ class FakeCore:
         self.stats.num_running = len(self.running)
         self.stats.num_waiting = 0
         self.stats.kv_usage = min(1.0, len(self.running) / 100)
-        return FakeStep(self.step_s, tokens, finished)
+        return FakeStep(self.step_s, tokens, finished, started)
 
 
 def new_request(request_id: str, arrival_s: float, prompt_token_ids: tuple[int, ...],

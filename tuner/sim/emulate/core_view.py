@@ -13,12 +13,16 @@ from typing import Any, Protocol
 
 
 class StepLike(Protocol):
-    """One scheduler step: how long it took on the emulated GPU and what it produced."""
+    """One scheduler step: how long it took on the emulated GPU and what it produced.
+
+    ``started`` lists the requests scheduled for the first time in this step.
+    """
 
     duration_s: float
     tokens: Sequence[tuple[str, int]]
     finished: Sequence[str]
     preempted: Sequence[str]
+    started: Sequence[str]
 
 
 class EngineCoreLike(Protocol):
@@ -26,7 +30,7 @@ class EngineCoreLike(Protocol):
 
     def add_request(self, request: Any) -> None: ...
 
-    def abort(self, request_id: str) -> None: ...
+    def abort(self, request_id: str) -> object: ...
 
     def step(self) -> StepLike | None: ...
 

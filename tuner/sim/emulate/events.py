@@ -29,8 +29,8 @@ class StepReport:
         preemptions: requests preempted in this step.
         prefix_queries: prompt tokens looked up in the prefix cache in this step.
         prefix_hits: of those, tokens found in the cache.
-        new_requests_queue_s: for requests whose first token came out of this step, seconds
-            from arrival to the start of this step.
+        new_requests_queue_s: for requests scheduled for the first time in this step,
+            seconds from arrival to the start of this step.
         num_context_requests: requests whose first token came out of this step.
         num_generation_requests: requests that decoded a further token in this step.
         num_completed: requests that finished in this step.

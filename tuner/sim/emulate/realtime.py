@@ -209,7 +209,12 @@ class RealtimeEngine:
         wall_now = time.time()
         start_wall = wall_now - (time.perf_counter() - start_perf)
         finished = set(out.finished)
-        starters: list[_Flight] = []
+        started: list[_Flight] = []
+        for request_id in out.started:
+            flight = self._flights.get(request_id)
+            if flight is not None and flight.first_scheduled_wall_s is None:
+                flight.first_scheduled_wall_s = max(start_wall, flight.arrival_wall_s)
+                started.append(flight)
         ttfts: list[float] = []
         itls: list[float] = []
         for request_id, num_tokens in out.tokens:
@@ -217,10 +222,6 @@ class RealtimeEngine:
             if flight is None or num_tokens <= 0:
                 continue
             if flight.last_token_perf_s is None:
-                # The step that produced the first token is taken as the request's first
-                # scheduled step (exact without chunked prefill).
-                flight.first_scheduled_wall_s = max(start_wall, flight.arrival_wall_s)
-                starters.append(flight)
                 ttfts.append(end_perf - flight.arrival_perf_s)
             else:
                 itls.append(end_perf - flight.last_token_perf_s)
@@ -235,7 +236,7 @@ class RealtimeEngine:
             if flight is not None:
                 flight.queue.put_nowait(Delivery(0, True))
                 self._retire(flight, wall_now)
-        self._report_step(starters, end_perf - start_perf, ttfts, itls, len(finished))
+        self._report_step(started, end_perf - start_perf, ttfts, itls, len(finished))
 
     def _retire(self, flight: _Flight, end_wall_s: float) -> None:
         flight.is_finished = True
@@ -260,7 +261,7 @@ class RealtimeEngine:
 
     def _report_step(
         self,
-        starters: list[_Flight],
+        started: list[_Flight],
         duration_s: float,
         ttfts: list[float],
         itls: list[float],
@@ -281,7 +282,7 @@ class RealtimeEngine:
             prefix_hits=after.prefix_hits - before.prefix_hits,
             new_requests_queue_s=tuple(
                 (f.first_scheduled_wall_s or f.arrival_wall_s) - f.arrival_wall_s
-                for f in starters
+                for f in started
             ),
             num_context_requests=len(ttfts),
             num_generation_requests=len(itls),

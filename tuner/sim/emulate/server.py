@@ -31,6 +31,7 @@ from tuner.sim.emulate.timings import TimingsFile
 from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
 from tuner.sim.emulate.vllm_metrics import VllmMetrics
 from tuner.sim.flags import parse_engine_flags
+from tuner.sim.memory import KvCapacity
 from tuner.sim.request import SimRequest
 
 log = logging.getLogger("slotune.emulate")
@@ -139,8 +140,13 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
         metrics = TrtllmMetrics(model.served_name, TrtllmStatic(
             max_batch_size=resolved.max_batch_size, max_num_tokens=resolved.max_num_tokens,
             tokens_per_block=resolved.tokens_per_block,
-            gpu_mem_usage_bytes=int(getattr(core, "gpu_memory_used_bytes", 0))))
+            gpu_mem_usage_bytes=_gpu_memory_used_bytes(core.capacity)))
     return Emulator(core, new_request, model, metrics, settings)
+
+
+def _gpu_memory_used_bytes(cap: KvCapacity) -> int:
+    return (cap.weights_bytes + cap.activation_bytes + cap.cuda_graph_bytes
+            + cap.available_kv_bytes + cap.non_torch_bytes)
 
 
 def _cache_config_labels(r: ResolvedVllm, num_gpu_blocks: int) -> dict[str, str]:

@@ -186,7 +186,7 @@ class TrtllmMetrics:
             "iter": report.index,
             "iterLatencyMS": report.duration_s * 1000.0,
             "newActiveRequestsQueueLatencyMS": sum(queue_ms) / len(queue_ms) if queue_ms else 0.0,
-            "numNewActiveRequests": report.num_context_requests,
+            "numNewActiveRequests": len(report.new_requests_queue_s),
             "numActiveRequests": counters.num_running,
             "numQueuedRequests": counters.num_waiting,
             "numCompletedRequests": report.num_completed,
