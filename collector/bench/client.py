@@ -1,0 +1,317 @@
+"""One streaming request to an OpenAI-compatible endpoint, timed chunk by chunk.
+
+Times come from :func:`time.perf_counter` (monotonic, sub-microsecond). Each network read is
+stamped once, right after it returns, and every event it completed gets that stamp; the
+work per event is one ``json.loads`` and a token count, so the client adds microseconds,
+not milliseconds. Errors never raise: they become the record's ``error`` kind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import aiohttp
+
+from collector.bench.sse import DONE, ProtocolError, SSEDecoder, parse_chunk
+from collector.errors import ConfigError
+from collector.records import RequestRecord
+from collector.workload.tokens import count_tokens
+
+
+class Endpoint(StrEnum):
+    COMPLETIONS = "completions"
+    CHAT = "chat"
+
+    @property
+    def path(self) -> str:
+        return "/v1/completions" if self is Endpoint.COMPLETIONS else "/v1/chat/completions"
+
+
+class ErrorKind(StrEnum):
+    TIMEOUT = "timeout"
+    CONNECT = "connect"
+    DISCONNECT = "disconnect"
+    HTTP_4XX = "http_4xx"
+    HTTP_5XX = "http_5xx"
+    PROTOCOL = "protocol"
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What to send: plain text (completions) and chat messages carry the same content.
+
+    Attributes:
+        text: the prompt as one string (``/v1/completions``).
+        messages: the same prompt as chat messages (``/v1/chat/completions``).
+        input_tokens: the prompt's length under the token counter that built it.
+        output_tokens: tokens to generate (``max_tokens``; ``min_tokens`` with ignore_eos).
+    """
+
+    text: str
+    messages: tuple[dict[str, str], ...]
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """How to talk to the server.
+
+    Attributes:
+        base_url: server root, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is accepted).
+        model: model name sent in each request.
+        endpoint: completions or chat.
+        timeout_s: whole-request limit (connect, wait, stream).
+        api_key: sent as ``Authorization: Bearer``; never logged or stored.
+        stream: SSE streaming (True) or one JSON response.
+        ignore_eos: ask vLLM-style servers to produce exactly ``output_tokens``
+            (``ignore_eos`` + ``min_tokens``); turn off for servers that reject unknown fields.
+    """
+
+    base_url: str
+    model: str
+    endpoint: Endpoint = Endpoint.COMPLETIONS
+    timeout_s: float = 600.0
+    api_key: str | None = None
+    stream: bool = True
+    ignore_eos: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ClientResult:
+    """A record plus the client's own token count (a diagnostic against the server usage)."""
+
+    record: RequestRecord
+    client_output_tokens: int
+
+
+def normalize_base_url(url: str) -> str:
+    """``http://h:8000/v1/`` -> ``http://h:8000``; rejects anything but http(s) URLs."""
+    u = url.strip().rstrip("/")
+    if not u.startswith(("http://", "https://")):
+        raise ConfigError(f"--url {url!r} must start with http:// or https://, "
+                          "e.g. http://127.0.0.1:8000")
+    return u[:-3] if u.endswith("/v1") else u
+
+
+def headers(api_key: str | None) -> dict[str, str]:
+    h = {"Content-Type": "application/json"}
+    if api_key:
+        h["Authorization"] = f"Bearer {api_key}"
+    return h
+
+
+def request_body(options: ClientOptions, prompt: Prompt) -> dict[str, Any]:
+    """The JSON body for one request."""
+    body: dict[str, Any] = {"model": options.model, "stream": options.stream,
+                            "temperature": 0.0}
+    if options.endpoint is Endpoint.COMPLETIONS:
+        body["prompt"] = prompt.text
+        body["max_tokens"] = prompt.output_tokens
+    else:
+        body["messages"] = list(prompt.messages)
+        body["max_completion_tokens"] = prompt.output_tokens
+    if options.stream:
+        body["stream_options"] = {"include_usage": True}
+    if options.ignore_eos:
+        body["ignore_eos"] = True
+        body["min_tokens"] = prompt.output_tokens
+    return body
+
+
+async def discover_model(session: aiohttp.ClientSession, base_url: str,
+                         api_key: str | None, timeout_s: float = 10.0) -> str:
+    """The first model a server lists at ``/v1/models``.
+
+    Raises:
+        ConfigError: the server cannot be reached or lists no model.
+    """
+    url = f"{base_url}/v1/models"
+    try:
+        async with session.get(url, headers=headers(api_key),
+                               timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            if resp.status != 200:
+                raise ConfigError(f"GET {url} answered HTTP {resp.status}; pass --model NAME")
+            data = await resp.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError) as e:
+        raise ConfigError(f"cannot reach {url} ({type(e).__name__}: {e}); check --url "
+                          "and that the server is running") from e
+    models = data.get("data") if isinstance(data, dict) else None
+    if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise ConfigError(f"{url} lists no model; pass --model NAME")
+    return str(models[0]["id"])
+
+
+class _Stream:
+    """Mutable per-request state while a response streams in."""
+
+    __slots__ = ("counter", "done_s", "error", "estimates", "explicit", "finish", "times",
+                 "usage")
+
+    def __init__(self, counter: Callable[[str], int]) -> None:
+        self.counter = counter
+        self.times: list[float] = []
+        self.estimates: list[int] = []
+        self.explicit = True
+        self.usage: dict[str, Any] | None = None
+        self.done_s: float | None = None
+        self.finish: str | None = None
+        self.error: tuple[ErrorKind, str] | None = None
+
+    def event(self, payload: str, t: float) -> None:
+        if payload.strip() == DONE:
+            self.done_s = t
+            return
+        chunk = parse_chunk(payload)
+        if chunk.error is not None:
+            code = chunk.error_code or 500
+            kind = ErrorKind.HTTP_4XX if 400 <= code < 500 else ErrorKind.HTTP_5XX
+            self.error = (kind, f"in-stream error: {chunk.error}"[:300])
+            return
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.finish_reason:
+            self.finish = chunk.finish_reason
+        if chunk.num_tokens is not None:
+            n = chunk.num_tokens
+        else:
+            self.explicit = self.explicit and not chunk.text
+            n = max(1, self.counter(chunk.text)) if chunk.text else 0
+        self.times.append(t)
+        self.estimates.append(n)
+
+
+async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
+                       request_id: str, prompt: Prompt, *, scheduled_s: float | None = None,
+                       counter: Callable[[str], int] = count_tokens) -> ClientResult:
+    """Send one request and time it; never raises for server or network failures."""
+    url = options.base_url + options.endpoint.path
+    hdrs = headers(options.api_key)
+    hdrs["X-Request-Id"] = request_id
+    data = json.dumps(request_body(options, prompt)).encode()
+    state = _Stream(counter)
+    status: int | None = None
+    end_s: float | None = None
+    timeout = aiohttp.ClientTimeout(total=options.timeout_s)
+    send_s = time.perf_counter()
+    try:
+        async with session.post(url, data=data, headers=hdrs, timeout=timeout) as resp:
+            status = resp.status
+            if status >= 400:
+                body = (await resp.read())[:300].decode("utf-8", errors="replace")
+                kind = ErrorKind.HTTP_4XX if status < 500 else ErrorKind.HTTP_5XX
+                state.error = (kind, f"HTTP {status}: {body}")
+                end_s = time.perf_counter()
+            elif options.stream:
+                end_s = await _read_stream(resp, state)
+            else:
+                end_s = await _read_whole(resp, state)
+    except (TimeoutError, aiohttp.ServerTimeoutError) as e:
+        state.error = (ErrorKind.TIMEOUT, f"no complete response within {options.timeout_s:g} s"
+                       + (f" ({e})" if str(e) else ""))
+    except aiohttp.ClientConnectorError as e:
+        state.error = (ErrorKind.CONNECT, str(e)[:300])
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
+            aiohttp.ClientOSError, ConnectionError) as e:
+        state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
+    except (ProtocolError, aiohttp.ClientResponseError, UnicodeDecodeError) as e:
+        state.error = (ErrorKind.PROTOCOL, str(e)[:300])
+    except aiohttp.ClientError as e:
+        state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
+    return _finish(request_id, prompt, send_s, end_s, status, state, scheduled_s)
+
+
+async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream) -> float | None:
+    decoder = SSEDecoder()
+    content = resp.content
+    while True:
+        data = await content.readany()
+        t = time.perf_counter()
+        if not data:
+            break
+        for payload in decoder.feed(data):
+            state.event(payload, t)
+    eof_s = time.perf_counter()
+    for payload in decoder.close():
+        state.event(payload, eof_s)
+    if state.error is not None:
+        return None
+    if state.done_s is None and state.finish is None:
+        state.error = (ErrorKind.PROTOCOL, "stream ended without [DONE] or a finish_reason")
+        return None
+    return state.done_s if state.done_s is not None else eof_s
+
+
+async def _read_whole(resp: aiohttp.ClientResponse, state: _Stream) -> float:
+    raw = await resp.read()
+    end_s = time.perf_counter()
+    state.event(raw.decode("utf-8"), end_s)
+    return end_s
+
+
+def _finish(request_id: str, prompt: Prompt, send_s: float, end_s: float | None,
+            status: int | None, state: _Stream, scheduled_s: float | None) -> ClientResult:
+    usage = state.usage or {}
+    out_tokens = _int_or_none(usage.get("completion_tokens"))
+    in_tokens = _int_or_none(usage.get("prompt_tokens"))
+    client_count = sum(state.estimates)
+    tokens = assign_chunk_tokens(state.estimates, state.explicit, out_tokens)
+    first = next((t for t, n in zip(state.times, tokens, strict=True) if n > 0), None)
+    error = state.error
+    record = RequestRecord(
+        request_id=request_id, send_s=send_s,
+        first_token_s=first, end_s=end_s if error is None else None,
+        chunk_times_s=tuple(state.times), chunk_tokens=tokens,
+        input_tokens=in_tokens if in_tokens is not None else prompt.input_tokens,
+        output_tokens=out_tokens,
+        error=error[0].value if error else None, error_detail=error[1] if error else None,
+        http_status=status, scheduled_s=scheduled_s,
+    )
+    return ClientResult(record, client_count)
+
+
+def _int_or_none(x: Any) -> int | None:
+    try:
+        return int(x) if x is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def assign_chunk_tokens(estimates: list[int], explicit: bool,
+                        usage_tokens: int | None) -> tuple[int, ...]:
+    """Tokens per chunk, consistent with the server's total where the text allows.
+
+    Chunks that state their tokens (``token_ids``/logprobs) are taken as they are. Otherwise
+    the client's per-chunk estimate is reconciled with ``usage.completion_tokens``: if the
+    server sent one token per text chunk (vLLM's default) every text chunk counts 1;
+    else the server's total is shared out in proportion to the estimates, each text chunk
+    keeping at least one token. Without usage the estimates stand.
+    """
+    if explicit or usage_tokens is None or sum(estimates) == usage_tokens:
+        return tuple(estimates)
+    text_idx = [i for i, n in enumerate(estimates) if n > 0]
+    if usage_tokens < len(text_idx):
+        return tuple(estimates)
+    out = [0] * len(estimates)
+    for i in text_idx:
+        out[i] = 1
+    spare = usage_tokens - len(text_idx)
+    weights = [estimates[i] - 1 for i in text_idx]
+    total_w = sum(weights)
+    if spare and total_w == 0:
+        weights = [1] * len(text_idx)
+        total_w = len(text_idx)
+    if spare:
+        shares = [spare * w / total_w for w in weights]
+        floors = [int(s) for s in shares]
+        order = sorted(range(len(shares)), key=lambda k: floors[k] - shares[k])
+        for k in order[: spare - sum(floors)]:
+            floors[k] += 1
+        for i, extra in zip(text_idx, floors, strict=True):
+            out[i] += extra
+    return tuple(out)

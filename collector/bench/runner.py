@@ -1,0 +1,310 @@
+"""Run a benchmark: send the plan's requests, keep the measured ones, summarize.
+
+Open loop: each request is sent at its scheduled time whether or not earlier ones finished.
+Closed loop: ``concurrency`` workers each send the next request when their last one ends.
+Either way a request's failure is recorded and the run goes on; every request is bounded
+by the per-request timeout, so the run is bounded too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+import aiohttp
+import numpy as np
+
+from collector.bench.client import (
+    ClientOptions,
+    ClientResult,
+    Prompt,
+    discover_model,
+    send_request,
+)
+from collector.bench.config import BenchConfig
+from collector.bench.plan import Plan, make_plan
+from collector.bench.prompts import PromptBuilder, token_counter
+from collector.records import RequestRecord
+from collector.summary import Summary, summarize
+
+START_LEAD_S = 0.05  # schedule origin a little ahead, so request 0 is not already late
+REFRESH_S = 0.5
+
+
+class Phase(StrEnum):
+    WARMUP = "warmup"
+    MEASURED = "measured"
+    COOLDOWN = "cooldown"
+
+
+class ProgressSink(Protocol):
+    """Receives progress while a run goes (the Rich display implements it)."""
+
+    def start(self, num_measured: int | None, duration_s: float | None) -> None: ...
+
+    def record(self, record: RequestRecord) -> None: ...
+
+    def refresh(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    """One finished run.
+
+    Attributes:
+        records: the measured requests, in send order.
+        summary: their summary (the shared schema, with bench extras).
+        offered_rate: scheduled rate of the measured requests (None in a closed loop).
+        achieved_rate: rate at which they were actually sent.
+        config: the settings.
+        model: the model that was asked.
+        started_at: wall-clock start (epoch seconds).
+        ended_at: wall-clock end.
+        wall_offset_s: add to a record's time to get epoch seconds.
+    """
+
+    records: tuple[RequestRecord, ...]
+    summary: Summary
+    offered_rate: float | None
+    achieved_rate: float | None
+    config: BenchConfig
+    model: str
+    started_at: float
+    ended_at: float
+    wall_offset_s: float
+
+    def to_dict(self, *, with_records: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.config.name, "model": self.model,
+            "workload": self.config.workload_name, "config": self.config.to_dict(),
+            "started_at": self.started_at, "ended_at": self.ended_at,
+            "wall_offset_s": self.wall_offset_s, "summary": self.summary.to_dict(),
+        }
+        if with_records:
+            out["records"] = [_record_dict(r) for r in self.records]
+        return out
+
+
+def _record_dict(r: RequestRecord) -> dict[str, Any]:
+    return {f: getattr(r, f) for f in RequestRecord.__slots__}  # type: ignore[attr-defined]
+
+
+class _Run:
+    """Shared state of one run while requests are in flight."""
+
+    def __init__(self, plan: Plan, config: BenchConfig, session: aiohttp.ClientSession,
+                 options: ClientOptions, sink: ProgressSink | None) -> None:
+        self.plan, self.config, self.session, self.options = plan, config, session, options
+        self.sink = sink
+        self.counter = token_counter(config.tokenizer)
+        self.builder = PromptBuilder(seed=config.seed,
+                                     shared_prefix_tokens=config.shared_prefix_tokens,
+                                     counter=self.counter)
+        self.results: dict[int, ClientResult] = {}
+        self.measured_in_flight = 0
+        self.window_closed = False
+        self.measured_done = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+        self.cooldown_tasks: list[asyncio.Task[None]] = []
+        self.measure_start_s: float | None = None
+
+    def prompt(self, i: int) -> Prompt:
+        return self.builder.build(self.plan.trace.requests[i], i)
+
+    def phase_of(self, i: int, now_s: float) -> Phase:
+        if i < self.plan.num_warmup:
+            return Phase.WARMUP
+        m = self.plan.num_measured
+        if m is not None:
+            return Phase.MEASURED if i < self.plan.num_warmup + m else Phase.COOLDOWN
+        # closed loop by duration: measured while the window is open
+        if self.measure_start_s is None:
+            self.measure_start_s = now_s
+        duration_s = self.config.duration_s or 0.0
+        return Phase.MEASURED if now_s < self.measure_start_s + duration_s else Phase.COOLDOWN
+
+    def launch(self, i: int, prompt: Prompt, phase: Phase,
+               scheduled_s: float | None) -> asyncio.Task[None]:
+        """Start one request; in-flight counts change before the task first runs."""
+        if phase is Phase.MEASURED:
+            self.measured_in_flight += 1
+        task = asyncio.create_task(self._send(i, prompt, phase, scheduled_s))
+        (self.cooldown_tasks if phase is Phase.COOLDOWN else self.tasks).append(task)
+        return task
+
+    async def _send(self, i: int, prompt: Prompt, phase: Phase,
+                    scheduled_s: float | None) -> None:
+        try:
+            result = await send_request(self.session, self.options, f"req-{i}", prompt,
+                                        scheduled_s=scheduled_s, counter=self.counter.count)
+        finally:
+            if phase is Phase.MEASURED:
+                self.measured_in_flight -= 1
+                self._check_done()
+        if phase is Phase.MEASURED:
+            self.results[i] = result
+            if self.sink is not None:
+                self.sink.record(result.record)
+
+    def close_window(self) -> None:
+        """No more measured requests will be sent."""
+        self.window_closed = True
+        self._check_done()
+
+    def _check_done(self) -> None:
+        if self.window_closed and self.measured_in_flight == 0:
+            self.measured_done.set()
+
+    async def finish(self) -> None:
+        self.close_window()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for task in self.cooldown_tasks:
+            task.cancel()
+        await asyncio.gather(*self.cooldown_tasks, return_exceptions=True)
+
+
+async def _open_loop(run: _Run) -> None:
+    plan = run.plan
+    assert plan.times_s is not None
+    prompts = [run.prompt(i) for i in range(len(plan.trace))]
+    origin = time.perf_counter() + START_LEAD_S
+    for i, offset in enumerate(plan.times_s):
+        target = origin + float(offset)
+        phase = run.phase_of(i, target)
+        delay = target - time.perf_counter()
+        if phase is Phase.COOLDOWN:
+            run.close_window()
+            if await _done_within(run.measured_done, delay):
+                break
+        elif delay > 0:
+            await asyncio.sleep(delay)
+        run.launch(i, prompts[i], phase, target)
+    await run.finish()
+
+
+async def _done_within(event: asyncio.Event, delay_s: float) -> bool:
+    if event.is_set():
+        return True
+    if delay_s <= 0:
+        return False
+    try:
+        await asyncio.wait_for(event.wait(), delay_s)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _closed_loop(run: _Run) -> None:
+    supply = iter(range(len(run.plan.trace)))
+    done_wait = asyncio.ensure_future(run.measured_done.wait())
+
+    async def worker() -> None:
+        for i in supply:
+            phase = run.phase_of(i, time.perf_counter())
+            if phase is Phase.COOLDOWN:
+                run.close_window()
+                if run.measured_done.is_set():
+                    return
+            task = run.launch(i, run.prompt(i), phase, None)
+            if phase is Phase.COOLDOWN:
+                await asyncio.wait({task, done_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if run.measured_done.is_set():
+                    return
+            else:
+                await asyncio.wait({task})
+
+    concurrency = run.config.arrival.concurrency or 1
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    done_wait.cancel()
+    await run.finish()
+
+
+async def arun_benchmark(config: BenchConfig, *,
+                         progress: ProgressSink | None = None) -> BenchResult:
+    """Run one benchmark (async); see :func:`run_benchmark`."""
+    plan = make_plan(config)
+    started_at = time.time()
+    wall_offset_s = started_at - time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+    async with aiohttp.ClientSession(connector=connector,
+                                     timeout=aiohttp.ClientTimeout(total=None)) as session:
+        model = config.model or await discover_model(session, config.url, config.api_key)
+        options = ClientOptions(base_url=config.url, model=model, endpoint=config.endpoint,
+                                timeout_s=config.timeout_s, api_key=config.api_key,
+                                stream=config.stream, ignore_eos=config.ignore_eos)
+        run = _Run(plan, config, session, options, progress)
+        refresher = asyncio.create_task(_refresh(progress)) if progress is not None else None
+        if progress is not None:
+            progress.start(plan.num_measured, config.duration_s)
+        try:
+            await (_open_loop(run) if config.arrival.is_open_loop else _closed_loop(run))
+        finally:
+            if refresher is not None:
+                refresher.cancel()
+            if progress is not None:
+                progress.stop()
+    results = [run.results[i] for i in sorted(run.results)]
+    return _result(config, plan, results, model, started_at, wall_offset_s,
+                   num_cooldown=len(run.cooldown_tasks))
+
+
+async def _refresh(sink: ProgressSink) -> None:
+    while True:
+        await asyncio.sleep(REFRESH_S)
+        sink.refresh()
+
+
+def _result(config: BenchConfig, plan: Plan, results: list[ClientResult], model: str,
+            started_at: float, wall_offset_s: float, *, num_cooldown: int) -> BenchResult:
+    records = [r.record for r in results]
+    sends = np.array([r.send_s for r in records])
+    achieved = ((len(sends) - 1) / float(sends.max() - sends.min())
+                if len(sends) > 1 and sends.max() > sends.min() else None)
+    lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
+    with_usage = [r for r in results if r.record.output_tokens is not None]
+    extra: dict[str, Any] = {
+        "offered_rate": plan.offered_rate,
+        "achieved_rate": achieved,
+        "send_lag_ms": _lag_ms(lags),
+        "num_warmup": min(plan.num_warmup, len(plan.trace)),
+        "num_cooldown": num_cooldown,
+        "usage_missing": sum(1 for r in records if r.is_ok and r.output_tokens is None),
+        "client_token_mismatches": sum(1 for r in with_usage
+                                       if r.client_output_tokens != r.record.output_tokens),
+    }
+    summary = summarize(records, config.slos, extra=extra)
+    return BenchResult(records=tuple(records), summary=summary,
+                       offered_rate=plan.offered_rate, achieved_rate=achieved, config=config,
+                       model=model, started_at=started_at, ended_at=time.time(),
+                       wall_offset_s=wall_offset_s)
+
+
+def _lag_ms(lags: list[float]) -> dict[str, float] | None:
+    if not lags:
+        return None
+    a = np.asarray(lags) * 1000.0
+    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+            "max": float(a.max())}
+
+
+def run_benchmark(config: BenchConfig, *, progress: bool = False) -> BenchResult:
+    """Run one benchmark and return its measured requests and summary.
+
+    Args:
+        config: what to run.
+        progress: show a live Rich display on stderr.
+
+    Raises:
+        ConfigError: bad settings, unreachable server for model discovery, short trace.
+    """
+    sink: ProgressSink | None = None
+    if progress:
+        from collector.bench.render import LiveProgress
+
+        sink = LiveProgress(config.slos)
+    return asyncio.run(arun_benchmark(config, progress=sink))
