@@ -1,0 +1,49 @@
+"""The agent: scrape engines and GPUs into the store, export through OTLP and Prometheus.
+
+See docs/agent.md. The tuner reads an engine's canonical metrics after a trial with
+:func:`scrape_snapshot`.
+"""
+
+from collector.agent.base import (
+    Family,
+    MetricType,
+    Sample,
+    Scrape,
+    SkippedLine,
+    Source,
+    SourceKind,
+)
+from collector.agent.canonical import CANONICAL, CanonicalMetric
+from collector.agent.nvml import FakeGpu, FakeNvml
+from collector.agent.promtext import ParseResult, parse_text
+from collector.agent.service import AgentConfig, build_agent, run_agent
+from collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
+from collector.agent.summary import TargetMetricsSummary, summarize_metrics
+from collector.agent.targets import TargetSpec, load_targets_file, parse_target_arg
+
+__all__ = [
+    "CANONICAL",
+    "AgentConfig",
+    "CanonicalMetric",
+    "EngineSnapshot",
+    "FakeGpu",
+    "FakeNvml",
+    "Family",
+    "HistogramSnapshot",
+    "MetricType",
+    "ParseResult",
+    "Sample",
+    "Scrape",
+    "SkippedLine",
+    "Source",
+    "SourceKind",
+    "TargetMetricsSummary",
+    "TargetSpec",
+    "build_agent",
+    "load_targets_file",
+    "parse_target_arg",
+    "parse_text",
+    "run_agent",
+    "scrape_snapshot",
+    "summarize_metrics",
+]

@@ -1,0 +1,155 @@
+"""The contract every metric source follows, and the records they produce.
+
+A source reads one endpoint (an engine's ``/metrics``, a DCGM exporter, the local NVML
+library) and returns a :class:`Scrape`: the *raw* families, named and labelled exactly as the
+endpoint wrote them, and the *canonical* families (``ttft``, ``kv_usage``, ``vram_used`` ...,
+see :mod:`collector.agent.canonical`) mapped from them. Both are stored; dashboards and the
+summary read the canonical ones, the raw ones stay for anything the mapping does not cover.
+
+Contract for implementations (one file each: ``vllm.py``, ``sglang.py``, ``trtllm.py``,
+``dcgm.py``, ``nvml.py``):
+
+- ``collect`` never blocks the event loop (blocking libraries run in a worker thread) and
+  raises only :class:`~collector.errors.SourceError` for an unreachable endpoint or a body that
+  cannot be used; the message names the URL and what to check.
+- Values are what the endpoint reports *now*; timestamps come from the agent, never the
+  target, so the agent stamps the scrape after ``collect`` returns.
+- A source may keep state between scrapes (TensorRT-LLM's ``/metrics`` drains a queue, so its
+  source accumulates what every drained element contributed); state lives in the instance,
+  one instance per target. Instances are not shared between threads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Protocol
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def make_labels(mapping: Mapping[str, str]) -> Labels:
+    """Labels as a sorted tuple of pairs, so equal label sets compare and hash equal."""
+    return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
+
+
+class MetricType(StrEnum):
+    """Prometheus metric types (``untyped`` where the exposition gave no ``# TYPE``)."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+    SUMMARY = "summary"
+    UNTYPED = "untyped"
+
+
+class SourceKind(StrEnum):
+    """The kinds of target the agent can scrape."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+    DCGM = "dcgm"
+    NVML = "nvml"
+
+    @property
+    def is_engine(self) -> bool:
+        """Whether the target is an inference engine (serves ``/v1/models``)."""
+        return self in (SourceKind.VLLM, SourceKind.SGLANG, SourceKind.TRTLLM)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One exposed value: full sample name (``..._bucket``, ``..._total``), labels, value."""
+
+    name: str
+    labels: Labels
+    value: float
+
+    def label(self, key: str, default: str = "") -> str:
+        """The value of one label, or ``default``."""
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """A metric family: its base name, type and samples."""
+
+    name: str
+    type: MetricType
+    samples: tuple[Sample, ...]
+    help: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line of an exposition that could not be parsed and was left out."""
+
+    line_no: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """What one collection of one target produced."""
+
+    raw: tuple[Family, ...]
+    canonical: tuple[Family, ...]
+    skipped: tuple[SkippedLine, ...] = field(default=())
+
+    @property
+    def num_samples(self) -> int:
+        """Raw plus canonical samples."""
+        return sum(len(f.samples) for f in (*self.raw, *self.canonical))
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """An HTTP response body with its content type."""
+
+    text: str
+    content_type: str = ""
+
+
+class Fetcher(Protocol):
+    """Fetches one URL; raises SourceError when the target cannot be read."""
+
+    async def get(self, url: str) -> Response: ...
+
+
+class Source(ABC):
+    """A metric source bound to one target's URLs.
+
+    Attributes:
+        kind: the target kind this class reads.
+        default_paths: paths appended to a base URL when the user gave no explicit path.
+    """
+
+    kind: ClassVar[SourceKind]
+    default_paths: ClassVar[tuple[str, ...]] = ("/metrics",)
+
+    def __init__(self, urls: Iterable[str] = ()) -> None:
+        self.urls = tuple(urls)
+
+    @abstractmethod
+    async def collect(self, fetch: Fetcher) -> Scrape:
+        """Read the target once.
+
+        Args:
+            fetch: the HTTP getter to use (ignored by sources that read no URL).
+
+        Returns:
+            The raw and canonical families read now.
+
+        Raises:
+            SourceError: the target is unreachable or returned nothing usable.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most sources hold nothing
+        """Release what the source holds (library handles); called once at shutdown."""

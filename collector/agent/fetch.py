@@ -1,0 +1,69 @@
+"""HTTP access for the sources: one aiohttp session, a timeout per request, clear errors."""
+
+from __future__ import annotations
+
+import json
+from types import TracebackType
+
+import aiohttp
+
+from collector.agent.base import Response
+from collector.errors import SourceError
+
+_ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
+
+
+class HttpFetcher:
+    """An async context manager that GETs URLs with a per-request timeout.
+
+    Args:
+        timeout_s: limit for one request, connection included.
+    """
+
+    def __init__(self, timeout_s: float = 5.0) -> None:
+        self.timeout_s = timeout_s
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> HttpFetcher:
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            headers={"Accept": _ACCEPT},
+        )
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def get(self, url: str) -> Response:
+        """GET ``url``; raise SourceError unless it answers 200 in time."""
+        if self._session is None:
+            raise RuntimeError("HttpFetcher used outside 'async with'")
+        try:
+            async with self._session.get(url) as resp:
+                if resp.status != 200:
+                    raise SourceError(f"{url} answered HTTP {resp.status}; check the path "
+                                      "(engines serve /metrics) and that metrics are enabled")
+                text = await resp.text(errors="replace")
+                return Response(text, resp.headers.get("Content-Type", ""))
+        except TimeoutError:
+            raise SourceError(f"{url} did not answer within {self.timeout_s:g} s; check the "
+                              "server's load or raise the scrape timeout") from None
+        except aiohttp.ClientError as e:
+            raise SourceError(f"{url} is unreachable ({type(e).__name__}: {e}); check that "
+                              "the server runs and the host and port are right") from None
+
+    async def discover_model(self, base_url: str) -> str | None:
+        """The first model id an OpenAI-compatible server lists at ``/v1/models``, if any."""
+        try:
+            resp = await self.get(base_url.rstrip("/") + "/v1/models")
+        except SourceError:
+            return None
+        try:
+            data = json.loads(resp.text).get("data") or []
+            model = data[0].get("id") if data and isinstance(data[0], dict) else None
+        except (ValueError, AttributeError):
+            return None
+        return str(model) if model else None

@@ -1,0 +1,233 @@
+"""Prometheus text and OpenMetrics parsing into :class:`~collector.agent.base.Family` records.
+
+The whole body goes to ``prometheus_client``'s parser first (the OpenMetrics one when the
+content type or a final ``# EOF`` says so). That parser stops at the first bad line, and real
+material has them: documentation excerpts with ``...`` lines, labels cut short with ``,...}``,
+exporters that write odd values. Then a line-by-line parser takes over: every line that
+parses is kept, every other line is reported as a :class:`~collector.agent.base.SkippedLine`.
+Only a body in which not a single sample parses is an error (``SourceError``).
+
+Samples are then regrouped by family with the ``# TYPE`` lines: a name ending in ``_total``
+is *not* taken as proof of a counter (``vllm:iteration_tokens_total`` is a histogram). Samples
+without a type stay ``untyped``, except ``X_bucket{le=...}`` / ``X_sum`` / ``X_count`` groups,
+which are histograms in every exporter we know. Sample timestamps are ignored: the agent's
+clock stamps every scrape.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
+from prometheus_client.parser import text_string_to_metric_families as prometheus_families
+
+from collector.agent.base import Family, Labels, MetricType, Sample, SkippedLine
+from collector.errors import SourceError
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SAMPLE_RE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+)?))?\s*$")
+_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+_COMMENT_RE = re.compile(rf"^#\s*(TYPE|HELP)\s+({_NAME})(?:\s+(.*))?$")
+_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+_TYPES = {
+    "counter": MetricType.COUNTER,
+    "gauge": MetricType.GAUGE,
+    "histogram": MetricType.HISTOGRAM,
+    "summary": MetricType.SUMMARY,
+    "untyped": MetricType.UNTYPED,
+    "unknown": MetricType.UNTYPED,
+    "info": MetricType.GAUGE,
+    "stateset": MetricType.GAUGE,
+}
+_SUFFIXES = {
+    MetricType.COUNTER: ("_total",),
+    MetricType.HISTOGRAM: ("_bucket", "_sum", "_count"),
+    MetricType.SUMMARY: ("_sum", "_count"),
+    MetricType.GAUGE: ("_info",),
+}
+_MAX_REPORTED_LINE = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """Families parsed from one body, and the lines that were left out."""
+
+    families: tuple[Family, ...]
+    skipped: tuple[SkippedLine, ...] = ()
+
+
+@dataclass(slots=True)
+class _Flat:
+    samples: dict[tuple[str, Labels], float]
+    types: dict[str, MetricType]
+    helps: dict[str, str]
+    skipped: list[SkippedLine]
+
+
+def is_openmetrics(text: str, content_type: str = "") -> bool:
+    """Whether a body is OpenMetrics (by content type, or a final ``# EOF`` line)."""
+    return "openmetrics" in content_type.lower() or text.rstrip().endswith("# EOF")
+
+
+def parse_text(text: str, *, content_type: str = "", source: str = "response") -> ParseResult:
+    """Parse a Prometheus text (0.0.4) or OpenMetrics body.
+
+    Args:
+        text: the body.
+        content_type: the HTTP Content-Type, used to recognise OpenMetrics.
+        source: where the body came from (a URL or file name), for error messages.
+
+    Returns:
+        The families and the skipped lines.
+
+    Raises:
+        SourceError: the body has lines but none of them is a metric sample.
+    """
+    flat = _flat_from_client(text, content_type)
+    if flat is None:
+        flat = _flat_line_by_line(text)
+    if not flat.samples and flat.skipped:
+        first = flat.skipped[0]
+        raise SourceError(
+            f"no metric samples in {source}: line {first.line_no} ({first.text!r}) "
+            f"{first.reason}; check that the URL serves Prometheus metrics text "
+            "(for example http://host:8000/metrics)"
+        )
+    return ParseResult(_group(flat), tuple(flat.skipped))
+
+
+def _flat_from_client(text: str, content_type: str) -> _Flat | None:
+    parser = openmetrics_families if is_openmetrics(text, content_type) else prometheus_families
+    flat = _Flat({}, {}, {}, [])
+    try:
+        for fam in parser(text):
+            kind = _TYPES.get(fam.type, MetricType.UNTYPED)
+            if kind is not MetricType.UNTYPED:
+                flat.types[fam.name] = kind
+                if kind is MetricType.GAUGE and fam.type == "info":
+                    flat.types[fam.name + "_info"] = kind
+            if fam.documentation:
+                flat.helps[fam.name] = fam.documentation
+            for s in fam.samples:
+                _add(flat, s.name, tuple(sorted(s.labels.items())), float(s.value))
+    except Exception:
+        return None
+    return flat
+
+
+def _flat_line_by_line(text: str) -> _Flat:
+    flat = _Flat({}, {}, {}, [])
+    for line_no, raw_line in enumerate(text.splitlines(), start=1):
+        line = raw_line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            _comment(flat, line)
+            continue
+        reason = _sample_line(flat, line)
+        if reason:
+            flat.skipped.append(SkippedLine(line_no, line[:_MAX_REPORTED_LINE], reason))
+    return flat
+
+
+def _comment(flat: _Flat, line: str) -> None:
+    m = _COMMENT_RE.match(line)
+    if not m:
+        return
+    keyword, name, rest = m.group(1), m.group(2), (m.group(3) or "").strip()
+    if keyword == "TYPE":
+        kind = _TYPES.get(rest.lower(), MetricType.UNTYPED)
+        if kind is not MetricType.UNTYPED:
+            flat.types[name] = kind
+    else:
+        flat.helps[name] = rest
+
+
+def _sample_line(flat: _Flat, line: str) -> str:
+    """Add one sample line; return why it was skipped, or '' when it was added."""
+    m = _SAMPLE_RE.match(line)
+    if not m:
+        if line.strip(".") == "":
+            return "is an elision ('...') from a documentation excerpt, not a sample"
+        return "is not '<name>{labels} <value>'"
+    name, label_text, value_text = m.group(1), m.group(2), m.group(3)
+    labels = _parse_labels(label_text) if label_text else ()
+    if labels is None:
+        return "has malformed labels"
+    try:
+        value = float(value_text)
+    except ValueError:
+        return f"has a value {value_text!r} that is not a number"
+    _add(flat, name, labels, value)
+    return ""
+
+
+def _parse_labels(text: str) -> Labels | None:
+    pairs: dict[str, str] = {}
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _LABEL_RE.match(text, pos)
+        if not m:
+            return None
+        pairs[m.group(1)] = re.sub(r"\\[\\\"n]", lambda e: _ESCAPES[e.group(0)], m.group(2))
+        pos = m.end()
+    return tuple(sorted(pairs.items()))
+
+
+def _add(flat: _Flat, name: str, labels: Labels, value: float) -> None:
+    if name.endswith("_created"):
+        return  # creation timestamps, not values
+    flat.samples[(name, labels)] = value
+
+
+def _family_of(name: str, types: dict[str, MetricType]) -> tuple[str, MetricType] | None:
+    if name in types:
+        return name, types[name]
+    for kind, suffixes in _SUFFIXES.items():
+        for suffix in suffixes:
+            base = name.removesuffix(suffix)
+            if base != name and types.get(base) is kind:
+                return base, kind
+    return None
+
+
+def _group(flat: _Flat) -> tuple[Family, ...]:
+    histogram_bases = {
+        name.removesuffix("_bucket")
+        for (name, labels) in flat.samples
+        if name.endswith("_bucket") and any(k == "le" for k, _ in labels)
+    }
+    grouped: dict[str, tuple[MetricType, list[Sample]]] = {}
+    for (name, labels), value in flat.samples.items():
+        found = _family_of(name, flat.types)
+        if found is None:
+            base = _untyped_histogram_base(name, histogram_bases)
+            found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNTYPED)
+        fam_name, kind = found
+        grouped.setdefault(fam_name, (kind, []))[1].append(Sample(name, labels, value))
+    return tuple(
+        Family(name, kind, tuple(samples), flat.helps.get(name, ""))
+        for name, (kind, samples) in grouped.items()
+    )
+
+
+def _untyped_histogram_base(name: str, bases: set[str]) -> str:
+    for suffix in ("_bucket", "_sum", "_count"):
+        base = name.removesuffix(suffix)
+        if base != name and base in bases:
+            return base
+    return ""
+
+
+def finite_samples(families: Iterable[Family]) -> Iterable[tuple[Family, Sample]]:
+    """Every sample with a value a database can hold (NaN is dropped)."""
+    for fam in families:
+        for s in fam.samples:
+            if not math.isnan(s.value):
+                yield fam, s

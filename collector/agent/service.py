@@ -1,0 +1,104 @@
+"""Build the agent from its configuration and run it (what ``slotune agent`` calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from collector.agent.export_otel import OtlpExporter
+from collector.agent.export_prom import PrometheusExporter
+from collector.agent.loop import Agent, Exporter, ScrapeOutcome
+from collector.agent.spool import Spool
+from collector.agent.targets import (
+    DEFAULT_INTERVAL_S,
+    TargetSpec,
+    check_unique,
+    load_targets_file,
+    parse_target_arg,
+)
+from collector.agent.writer import StoreWriter
+from collector.errors import ConfigError
+
+
+def default_spool_dir() -> Path:
+    """``<user data dir>/slotune/spool``."""
+    return Path(platformdirs.user_data_dir("slotune")) / "spool"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """Everything ``slotune agent`` was told.
+
+    Attributes:
+        target_args: ``KIND=URL`` strings.
+        targets_file: a targets YAML file.
+        interval_s: default scrape interval.
+        db_url: store URL (None: default SQLite file).
+        node: node name (default: this host's name).
+        prometheus_port: serve the Prometheus endpoint on this port (None: no endpoint).
+        prometheus_host: address the endpoint binds.
+        otlp_endpoint: push OTLP metrics there (None: no OTLP).
+        otlp_protocol: ``http`` or ``grpc``.
+        spool_dir: where batches wait while the store is unreachable.
+        timeout_s: limit for one scrape.
+    """
+
+    target_args: tuple[str, ...] = ()
+    targets_file: Path | None = None
+    interval_s: float = DEFAULT_INTERVAL_S
+    db_url: str | None = None
+    node: str = field(default_factory=socket.gethostname)
+    prometheus_port: int | None = None
+    prometheus_host: str = "127.0.0.1"
+    otlp_endpoint: str | None = None
+    otlp_protocol: str = "http"
+    spool_dir: Path | None = None
+    timeout_s: float = 5.0
+
+
+def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
+    """The targets of the command line and the targets file, names checked unique."""
+    targets = [parse_target_arg(a, interval_s=config.interval_s, node=config.node)
+               for a in config.target_args]
+    if config.targets_file is not None:
+        targets += load_targets_file(config.targets_file, node=config.node)
+    if not targets:
+        raise ConfigError("no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
+                          " or --targets FILE.yaml")
+    check_unique(targets)
+    return targets
+
+
+def build_agent(config: AgentConfig) -> Agent:
+    """An agent with its writer, spool and exporters (servers already listening)."""
+    targets = resolve_targets(config)
+    spool = Spool(config.spool_dir or default_spool_dir())
+    writer = StoreWriter(config.db_url, spool)
+    exporters: list[Exporter] = []
+    if config.otlp_endpoint:
+        exporters.append(OtlpExporter(config.otlp_endpoint, config.otlp_protocol,
+                                      node=config.node))
+    if config.prometheus_port is not None:
+        exporters.append(PrometheusExporter(config.prometheus_host, config.prometheus_port))
+    return Agent(targets, writer, exporters, timeout_s=config.timeout_s)
+
+
+def run_agent(config: AgentConfig, *, once: bool = False,
+              duration_s: float | None = None) -> list[ScrapeOutcome]:
+    """Run the agent until interrupted (or ``duration_s``), or scrape once with ``once``.
+
+    Returns:
+        The outcomes of the single scrape with ``once``; empty otherwise.
+    """
+    agent = build_agent(config)
+    try:
+        if once:
+            return asyncio.run(agent.scrape_all_once())
+        asyncio.run(agent.run(duration_s=duration_s))
+        return []
+    finally:
+        agent.close()

@@ -1,0 +1,45 @@
+"""SGLang's ``/metrics`` (``sglang:`` names, old and new).
+
+Labels such as ``model_name``, ``tp_rank``, ``engine_type`` (and ``name`` on the oldest
+releases) are kept. Older releases export ``sglang:time_per_output_token_seconds`` only and
+observe it once per output token (its count follows ``generation_tokens``): that is ITL.
+Newer ones add ``sglang:inter_token_latency_seconds`` for ITL and observe
+``time_per_output_token`` once per request: that is TPOT. ``sglang:token_usage`` is the KV
+pool usage (0..1), ``sglang:cache_hit_rate`` the radix-cache hit rate (0..1), and
+``sglang:num_retracted_requests_total`` (newer) counts the requests SGLang retracted under
+memory pressure, its form of preemption.
+"""
+
+from __future__ import annotations
+
+from collector.agent.base import Family, SourceKind
+from collector.agent.canonical import Rule
+from collector.agent.promsource import PromTextSource
+
+SGLANG_RULES: tuple[Rule, ...] = (
+    Rule("sglang:time_to_first_token_seconds", "ttft"),
+    Rule("sglang:inter_token_latency_seconds", "itl"),
+    Rule("sglang:e2e_request_latency_seconds", "e2e"),
+    Rule("sglang:queue_time_seconds", "queue_time"),
+    Rule("sglang:num_running_reqs", "requests_running"),
+    Rule("sglang:num_queue_reqs", "requests_waiting"),
+    Rule("sglang:token_usage", "kv_usage"),
+    Rule("sglang:cache_hit_rate", "prefix_hit_rate"),
+    Rule("sglang:num_retracted_requests_total", "preemptions"),
+    Rule("sglang:prompt_tokens_total", "prompt_tokens"),
+    Rule("sglang:generation_tokens_total", "generation_tokens"),
+    Rule("sglang:num_requests_total", "requests_finished"),
+)
+
+
+class SglangSource(PromTextSource):
+    """SGLang's Prometheus endpoint (``--enable-metrics``)."""
+
+    kind = SourceKind.SGLANG
+    rules = SGLANG_RULES
+
+    def rules_for(self, families: tuple[Family, ...]) -> tuple[Rule, ...]:
+        names = {f.name for f in families}
+        per_token = "sglang:inter_token_latency_seconds" in names
+        tpot_target = "tpot" if per_token else "itl"
+        return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target))

@@ -1,0 +1,158 @@
+"""Batched store writes that survive store outages through the :mod:`spool`.
+
+Scrapes put their samples on an in-memory queue; one task takes up to ``batch_max`` samples
+(or what arrived within ``flush_interval_s``) and writes them in a worker thread. While the
+store is unreachable every batch goes to the spool, and while the spool holds anything new
+batches queue behind it, so samples reach the store in the order they were scraped. When a
+write succeeds again the spool is replayed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from collector.agent.base import MetricType, Scrape
+from collector.agent.spool import Spool
+from collector.agent.targets import TargetSpec
+from collector.errors import StoreError
+from collector.store import SampleIn, Store, open_store, register_target, write_samples
+
+log = logging.getLogger(__name__)
+
+_STORE_TYPES = {MetricType.UNTYPED: "unknown"}
+
+
+def to_samples(target: str, scrape: Scrape, ts: float) -> list[SampleIn]:
+    """Store samples for a scrape: raw and canonical series, all stamped ``ts``.
+
+    NaN values are left out (a database column cannot hold them portably).
+    """
+    out = []
+    for fam in (*scrape.raw, *scrape.canonical):
+        type_ = _STORE_TYPES.get(fam.type, fam.type.value)
+        for s in fam.samples:
+            if not math.isnan(s.value):
+                out.append(SampleIn(target, s.name, type_, dict(s.labels), ts, s.value))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStats:
+    """Counts since the writer started."""
+
+    num_written: int
+    num_spooled: int
+    num_replayed_batches: int
+    is_store_up: bool
+
+
+class StoreWriter:
+    """Writes sample batches to the store, spooling while it is away.
+
+    Args:
+        db_url: the store URL (None: the default SQLite file).
+        spool: where batches wait during outages.
+        batch_max: most samples per write.
+        flush_interval_s: longest time a sample waits in memory before a write.
+    """
+
+    def __init__(self, db_url: str | None, spool: Spool, *, batch_max: int = 20_000,
+                 flush_interval_s: float = 1.0) -> None:
+        self.db_url = db_url
+        self.spool = spool
+        self.batch_max = batch_max
+        self.flush_interval_s = flush_interval_s
+        self._queue: asyncio.Queue[list[SampleIn]] = asyncio.Queue()
+        self._store: Store | None = None
+        self._targets: dict[str, TargetSpec] = {}
+        self._registered: set[str] = set()
+        self._is_up = True
+        self._written = self._spooled = self._replayed = 0
+
+    def put(self, samples: list[SampleIn]) -> None:
+        """Queue samples for the next write (never blocks)."""
+        if samples:
+            self._queue.put_nowait(samples)
+
+    def register(self, target: TargetSpec) -> None:
+        """Register (or update) a target in the store with the next write."""
+        self._targets[target.name] = target
+        self._registered.discard(target.name)
+
+    async def run(self) -> None:
+        """Write batches until cancelled; cancellation flushes what is queued."""
+        try:
+            while True:
+                first = await self._queue.get()
+                await asyncio.sleep(self.flush_interval_s)
+                await asyncio.to_thread(self.write_now, self._take(first))
+        except asyncio.CancelledError:
+            await asyncio.to_thread(self.flush_now)
+            raise
+
+    def _take(self, first: list[SampleIn]) -> list[SampleIn]:
+        batch = list(first)
+        while len(batch) < self.batch_max and not self._queue.empty():
+            batch.extend(self._queue.get_nowait())
+        return batch
+
+    def flush_now(self) -> None:
+        """Write everything queued (blocking)."""
+        batch: list[SampleIn] = []
+        while not self._queue.empty():
+            batch.extend(self._queue.get_nowait())
+        self.write_now(batch)
+
+    def write_now(self, batch: Sequence[SampleIn]) -> None:
+        """Write one batch (blocking): replay the spool first, spool the batch on failure."""
+        try:
+            store = self._open()
+            self._register_targets(store)
+            if not self.spool.is_empty():
+                replayed = self.spool.replay(lambda b: write_samples(store, b))
+                self._replayed += replayed
+                log.info("store reachable again: replayed %d spooled batches", replayed)
+            self._written += write_samples(store, batch) if batch else 0
+            if not self._is_up:
+                log.info("store %s is back", store.url)
+            self._is_up = True
+        except StoreError as e:
+            self.spool.append(batch)
+            self._spooled += len(batch)
+            if self._is_up:
+                log.warning("store unavailable, spooling to %s: %s", self.spool.directory, e)
+            self._is_up = False
+            self._drop_store()
+
+    def _open(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.db_url)
+        return self._store
+
+    def _drop_store(self) -> None:
+        if self._store is not None:
+            try:
+                self._store.dispose()
+            finally:
+                self._store = None
+                self._registered.clear()
+
+    def _register_targets(self, store: Store) -> None:
+        for name, t in self._targets.items():
+            if name not in self._registered:
+                register_target(store, name, t.kind.value, t.url, dict(t.labels))
+                self._registered.add(name)
+
+    def stats(self) -> WriterStats:
+        """Counts since start."""
+        return WriterStats(self._written, self._spooled, self._replayed, self._is_up)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        if self._store is not None:
+            self._store.dispose()
+            self._store = None

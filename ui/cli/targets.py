@@ -1,0 +1,36 @@
+"""``slotune targets list``: the endpoints and nodes agents registered."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.table import Table
+
+from collector.store import list_targets, open_store
+from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+targets_app = typer.Typer(help="Targets that agents scrape.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(targets_app, name="targets")
+
+
+@targets_app.command("list")
+def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
+    """List the registered targets with their labels and when they were last seen."""
+    with run(open_store, db_url(ctx)) as store:
+        targets = run(list_targets, store)
+    if json:
+        print_json([{"name": t.name, "kind": t.kind, "url": t.url, "labels": dict(t.labels),
+                     "node": t.node, "pool": t.pool, "model": t.model,
+                     "created_at": t.created_at, "last_seen_at": t.last_seen_at}
+                    for t in targets])
+        return
+    table = Table("name", "kind", "url", "node", "pool", "model", "last seen")
+    now = time.time()
+    for t in targets:
+        seen = "never" if t.last_seen_at is None else f"{now - t.last_seen_at:.0f} s ago"
+        table.add_row(t.name, t.kind, t.url, t.node or "", t.pool or "", t.model or "", seen)
+    console.print(table)
