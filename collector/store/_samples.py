@@ -71,34 +71,35 @@ def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
 
 def _write(conn: Connection, store: Store, batch: Sequence[SampleIn]) -> int:
     cache = store.cache
+    ids, cumulative, last_of = cache.ids, cache.cumulative, cache.last
     rows: list[tuple[int, float, float]] = []
     resets: list[dict[str, float]] = []
     rescan_from: dict[int, float] = {}
-    target_ts: dict[int, float] = {}
-    for s in batch:
-        key = SeriesKey(s.target, s.name, tuple(sorted(s.labels.items())))
-        series_id = cache.ids.get(key)
+    newest: dict[str, float] = {}
+    for s in batch:  # the hot loop of ingest: keep it lean
+        key = (s.target, s.name, tuple(sorted(s.labels.items())))
+        series_id = ids.get(key)
         if series_id is None:
             series_id = _ensure_series(conn, store, key, s)
-        rows.append((series_id, s.ts, s.value))
-        target_id = cache.targets[s.target]
-        if s.ts > target_ts.get(target_id, -math.inf):
-            target_ts[target_id] = s.ts
-        if series_id not in cache.cumulative:
+        ts, value = s.ts, s.value
+        rows.append((series_id, ts, value))
+        if ts > newest.get(s.target, -math.inf):
+            newest[s.target] = ts
+        if series_id not in cumulative:
             continue
-        last = cache.last.get(series_id)
-        if last is None or series_id in rescan_from or s.ts <= last[0]:
-            rescan_from[series_id] = min(rescan_from.get(series_id, math.inf), s.ts)
+        last = last_of.get(series_id)
+        if last is None or series_id in rescan_from or ts <= last[0]:
+            rescan_from[series_id] = min(rescan_from.get(series_id, math.inf), ts)
             continue
-        if s.value < last[1]:
-            resets.append({"series_id": series_id, "ts": s.ts, "prev_value": last[1]})
-        cache.last[series_id] = (s.ts, s.value)
+        if value < last[1]:
+            resets.append({"series_id": series_id, "ts": ts, "prev_value": last[1]})
+        last_of[series_id] = (ts, value)
     inserted = _insert_samples(conn, rows)
     if resets:
         conn.execute(insert_ignore(conn, CounterReset), resets)
     for series_id, since in rescan_from.items():
-        cache.last[series_id] = rederive_resets(conn, series_id, since)
-    touch_targets(conn, target_ts)
+        last_of[series_id] = rederive_resets(conn, series_id, since)
+    touch_targets(conn, {cache.targets[t]: ts for t, ts in newest.items()})
     return inserted
 
 

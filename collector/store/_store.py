@@ -23,14 +23,9 @@ from collector.store._url import (
     sqlite_file,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class SeriesKey:
-    """How the writer's cache names a series: target, metric and sorted labels."""
-
-    target: str
-    name: str
-    labels: tuple[tuple[str, str], ...]
+# How the writer's cache names a series: (target, metric name, sorted label items). A plain
+# tuple: it is built once per ingested sample.
+SeriesKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 @dataclass

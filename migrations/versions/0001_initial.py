@@ -252,12 +252,6 @@ def upgrade() -> None:
         ),
         sa.Column("ts", sa.Float(), nullable=False),
         sa.Column("value", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["series_id"],
-            ["metric_series.id"],
-            name=op.f("fk_sample_series_id_metric_series"),
-            ondelete="CASCADE",
-        ),
         sa.PrimaryKeyConstraint("series_id", "ts", name=op.f("pk_sample")),
         sqlite_with_rowid=False,
     )
