@@ -133,3 +133,22 @@ def arrival_times_within(spec: ArrivalSpec, duration_s: float, *, seed: int = 0,
         if times[-1] >= duration_s:
             return times[times < duration_s]
         n *= 2
+
+
+def arrival_from_flags(*, rate: float | None = None, burstiness: float = 1.0,
+                       concurrency: int | None = None, trace_timing: bool = False,
+                       time_scale: float = 1.0) -> ArrivalSpec:
+    """The arrival process of ``--rate [--burstiness] | --concurrency | --trace-timing``.
+
+    Raises:
+        ConfigError: not exactly one of the three given.
+    """
+    given = [rate is not None, concurrency is not None, trace_timing]
+    if sum(given) != 1:
+        raise ConfigError("give exactly one arrival process: --rate R [--burstiness B], "
+                          "--concurrency C, or --trace-timing [--time-scale K]")
+    if rate is not None:
+        return ArrivalSpec.from_rate(rate, burstiness)
+    if concurrency is not None:
+        return ArrivalSpec(kind=ArrivalKind.CONCURRENCY, concurrency=concurrency)
+    return ArrivalSpec(kind=ArrivalKind.TRACE, time_scale=time_scale)

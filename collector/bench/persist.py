@@ -39,6 +39,12 @@ def save_run(store: Store, result: BenchResult, name: str | None = None) -> int:
     return save_bench_run(store, meta, list(result.records), result.summary.to_dict())
 
 
+def check_store(db_url: str | None) -> None:
+    """Fail before a long run, not after it, when the store cannot be used."""
+    with open_store(db_url):
+        pass
+
+
 def store_run(db_url: str | None, result: BenchResult, name: str | None = None) -> int:
     """Open the store at ``db_url`` (None = default) and save the run there."""
     with open_store(db_url) as store:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from collector.bench.compare import ComparisonRow
 from collector.bench.maxrate import MaxRateResult
 from collector.records import RequestRecord
 from collector.slo import SLO
+from collector.store import BenchRunInfo
 
 
 class LiveProgress:
@@ -114,7 +116,8 @@ def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType
     rows = [
         ("requests (completed / sent)",
          f"{summary.get('num_completed')} / {summary.get('num_requests')}"),
-        ("offered rate (req/s)", _num(summary.get("offered_rate"))),
+        ("target rate (req/s)", _num(summary.get("target_rate"))),
+        ("offered rate, as scheduled (req/s)", _num(summary.get("offered_rate"))),
         ("achieved send rate (req/s)", _num(summary.get("achieved_rate"))),
         ("request throughput (req/s)", _num(summary.get("request_throughput"))),
         ("output tokens/s", _num(summary.get("output_token_throughput"))),
@@ -178,4 +181,22 @@ def max_rate_table(result: MaxRateResult) -> Table:
                                           for m in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")),
                       _num(s.get("goodput")), att,
                       "[green]yes[/]" if p.all_met else "[red]no[/]")
+    return table
+
+
+def runs_table(infos: Sequence[BenchRunInfo]) -> Table:
+    """Stored runs: id, name, model, workload, when, size, headline figures."""
+    table = Table(title="benchmark runs", title_justify="left")
+    for col in ("id", "name", "model", "workload", "started", "requests", "ttft p99 ms",
+                "itl p99 ms", "req/s", "goodput", "slos met"):
+        table.add_column(col, justify="right" if col in ("id", "requests") else "left")
+    for i in infos:
+        s = i.summary
+        started = datetime.fromtimestamp(i.meta.started_at).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(str(i.run_id), i.meta.name, i.meta.model, i.meta.workload, started,
+                      str(i.num_requests), _ms((s.get("ttft_ms") or {}).get("p99")),
+                      _ms((s.get("itl_ms") or {}).get("p99")),
+                      _num(s.get("request_throughput")), _num(s.get("goodput")),
+                      "-" if not s.get("slo_attainment") else
+                      ("yes" if s.get("slos_met") else "no"))
     return table

@@ -9,6 +9,7 @@ by the per-request timeout, so the run is bounded too.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -268,6 +269,7 @@ def _result(config: BenchConfig, plan: Plan, results: list[ClientResult], model:
     lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
     with_usage = [r for r in results if r.record.output_tokens is not None]
     extra: dict[str, Any] = {
+        "target_rate": _finite(config.arrival.rate),
         "offered_rate": plan.offered_rate,
         "achieved_rate": achieved,
         "send_lag_ms": _lag_ms(lags),
@@ -282,6 +284,10 @@ def _result(config: BenchConfig, plan: Plan, results: list[ClientResult], model:
                        offered_rate=plan.offered_rate, achieved_rate=achieved, config=config,
                        model=model, started_at=started_at, ended_at=time.time(),
                        wall_offset_s=wall_offset_s)
+
+
+def _finite(rate: float | None) -> float | str | None:
+    return "inf" if rate is not None and math.isinf(rate) else rate
 
 
 def _lag_ms(lags: list[float]) -> dict[str, float] | None:

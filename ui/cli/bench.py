@@ -1,0 +1,177 @@
+"""``slotune bench``: drive an OpenAI-compatible server, report, store, compare.
+
+``slotune bench --url ...`` runs a benchmark (the group's own callback);
+``slotune bench compare A B`` and ``slotune bench list`` work on stored runs.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from collector.bench import BenchConfig, BenchResult, Endpoint, run_benchmark
+from collector.bench.arrivals import arrival_from_flags
+from collector.bench.compare import compare_summaries
+from collector.bench.persist import check_store, list_runs, resolve_run, run_name, store_run
+from collector.bench.render import compare_table, max_rate_table, runs_table, summary_table
+from collector.bench.search import search_max_rate
+from collector.slo import parse_slos
+from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+bench_app = typer.Typer(invoke_without_command=True, help=(
+    "Benchmark an OpenAI-compatible server (vLLM, SGLang, TensorRT-LLM, the emulated engine): "
+    "streamed TTFT/ITL/TPOT/E2E, goodput, SLO attainment, max rate. See docs/bench.md."))
+
+_W = "workload"
+_A = "arrivals"
+_R = "run size"
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")]
+    = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: first in /v1/models).")]
+    = None,
+    endpoint: Annotated[Endpoint, typer.Option(help="API to call.")] = Endpoint.COMPLETIONS,
+    workload: Annotated[str | None, typer.Option(help="Bundled trace: azure-code, azure-conv, "
+                        "mooncake-conversation, mooncake-synthetic.", rich_help_panel=_W)] = None,
+    trace: Annotated[Path | None, typer.Option(help="Trace file (canonical JSONL, Azure CSV, "
+                     "Mooncake JSONL).", rich_help_panel=_W)] = None,
+    input_len: Annotated[str | None, typer.Option(help="Synthetic prompt length: 512, "
+                         "uniform:128,1024, normal:512,64, lognormal:6.2,0.8, "
+                         "empirical:azure-conv.", rich_help_panel=_W)] = None,
+    output_len: Annotated[str | None, typer.Option(help="Synthetic output length (same forms).",
+                          rich_help_panel=_W)] = None,
+    shared_prefix: Annotated[int, typer.Option(help="Shared system-prompt tokens.",
+                             rich_help_panel=_W)] = 0,
+    turns: Annotated[int, typer.Option(help="Requests per conversation (prompts grow).",
+                     rich_help_panel=_W)] = 1,
+    rate: Annotated[float | None, typer.Option(help="Requests/s (Poisson; inf = all at once).",
+                    rich_help_panel=_A)] = None,
+    burstiness: Annotated[float, typer.Option(help="Gamma shape: 1 Poisson, <1 burstier.",
+                          rich_help_panel=_A)] = 1.0,
+    concurrency: Annotated[int | None, typer.Option(help="Closed loop: requests in flight.",
+                           rich_help_panel=_A)] = None,
+    trace_timing: Annotated[bool, typer.Option("--trace-timing", rich_help_panel=_A,
+                            help="Send at the trace's timestamps.")] = False,
+    time_scale: Annotated[float, typer.Option(help="Multiply trace gaps (2 = half the rate).",
+                          rich_help_panel=_A)] = 1.0,
+    num_requests: Annotated[int | None, typer.Option(help="Measured requests (default 100).",
+                            rich_help_panel=_R)] = None,
+    duration: Annotated[float | None, typer.Option(help="Measure for S seconds instead.",
+                        rich_help_panel=_R)] = None,
+    warmup: Annotated[int, typer.Option(help="Requests sent first, left out.",
+                      rich_help_panel=_R)] = 0,
+    slo: Annotated[list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")]
+    = None,
+    find_max_rate: Annotated[bool, typer.Option("--find-max-rate", help="Search the highest "
+                             "--rate meeting every --slo.")] = False,
+    max_rate_tolerance: Annotated[float, typer.Option(help="Relative bracket width to stop at.")]
+    = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of lengths, prompts, arrivals.")] = 0,
+    timeout: Annotated[float, typer.Option(help="Per-request limit in seconds.")] = 600.0,
+    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", show_default=False,
+                       help="Bearer token (env OPENAI_API_KEY); never stored or printed.")]
+    = None,
+    tokenizer: Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory "
+                         "for exact prompt lengths.")] = None,
+    ignore_eos: Annotated[bool, typer.Option(help="Send ignore_eos/min_tokens (vLLM, SGLang).")]
+    = True,
+    stream: Annotated[bool, typer.Option(help="Stream responses (SSE).")] = True,
+    name: Annotated[str | None, typer.Option(help="Run name in the store.")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the run.")] = False,
+    save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")]
+    = None,
+    json: JsonOption = False,
+) -> None:
+    """Run a benchmark (subcommands: compare, list)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if url is None:
+        console.print(ctx.get_help())
+        raise typer.Exit(code=2)
+    arrival = run(arrival_from_flags, rate=rate, burstiness=burstiness, concurrency=concurrency,
+                  trace_timing=trace_timing, time_scale=time_scale)
+    config = run(BenchConfig, url=url, arrival=arrival, model=model, endpoint=endpoint,
+                 workload=workload, trace_file=str(trace) if trace else None,
+                 input_len=input_len, output_len=output_len, shared_prefix_tokens=shared_prefix,
+                 turns=turns, num_requests=num_requests, duration_s=duration, warmup=warmup,
+                 slos=tuple(run(parse_slos, slo or [])), seed=seed, timeout_s=timeout,
+                 api_key=api_key, tokenizer=str(tokenizer) if tokenizer else None,
+                 stream=stream, ignore_eos=ignore_eos, name=name)
+    if not no_store:
+        run(check_store, db_url(ctx))
+    if find_max_rate:
+        _max_rate(ctx, config, max_rate_tolerance, no_store, save, json)
+        return
+    result = run(run_benchmark, config, progress=not json)
+    run_id = None if no_store else run(store_run, db_url(ctx), result, name)
+    _emit(result.to_dict(with_records=True), save)
+    if json:
+        print_json({**result.to_dict(), "run_id": run_id})
+    else:
+        _print_run(result, run_id)
+
+
+def _max_rate(ctx: typer.Context, config: BenchConfig, tolerance: float, no_store: bool,
+              save: Path | None, json: bool) -> None:
+    found = run(search_max_rate, config, rel_tolerance=tolerance, progress=not json)
+    run_ids = [] if no_store else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)")
+                                   for r in found.runs]
+    out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}
+    _emit(out, save)
+    if json:
+        print_json(out)
+    else:
+        console.print(max_rate_table(found.result))
+
+
+def _emit(data: dict[str, Any], save: Path | None) -> None:
+    if save is not None:
+        save.write_text(jsonlib.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def _print_run(result: BenchResult, run_id: int | None) -> None:
+    title = f"{run_name(result)} | {result.config.workload_name}"
+    console.print(summary_table(result.summary.to_dict(), title=title))
+    if run_id is not None:
+        console.print(f"stored as run {run_id}", highlight=False)
+
+
+@bench_app.command("compare")
+def compare_cmd(
+    ctx: typer.Context,
+    run_a: Annotated[str, typer.Argument(help="Run id (slotune bench list) or --save file.")],
+    run_b: Annotated[str, typer.Argument(help="Run id or --save file.")],
+    json: JsonOption = False,
+) -> None:
+    """Show two runs side by side with the relative change."""
+    a = run(resolve_run, db_url(ctx), run_a)
+    b = run(resolve_run, db_url(ctx), run_b)
+    rows = compare_summaries(a.summary, b.summary)
+    if json:
+        print_json({"a": a.label, "b": b.label, "rows": [r.to_dict() for r in rows]})
+    else:
+        console.print(compare_table(rows, a.label, b.label))
+
+
+@bench_app.command("list")
+def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
+    """List stored benchmark runs, newest first."""
+    infos = run(list_runs, db_url(ctx))
+    if json:
+        print_json([{"run_id": i.run_id, "name": i.meta.name, "model": i.meta.model,
+                     "workload": i.meta.workload, "url": i.meta.url,
+                     "started_at": i.meta.started_at, "num_requests": i.num_requests,
+                     "summary": dict(i.summary)} for i in infos])
+        return
+    console.print(runs_table(infos))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")
