@@ -37,6 +37,12 @@ ROBUSTNESS_ATTR = "robustness"
 PRESCREEN_ATTR = "prescreen"
 
 
+def trial_params(t: FrozenTrial) -> dict[str, Any]:
+    """The sampled parameters as the engine got them (stepped floats rounded)."""
+    config = t.user_attrs.get(CONFIG_ATTR, {})
+    return {k: config.get(k, v) for k, v in t.params.items()}
+
+
 def trial_detail(t: FrozenTrial) -> dict[str, Any]:
     m = t.user_attrs.get(MEASUREMENT_ATTR) or {}
     summary = m.get("summary") or {}
@@ -44,7 +50,7 @@ def trial_detail(t: FrozenTrial) -> dict[str, Any]:
         "number": t.number,
         "state": t.state.name.lower(),
         "source": t.user_attrs.get(SOURCE_ATTR, "sampler"),
-        "params": dict(t.params),
+        "params": trial_params(t),
         "config": t.user_attrs.get(CONFIG_ATTR, {}),
         "values": _json_values(t.values),
         "feasible": t.state is TrialState.COMPLETE and is_feasible(t),
@@ -121,7 +127,7 @@ def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> dict[
                 "robust": True}
     if best is None:
         return None
-    return {"number": best.number, "params": dict(best.params),
+    return {"number": best.number, "params": trial_params(best),
             "config": best.user_attrs.get(CONFIG_ATTR, {}), "value": best.values[0],
             "robust": False}
 
@@ -136,7 +142,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
     best = _best_entry(_best_trial(done), robust)
     default_entry = None
     if default is not None:
-        default_entry = {"number": default.number, "params": dict(default.params),
+        default_entry = {"number": default.number, "params": trial_params(default),
                          "config": default.user_attrs.get(CONFIG_ATTR, {}),
                          "value": _json_values(default.values)[0] if default.values else None,
                          "feasible": is_feasible(default),
@@ -164,7 +170,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
         "importance": _importance(study, done),
     }
     if kind is ObjectiveKind.PARETO:
-        out["pareto_front"] = [{"number": t.number, "params": dict(t.params),
+        out["pareto_front"] = [{"number": t.number, "params": trial_params(t),
                                 "values": list(t.values)} for t in _pareto_front(done)]
     if details:
         out["trial_details"] = [trial_detail(t) for t in trials]

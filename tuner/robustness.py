@@ -15,7 +15,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from tuner.report import ROBUSTNESS_ATTR
+from tuner.report import ROBUSTNESS_ATTR, trial_params
 from tuner.study import CONFIG_ATTR, is_feasible
 from tuner.trial import TrialRunner
 
@@ -56,7 +56,7 @@ def recheck(study: optuna.Study, runner: TrialRunner, *, top_k: int = 3, num_see
             feasible = feasible and m.is_feasible
             if on_run:
                 on_run()
-        results.append({"number": t.number, "params": dict(t.params),
+        results.append({"number": t.number, "params": trial_params(t),
                         "config": t.user_attrs[CONFIG_ATTR], "values_by_seed": values,
                         "worst_value": min(values.values()), "feasible": feasible})
     study.set_user_attr(ROBUSTNESS_ATTR, results)

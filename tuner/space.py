@@ -88,8 +88,11 @@ class Param:
         if self.kind is ParamKind.INT:
             return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
                                      step=int(self.step or 1))
-        return trial.suggest_float(self.name, self.low, self.high, log=self.log,
-                                   step=None if self.log else self.step)
+        value = trial.suggest_float(self.name, self.low, self.high, log=self.log,
+                                    step=None if self.log else self.step)
+        # A stepped float comes back as low + k * step with binary noise (0.8600000000000001);
+        # the engine should be given the decimal the step implies.
+        return round(value, _decimals(self.step)) if self.step and not self.log else value
 
     def grid_values(self) -> tuple[Value, ...]:
         if self.grid:
@@ -111,6 +114,10 @@ class Param:
         if self.requires:
             out["requires"] = dict(self.requires)
         return out
+
+
+def _decimals(step: float) -> int:
+    return max(0, -math.floor(math.log10(step))) + 1
 
 
 def choice(name: str, values: Sequence[Value], *, requires: Mapping[str, Value] | None = None

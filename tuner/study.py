@@ -21,6 +21,7 @@ import dataclasses
 import json
 import multiprocessing
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -113,6 +114,8 @@ class StudySpec:
         """Check the fields a study cannot start without (raises ConfigError)."""
         if self.trials < 1:
             raise ConfigError("--trials must be at least 1 (trial 0 is the engine default)")
+        if self.heartbeat_s < 1:
+            raise ConfigError("--heartbeat must be at least 1 second")
         try:
             ObjectiveKind(self.objective)
         except ValueError as e:
@@ -146,17 +149,32 @@ def build_space(spec: StudySpec, plan: WorkloadPlan) -> SearchSpace:
     return space.with_overrides(spec.space)
 
 
+@contextmanager
+def quiet_optuna() -> Iterator[None]:
+    """Silence Optuna's per-trial log lines and its "experimental feature" warnings
+    (heartbeats and stale-trial retry are marked experimental but are what we rely on)."""
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            yield
+    finally:
+        optuna.logging.set_verbosity(level)
+
+
 def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.storages.RDBStorage:
     """Optuna storage on the store's database, with heartbeat and stale-trial retry."""
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         # Several worker processes write to one SQLite file: wait for the lock, not fail.
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
-    return optuna.storages.RDBStorage(
-        url, heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
-        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
-            max_retry=1),
-        **kwargs)
+    with quiet_optuna():
+        return optuna.storages.RDBStorage(
+            url, heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
+            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+                max_retry=1),
+            **kwargs)
 
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
@@ -240,7 +258,7 @@ def work(spec: StudySpec, url: str, *, worker_index: int = 0,
     """
     plan = load_plan(spec)
     space = build_space(spec, plan)
-    with _gpu_slot(spec) as slot:
+    with _gpu_slot(spec) as slot, quiet_optuna():
         runner = TrialRunner(make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)),
                              spec.kind)
         study = load(spec, url, sampler_seed=spec.seed + 1000 * worker_index)

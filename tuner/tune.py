@@ -204,7 +204,8 @@ def spec_from_options(*, name: str | None, backend: str, engine: str, model: str
                       objective: str, trials: int, rate: float | None,
                       num_requests: int | None, command: str | None, endpoint: str | None,
                       time_scale: float, space_file: str | None, params: list[str],
-                      seed: int, sampler: str, prescreen: str | None) -> StudySpec:
+                      seed: int, sampler: str, prescreen: str | None,
+                      heartbeat_s: int = 10) -> StudySpec:
     """Build and validate a study spec from command-line options."""
     if prescreen not in (None, "sim"):
         raise ConfigError(f"--prescreen {prescreen!r}: the only prescreen is 'sim'")
@@ -219,7 +220,7 @@ def spec_from_options(*, name: str | None, backend: str, engine: str, model: str
         trace_file=str(Path(trace_file).resolve()) if trace_file else None,
         slos=tuple(slos), objective=objective, trials=trials, rate=rate,
         num_requests=num_requests, command=command, endpoint=endpoint, time_scale=time_scale,
-        space=overrides, seed=seed, sampler=sampler,
+        space=overrides, seed=seed, sampler=sampler, heartbeat_s=heartbeat_s,
         gpus_per_worker=tp if isinstance(tp, int) else 1)
     spec.validate()
     return spec

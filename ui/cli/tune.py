@@ -42,7 +42,6 @@ def _progress(enabled: bool) -> Iterator[tuple[Callable[[StudyProgress], None],
 
     def on_phase(text: str) -> None:
         bar.console.print(f"[bold]›[/] {text}")
-        bar.reset(task, total=None, best="")
 
     with bar:
         yield on_progress, on_phase
@@ -87,6 +86,8 @@ def tune_command(
                             ] = None,
     sampler: Annotated[str, typer.Option(help="tpe | gp | random")] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler and arrival seed.")] = 0,
+    heartbeat: Annotated[int, typer.Option(help="Worker heartbeat (s); a trial silent for 3x "
+                                           "this is failed and retried.")] = 10,
     as_json: JsonOption = False,
 ) -> None:
     """Run a tuning study (subcommands: resume, show, export, list)."""
@@ -96,7 +97,8 @@ def tune_command(
                gpu=gpu, workload=workload, trace_file=trace, slos=slo or [],
                objective=objective, trials=trials, rate=rate, num_requests=num_requests,
                command=command, endpoint=endpoint, time_scale=time_scale, space_file=space,
-               params=param or [], seed=seed, sampler=sampler, prescreen=prescreen)
+               params=param or [], seed=seed, sampler=sampler, prescreen=prescreen,
+               heartbeat_s=heartbeat)
     options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0,
                          recheck_k=recheck)
     with _progress(not as_json) as (on_progress, on_phase):

@@ -1,0 +1,98 @@
+"""Studies: resumable after a kill, shared by workers on one PostgreSQL database."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from collector.store import upgrade
+from tuner import resume_study, show_study
+from tuner.study import quiet_optuna
+
+SLOTUNE = str(Path(sys.executable).parent / "slotune")
+SIM_ARGS = ["--backend", "sim", "--workload", "azure-conv", "--num-requests", "60",
+            "--slo", "ttft:p99<=500ms", "--slo", "itl:p99<=50ms", "--recheck", "0",
+            "--heartbeat", "1"]
+
+
+def trials_of(url: str, name: str) -> list[optuna.trial.FrozenTrial]:
+    with quiet_optuna():
+        return optuna.load_study(study_name=name, storage=url).get_trials()
+
+
+def wait_for(predicate, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not reached in time")
+
+
+def mid_trial(url: str, name: str) -> bool:
+    try:
+        trials = trials_of(url, name)
+    except KeyError:
+        return False
+    states = [t.state for t in trials]
+    return states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states
+
+
+def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
+    upgrade(sqlite_url)
+    proc = subprocess.Popen([SLOTUNE, "--db", sqlite_url, "tune", *SIM_ARGS, "--trials", "6",
+                             "--study", "killed", "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: mid_trial(sqlite_url, "killed"), 60)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    before = trials_of(sqlite_url, "killed")
+    killed = [t for t in before if t.state is TrialState.RUNNING]
+    assert len(killed) == 1
+
+    report = resume_study("killed", sqlite_url)
+
+    after = trials_of(sqlite_url, "killed")
+    numbers = [t.number for t in after]
+    assert len(numbers) == len(set(numbers))
+    assert [t.state for t in after].count(TrialState.COMPLETE) == 6
+    assert TrialState.RUNNING not in [t.state for t in after]
+    # The killed trial failed and ran again with the parameters it had drawn (a kill while
+    # it was still drawing leaves the rest to the retry).
+    stale = next(t for t in after if t.number == killed[0].number)
+    assert stale.state is TrialState.FAIL
+    retried = [t for t in after if t.system_attrs.get("failed_trial") == stale.number]
+    assert len(retried) == 1 and retried[0].params.items() >= stale.params.items()
+    assert retried[0].state is TrialState.COMPLETE
+    # Trials completed before the kill are kept as they were.
+    for t in before:
+        if t.state is TrialState.COMPLETE:
+            assert next(a for a in after if a.number == t.number).values == t.values
+    assert report["trials"] == 6 and report["default"]["number"] == 0
+
+
+@pytest.mark.postgres
+def test_two_workers_share_one_postgres_study(pg_url):
+    upgrade(pg_url)
+    out = subprocess.run([SLOTUNE, "--db", pg_url, "tune", *SIM_ARGS, "--trials", "6",
+                          "--study", "shared", "--workers", "2", "--json"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    trials = trials_of(pg_url, "shared")
+    numbers = [t.number for t in trials]
+    assert len(numbers) == len(set(numbers))
+    states = [t.state for t in trials]
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states
+    # Each worker checks the target before it starts a trial: at most one extra per worker.
+    assert 6 <= states.count(TrialState.COMPLETE) <= 7
+    report = show_study("shared", pg_url)
+    assert report["default"]["number"] == 0 and report["best"] is not None

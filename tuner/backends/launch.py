@@ -1,0 +1,251 @@
+"""The ``launch`` backend: one engine process per trial, started from a command template.
+
+Template placeholders: ``{model}`` (catalog id), ``{hf_model}`` (its Hugging Face name),
+``{gpu}`` (catalog id), ``{port}`` (a free port on 127.0.0.1), ``{engine_args}`` (the trial's
+flags, shell-quoted). Real engines on a GPU node::
+
+    vllm serve {hf_model} --port {port} {engine_args}
+
+and the emulated engine here::
+
+    slotune emulate --model {model} --gpu {gpu} --port {port} --time-scale 20 {engine_args}
+
+Per trial: start the process in its own process group with its output in a log file, wait for
+``/health`` (failing fast when the process exits), warm up, serve the workload with the load
+generator, scrape ``/metrics`` with the agent's parsers, then stop the whole group (SIGTERM,
+then SIGKILL). A process that exits or never becomes healthy fails the trial with the
+engine's own error line from the log (``ValueError: ...``, ``CUDA out of memory``).
+
+``time_scale`` K: the emulated GPU runs K times faster than real time, so arrivals are sent K
+times faster and measured times multiplied by K: the summary is in real-GPU seconds and
+comparable to the SLOs and to the simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import yaml
+
+from collector.agent.snapshot import scrape_snapshot
+from collector.bench.arrivals import ArrivalKind, ArrivalSpec
+from collector.bench.config import BenchConfig
+from collector.bench.runner import run_benchmark
+from collector.errors import SourceError
+from collector.records import RequestRecord
+from collector.slo import SLO
+from collector.summary import Summary, summarize
+from collector.workload import Trace
+from tuner.backends.base import Backend, EngineSession, TrialFailed
+from tuner.gpu_slots import GpuSlot
+from tuner.sim.catalog import get_model
+from tuner.sim.config import TrtllmConfig, config_from_params
+from tuner.sim.flags import extra_llm_api_options, to_argv
+from tuner.space import Value
+
+HEALTH_TIMEOUT_S = 600.0
+HEALTH_POLL_S = 0.2
+STOP_GRACE_S = 10.0
+WARMUP_REQUESTS = 2
+# Lines an engine prints when it refuses to start, most specific first.
+_REASON_PATTERNS = (
+    re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
+    re.compile(r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*",
+               re.IGNORECASE),
+    re.compile(r".*(unrecognized arguments|No such option|invalid choice).*"),
+)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def failure_reason(log_text: str) -> str:
+    """The engine's own explanation from its log: the last line matching a known error form."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    for pattern in _REASON_PATTERNS:
+        for line in reversed(lines):
+            m = pattern.search(line)
+            if m:
+                return m.group(0)
+    return lines[-1] if lines else "no output"
+
+
+def write_trace(trace: Trace, path: Path) -> None:
+    """Write a trace in slotune's canonical JSONL format."""
+    with path.open("w") as f:
+        for r in trace.requests:
+            row: dict[str, Any] = {"timestamp": r.timestamp_s, "input_tokens": r.input_tokens,
+                                   "output_tokens": r.output_tokens}
+            if r.hash_ids:
+                row.update(hash_ids=list(r.hash_ids), block_size=r.block_size)
+            if r.session_id is not None:
+                row["session_id"] = r.session_id
+            f.write(json.dumps(row) + "\n")
+
+
+def scale_record(r: RequestRecord, k: float) -> RequestRecord:
+    """A record's times multiplied by ``k`` (emulated-engine time -> real-GPU time)."""
+    def s(x: float | None) -> float | None:
+        return None if x is None else x * k
+    return replace(r, send_s=r.send_s * k, first_token_s=s(r.first_token_s), end_s=s(r.end_s),
+                   scheduled_s=s(r.scheduled_s),
+                   chunk_times_s=tuple(t * k for t in r.chunk_times_s))
+
+
+class EngineProcess:
+    """A started engine: its process group, port and log file."""
+
+    def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str], port: int
+                 ) -> None:
+        self.log_path = log_path
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self._log: IO[bytes] = log_path.open("wb")
+        try:
+            self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env={**os.environ, **env})
+        except OSError as e:
+            self._log.close()
+            raise TrialFailed(f"cannot start {argv[0]!r}: {e.strerror}; check --command") from e
+
+    def reason(self) -> str:
+        self._log.flush()
+        return failure_reason(self.log_path.read_text(errors="replace"))
+
+    def is_alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if not self.is_alive():
+                    raise TrialFailed(f"engine exited with code {self.proc.returncode} before "
+                                      f"it was healthy: {self.reason()} (log: {self.log_path})")
+                try:
+                    if client.get(self.url + "/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(HEALTH_POLL_S)
+        raise TrialFailed(f"engine not healthy after {timeout_s:.0f} s: {self.reason()} "
+                          f"(log: {self.log_path})")
+
+    def stop(self) -> None:
+        """Stop the whole process group: SIGTERM, then SIGKILL after a grace period."""
+        try:
+            if self.is_alive():
+                _signal_group(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    _signal_group(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait(STOP_GRACE_S)
+            # Children may outlive a leader that exited on its own.
+            _signal_group(self.proc.pid, signal.SIGKILL)
+        finally:
+            self._log.close()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class LaunchSession(EngineSession):
+    def __init__(self, engine: EngineProcess, kind: str, time_scale: float, workdir: Path
+                 ) -> None:
+        self._engine, self._kind, self._k, self._dir = engine, kind, time_scale, workdir
+        self._runs = 0
+
+    def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
+        if self._runs == 0:
+            # First requests pay for lazy initialisation (CUDA graphs, allocator); keep
+            # them out of the measurement.
+            warm = [replace(r, timestamp_s=0.0) for r in trace.requests[:WARMUP_REQUESTS]]
+            self._serve(replace(trace, requests=tuple(warm)), seed)
+        return summarize(self._serve(trace, seed), slos)
+
+    def _serve(self, trace: Trace, seed: int) -> list[RequestRecord]:
+        self._runs += 1
+        path = self._dir / f"trace-{self._runs}.jsonl"
+        write_trace(trace, path)
+        config = BenchConfig(url=self._engine.url,
+                             arrival=ArrivalSpec(ArrivalKind.TRACE, time_scale=1.0 / self._k),
+                             trace_file=str(path), num_requests=len(trace), cooldown=False,
+                             seed=seed, timeout_s=HEALTH_TIMEOUT_S)
+        result = run_benchmark(config)
+        if not self._engine.is_alive():
+            raise TrialFailed(f"engine died during the run: {self._engine.reason()} "
+                              f"(log: {self._engine.log_path})")
+        return [scale_record(r, self._k) for r in result.records]
+
+    def engine_metrics(self) -> dict[str, Any]:
+        try:
+            snap = scrape_snapshot(self._kind, self._engine.url)
+        except SourceError as e:
+            return {"scrape_error": str(e)}
+        return {"prefix_hit_rate": snap.prefix_hit_rate, "preemptions": snap.preemptions,
+                "kv_usage": snap.kv_usage, "log": str(self._engine.log_path)}
+
+
+class LaunchBackend(Backend):
+    """Starts an engine per trial from ``command`` (see the module docstring)."""
+
+    name = "launch"
+
+    def __init__(self, command: str, *, engine: str, model: str, gpu: str,
+                 time_scale: float = 1.0, slot: GpuSlot = GpuSlot(()),
+                 health_timeout_s: float = HEALTH_TIMEOUT_S, log_root: Path | None = None
+                 ) -> None:
+        self.command, self.engine, self.model, self.gpu = command, engine, model, gpu
+        self.time_scale, self.slot, self.health_timeout_s = time_scale, slot, health_timeout_s
+        self.log_root = log_root or Path(tempfile.gettempdir()) / "slotune-launch"
+
+    def argv(self, config: Mapping[str, Value], port: int, workdir: Path) -> list[str]:
+        """The command line of one trial's engine."""
+        engine_config = config_from_params(self.engine, self.model, self.gpu, config)
+        options_path = workdir / "extra_llm_api_options.yaml"
+        if isinstance(engine_config, TrtllmConfig):
+            options_path.write_text(yaml.safe_dump(extra_llm_api_options(engine_config)))
+        engine_args = shlex.join(to_argv(engine_config, extra_options_path=str(options_path)))
+        try:
+            text = self.command.format(model=self.model, hf_model=get_model(self.model).hf_name,
+                                       gpu=self.gpu, port=port, engine_args=engine_args)
+        except (KeyError, IndexError) as e:
+            raise TrialFailed(f"--command has an unknown placeholder {e}; use {{model}}, "
+                              "{hf_model}, {gpu}, {port}, {engine_args}") from e
+        return shlex.split(text)
+
+    @contextmanager
+    def open(self, config: Mapping[str, Value]) -> Iterator[EngineSession]:
+        self.log_root.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix="trial-", dir=self.log_root))
+        port = free_port()
+        process = EngineProcess(self.argv(config, port, workdir), workdir / "engine.log",
+                                self.slot.env(), port)
+        try:
+            process.wait_healthy(self.health_timeout_s)
+            session = LaunchSession(process, self.engine, self.time_scale, workdir)
+            yield session
+        finally:
+            process.stop()
