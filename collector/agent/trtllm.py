@@ -127,17 +127,21 @@ class TrtllmSource(PromTextSource):
         raw: list[Family] = []
         skipped: list[SkippedLine] = []
         elements: list[dict[str, Any]] = []
+        has_stats = False
         for url in self.urls:
             resp = await fetch.get(url)
             if resp.text.lstrip()[:1] in ("[", "{"):
                 got, sk = parse_iteration_stats(resp.text, url)
                 elements.extend(got)
+                has_stats = True
             else:
                 parsed = parse_text(resp.text, content_type=resp.content_type, source=url)
                 raw.extend(parsed.families)
                 sk = list(parsed.skipped)
             skipped.extend(sk)
         scrape = self.from_families(raw, skipped)
+        if not has_stats:
+            return scrape
         json_raw, json_canonical = self.from_iteration_stats(elements)
         return Scrape(scrape.raw + json_raw, scrape.canonical + json_canonical, scrape.skipped)
 

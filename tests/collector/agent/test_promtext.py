@@ -1,0 +1,106 @@
+"""The Prometheus / OpenMetrics parser on real expositions, doc excerpts and garbage."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from agent_helpers import DATA, data_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collector.agent.base import Family, MetricType, Sample
+from collector.agent.promtext import parse_text
+from collector.errors import SourceError
+
+PROM_FILES = sorted(p.name for p in DATA.glob("*.prom"))
+
+
+def _family(families: tuple[Family, ...], name: str) -> Family:
+    return next(f for f in families if f.name == name)
+
+
+@pytest.mark.parametrize("name", PROM_FILES)
+def test_every_exposition_file_parses_and_reports_elisions(name: str) -> None:
+    text = data_text(name)
+    result = parse_text(text, source=name)
+    assert sum(len(f.samples) for f in result.families) > 0
+    elisions = [n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "..."]
+    assert [s.line_no for s in result.skipped if "elision" in s.reason] == elisions
+
+
+def test_iteration_tokens_total_is_a_histogram_not_a_counter() -> None:
+    result = parse_text(data_text("vllm_usage_doc_iteration_tokens_excerpt.prom"))
+    fam = _family(result.families, "vllm:iteration_tokens_total")
+    assert fam.type is MetricType.HISTOGRAM
+    assert fam.samples[0] == Sample("vllm:iteration_tokens_total_sum",
+                                    (("model_name", "unsloth/Llama-3.2-1B-Instruct"),), 0.0)
+    assert len(fam.samples) == 9
+
+
+def test_design_doc_keeps_good_lines_around_elided_and_truncated_ones() -> None:
+    result = parse_text(data_text("vllm_v1_design_doc_example.prom"))
+    success = _family(result.families, "vllm:request_success_total")
+    assert success.type is MetricType.COUNTER
+    assert {s.label("finished_reason"): s.value for s in success.samples} == {
+        "stop": 1.0, "length": 131.0, "abort": 0.0}
+    ttft = _family(result.families, "vllm:time_to_first_token_seconds")
+    assert ttft.type is MetricType.HISTOGRAM
+    reasons = {s.line_no: s.reason for s in result.skipped}
+    assert "malformed labels" in reasons[28]  # cache_config_info{...,...} 1.0
+
+
+def test_untyped_bucket_lines_are_grouped_as_a_histogram() -> None:
+    result = parse_text(data_text("vllm_v0_issue8819_ttft_excerpt.prom"))
+    (fam,) = result.families
+    assert (fam.name, fam.type, len(fam.samples)) == (
+        "vllm:time_to_first_token_seconds", MetricType.HISTOGRAM, 15)
+
+
+def test_openmetrics_body_by_content_type() -> None:
+    text = ("# TYPE engine_requests counter\n"
+            'engine_requests_total{model="m"} 7.0\n'
+            'engine_requests_created{model="m"} 1.7e9\n'
+            "# EOF\n")
+    result = parse_text(text, content_type="application/openmetrics-text; version=1.0.0")
+    (fam,) = result.families
+    assert (fam.name, fam.type) == ("engine_requests", MetricType.COUNTER)
+    assert fam.samples == (Sample("engine_requests_total", (("model", "m"),), 7.0),)
+
+
+def test_label_escapes_and_timestamps() -> None:
+    text = 'm{path="a\\"b\\\\c\\nd"} 1 1700000000000\n... \n'
+    result = parse_text(text)
+    assert result.families[0].samples[0].labels == (("path", 'a"b\\c\nd'),)
+
+
+def test_a_body_without_any_sample_is_a_clear_error() -> None:
+    with pytest.raises(SourceError, match=r"no metric samples in http://x/metrics: line 1"):
+        parse_text("<html>Not Found</html>\n", source="http://x/metrics")
+
+
+def test_empty_body_is_no_error() -> None:
+    assert parse_text("").families == ()
+
+
+_METRIC_CHARS = st.sampled_from([*list('abc_:{}="\\, .\n#0123456789+-eE'), "...", "le", "Inf"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.lists(_METRIC_CHARS, max_size=80).map("".join)))
+def test_fuzz_never_crashes(text: str) -> None:
+    try:
+        result = parse_text(text)
+    except SourceError as e:
+        assert "no metric samples" in str(e)
+        return
+    for fam in result.families:
+        assert all(isinstance(s.value, float) for s in fam.samples)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(data_text("vllm_v1_design_doc_example.prom").splitlines()),
+                max_size=30))
+def test_fuzz_shuffled_real_lines(lines: list[str]) -> None:
+    with contextlib.suppress(SourceError):
+        parse_text("\n".join(lines))
