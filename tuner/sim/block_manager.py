@@ -5,6 +5,10 @@ prefix hash until it is handed out again, so a later request with the same prefi
 take it back ("cached free block"). Allocation takes the least recently freed block first
 and evicts its hash. A request frees its blocks tail first, so its last blocks are
 evicted before its first ones (the prefix others are most likely to share).
+
+Until the first prefix hash is registered every free block is interchangeable, so the free
+queue is a plain FIFO list moved in bulk (traces without prefix identity never leave this
+mode); the LRU queue with per-block reference counts takes over at the first hash.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ class BlockManager:
         self.enable_caching = enable_caching
         self._ref_cnt = [0] * num_blocks
         self._hash: list[int | None] = [None] * num_blocks
-        self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
         self._cached: dict[int, int] = {}
+        self._fifo: list[int] | None = list(range(num_blocks))
+        self._fifo_head = 0
+        self._free: OrderedDict[int, None] = OrderedDict()
         self.prefix_queries = 0
         self.prefix_hits = 0
 
@@ -40,12 +46,14 @@ class BlockManager:
     @property
     def num_free_blocks(self) -> int:
         """Blocks not held by any request (cached free blocks included)."""
+        if self._fifo is not None:
+            return len(self._fifo) - self._fifo_head
         return len(self._free)
 
     @property
     def usage(self) -> float:
         """Fraction of blocks held by requests (vLLM's ``kv_cache_usage_perc``)."""
-        return 1.0 - len(self._free) / self.num_blocks if self.num_blocks else 0.0
+        return 1.0 - self.num_free_blocks / self.num_blocks if self.num_blocks else 0.0
 
     def is_free(self, block_id: int) -> bool:
         """Whether no request holds the block (it may still carry a reusable prefix)."""
@@ -76,7 +84,7 @@ class BlockManager:
                      cached: Sequence[int] = ()) -> bool:
         """Whether ``num_new_tokens`` more tokens (after ``cached`` hits) fit in free blocks."""
         return self._num_to_allocate(state, num_new_tokens, cached) <= (
-            len(self._free) - sum(1 for b in cached if self.is_free(b)))
+            self.num_free_blocks - sum(1 for b in cached if self.is_free(b)))
 
     # changes
     def allocate(self, state: RequestState, num_new_tokens: int,
@@ -91,19 +99,29 @@ class BlockManager:
         Returns:
             False, changing nothing, when the free blocks do not suffice.
         """
+        if not cached:
+            # Hot path (every running request, every step): no prefix hits to take.
+            need = (-(-(state.num_computed_tokens + num_new_tokens) // self.block_size)
+                    - len(state.block_ids))
+            if need > 0:
+                if need > self.num_free_blocks:
+                    return False
+                self._take_free(state.block_ids, need)
+            if self.enable_caching and state.num_hashed_blocks < len(state.block_hashes):
+                self._register(state, state.num_computed_tokens + num_new_tokens)
+            return True
         if not self.can_allocate(state, num_new_tokens, cached):
             return False
-        if cached:
-            for bid in cached:
-                self._touch(bid)
-            state.block_ids.extend(cached)
-            num_hit = len(cached) * self.block_size
-            state.num_computed_tokens += num_hit
-            state.num_cached_tokens = num_hit
+        for bid in cached:
+            self._touch(bid)
+        state.block_ids.extend(cached)
+        num_hit = len(cached) * self.block_size
+        state.num_computed_tokens += num_hit
+        state.num_cached_tokens = num_hit
         need = self.blocks_for(state.num_computed_tokens + num_new_tokens) - len(state.block_ids)
         if need > 0:
-            state.block_ids.extend(self._pop_free() for _ in range(need))
-        if self.enable_caching and state.block_hashes:
+            self._take_free(state.block_ids, need)
+        if self.enable_caching:
             self._register(state, state.num_computed_tokens + num_new_tokens)
         return True
 
@@ -115,6 +133,10 @@ class BlockManager:
 
     def free(self, state: RequestState) -> None:
         """Release a request's blocks, tail first; hashed ones stay reusable until evicted."""
+        if self._fifo is not None:
+            self._fifo.extend(reversed(state.block_ids))
+            state.block_ids.clear()
+            return
         ref = self._ref_cnt
         free = self._free
         for bid in reversed(state.block_ids):
@@ -135,17 +157,42 @@ class BlockManager:
             del self._free[bid]
         self._ref_cnt[bid] += 1
 
-    def _pop_free(self) -> int:
-        bid, _ = self._free.popitem(last=False)
-        h = self._hash[bid]
-        if h is not None:
-            if self._cached.get(h) == bid:
-                del self._cached[h]
-            self._hash[bid] = None
-        self._ref_cnt[bid] = 1
-        return bid
+    def _take_free(self, out: list[int], count: int) -> None:
+        """Move ``count`` least recently freed blocks to ``out``, evicting their hashes."""
+        fifo = self._fifo
+        if fifo is not None:
+            head = self._fifo_head
+            out.extend(fifo[head:head + count])
+            head += count
+            if head > 4096 and 2 * head > len(fifo):
+                del fifo[:head]
+                head = 0
+            self._fifo_head = head
+            return
+        popitem = self._free.popitem
+        hashes, cached, ref = self._hash, self._cached, self._ref_cnt
+        for _ in range(count):
+            bid = popitem(last=False)[0]
+            h = hashes[bid]
+            if h is not None:
+                if cached.get(h) == bid:
+                    del cached[h]
+                hashes[bid] = None
+            ref[bid] = 1
+            out.append(bid)
+
+    def _leave_fifo_mode(self) -> None:
+        fifo = self._fifo
+        if fifo is None:
+            return
+        free_ids = fifo[self._fifo_head:]
+        free_set = set(free_ids)
+        self._ref_cnt = [0 if b in free_set else 1 for b in range(self.num_blocks)]
+        self._free = OrderedDict.fromkeys(free_ids)
+        self._fifo = None
 
     def _register(self, state: RequestState, num_tokens_with_kv: int) -> None:
+        self._leave_fifo_mode()
         upto = min(len(state.block_hashes), num_tokens_with_kv // self.block_size)
         for j in range(state.num_hashed_blocks, upto):
             h = state.block_hashes[j]

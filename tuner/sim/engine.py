@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tuner.sim.block_manager import BlockManager
 from tuner.sim.config import (
     EngineConfig,
@@ -31,7 +33,8 @@ class StepResult:
 
     Attributes:
         duration_s: the step's time on the emulated GPU.
-        time: the step's time split (compute, memory, communication, overhead).
+        time: the step's time split (compute, memory, communication, overhead); None when
+            the step ran with ``with_split=False``.
         tokens: (request id, tokens) sampled this step; a finished prefill emits the
             first token.
         finished: requests that produced their last token this step.
@@ -43,7 +46,7 @@ class StepResult:
     """
 
     duration_s: float
-    time: StepTime
+    time: StepTime | None
     tokens: list[tuple[str, int]]
     finished: list[str]
     preempted: list[str]
@@ -61,13 +64,15 @@ class StepResult:
 class DecodeRun:
     """Several identical pure-decode steps applied at once (see ``Scheduler.advance_decode``).
 
-    Every request in ``request_ids`` got one token at the end of each step.
+    Every request in ``request_ids`` got one token at the end of each step; ``finished``
+    produced their last one in the last step. ``first_time`` is the first step's split
+    when asked for.
     """
 
     durations_s: list[float]
     request_ids: list[str]
-    first_time: StepTime
-    last_time: StepTime
+    finished: list[str]
+    first_time: StepTime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,19 +157,21 @@ class EngineCore:
         return self.scheduler.has_unfinished()
 
     # one step
-    def step(self) -> StepResult | None:
-        """Run one scheduler step; None when there is nothing to run."""
+    def step(self, *, with_split: bool = True) -> StepResult | None:
+        """Run one scheduler step; None when there is nothing to run.
+
+        Args:
+            with_split: also price the step's compute / memory / overhead split (slower).
+        """
         if not self.scheduler.has_unfinished():
             return None
         batch = self.scheduler.schedule()
         if not batch.scheduled:
             return None
-        time = self.cost.step_time(StepShape(
-            num_prefill_tokens=batch.num_prefill_tokens,
-            prefill_attention_work=batch.prefill_attention_work,
-            num_decode_seqs=batch.num_decode_seqs,
-            decode_context_tokens=batch.decode_context_tokens,
-            num_prefill_seqs=batch.num_prefill_seqs))
+        shape = (batch.num_prefill_tokens, batch.prefill_attention_work, batch.num_decode_seqs,
+                 batch.decode_context_tokens, batch.num_prefill_seqs)
+        time = self.cost.step_time(StepShape(*shape)) if with_split else None
+        duration_s = time.total_s if time is not None else self.cost.step_time_s(*shape)
         outcome = self.scheduler.update(batch)
         for state, _ in batch.scheduled:
             if state.num_output_tokens == 1 and state.num_computed_tokens == state.num_tokens - 1:
@@ -175,7 +182,7 @@ class EngineCore:
         self._num_steps += 1
         self._last_step_tokens = batch.num_scheduled_tokens
         return StepResult(
-            duration_s=time.total_s, time=time, tokens=outcome.tokens,
+            duration_s=duration_s, time=time, tokens=outcome.tokens,
             finished=[s.request_id for s in outcome.finished],
             preempted=[s.request_id for s in batch.preempted],
             started=[s.request_id for s in batch.started],
@@ -183,13 +190,15 @@ class EngineCore:
             num_decode_tokens=batch.num_decode_seqs,
             num_prefill_seqs=batch.num_prefill_seqs)
 
-    def decode_run(self, max_steps: int, max_start_s: float) -> DecodeRun | None:
+    def decode_run(self, max_steps: int, max_start_s: float, *,
+                   with_split: bool = True) -> DecodeRun | None:
         """Apply the next identical pure-decode steps at once, if there are at least two.
 
         Args:
             max_steps: most steps to apply.
             max_start_s: only steps starting before this many seconds from now (the next
                 arrival) are applied.
+            with_split: also price the first step's split.
         """
         scheduler = self.scheduler
         num_steps = scheduler.decode_run_length(max_steps)
@@ -198,27 +207,41 @@ class EngineCore:
         running = scheduler.running
         n = len(running)
         context = sum(s.num_computed_tokens + 1 for s in running)
-        step_time_s = self.cost.step_time_s
+        durations = self._decode_durations(n, context, num_steps, max_start_s)
+        k = len(durations)
+        if k < 2:
+            return None
+        first = (self.cost.step_time(StepShape(num_decode_seqs=n, decode_context_tokens=context))
+                 if with_split else None)
+        ids = [s.request_id for s in running]
+        finished = [s.request_id for s in scheduler.advance_decode(k)]
+        for request_id in finished:
+            del self._states[request_id]
+        self._generation_tokens += k * n
+        self._num_steps += k
+        self._last_step_tokens = n
+        return DecodeRun(durations, ids, finished, first)
+
+    def _decode_durations(self, n: int, context: int, num_steps: int,
+                          max_start_s: float) -> list[float]:
+        """Durations of consecutive decode steps of ``n`` requests, cut at ``max_start_s``."""
+        f = self.cost.step_time_s
+        d0 = f(0, 0.0, n, context, 0)
+        slope = f(0, 0.0, n, context + n, 0) - d0
+        last = f(0, 0.0, n, context + (num_steps - 1) * n, 0)
+        if abs(d0 + slope * (num_steps - 1) - last) <= 1e-9 * last:
+            # Step time is linear in the context read: no need to price every step.
+            d = d0 + slope * np.arange(num_steps)
+            starts = np.cumsum(d) - d
+            return d[:int(np.searchsorted(starts, max_start_s))].tolist()
         durations: list[float] = []
         elapsed = 0.0
         for i in range(num_steps):
             if elapsed >= max_start_s:
                 break
-            d = step_time_s(0, 0.0, n, context + i * n, 0)
-            durations.append(d)
-            elapsed += d
-        k = len(durations)
-        if k < 2:
-            return None
-        first = self.cost.step_time(StepShape(num_decode_seqs=n, decode_context_tokens=context))
-        last = self.cost.step_time(StepShape(num_decode_seqs=n,
-                                             decode_context_tokens=context + (k - 1) * n))
-        ids = [s.request_id for s in running]
-        scheduler.advance_decode(k)
-        self._generation_tokens += k * n
-        self._num_steps += k
-        self._last_step_tokens = n
-        return DecodeRun(durations, ids, first, last)
+            durations.append(f(0, 0.0, n, context + i * n, 0))
+            elapsed += durations[-1]
+        return durations
 
     # observation
     @property

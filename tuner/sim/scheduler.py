@@ -141,11 +141,14 @@ class Scheduler(ABC):
                 if state.num_output_tokens >= state.request.max_tokens:
                     finished.append(state)
         if finished:
-            for state in finished:
-                state.status = RequestStatus.FINISHED
-                self.block_manager.free(state)
-            self.running = [s for s in self.running if s.status is RequestStatus.RUNNING]
+            self._retire(finished)
         return StepOutcome(tokens, finished)
+
+    def _retire(self, finished: list[RequestState]) -> None:
+        for state in finished:
+            state.status = RequestStatus.FINISHED
+            self.block_manager.free(state)
+        self.running = [s for s in self.running if s.status is RequestStatus.RUNNING]
 
     def _preempt(self, state: RequestState) -> None:
         """Free a request's KV and send it back to wait for recomputation."""
@@ -163,22 +166,24 @@ class Scheduler(ABC):
     def decode_run_length(self, max_steps: int) -> int:
         """How many next steps are certainly identical pure-decode steps (0 if not).
 
-        Holds while every running request decodes, all fit in one step, nobody finishes
-        (the finishing step runs normally), no waiting request can be admitted, and the
-        free blocks cover every block the run will need (so no preemption).
+        Holds while every running request decodes, all fit in one step, no waiting request
+        can be admitted, and the free blocks cover every block the run will need (so no
+        preemption). The run ends with the first step in which a request finishes.
         """
         running = self.running
         n = len(running)
         if n == 0 or n > self.token_budget or n > self.max_running:
             return 0
+        if not self._admission_blocked():
+            return 0
         steps = max_steps
         for s in running:
             if s.num_computed_tokens != s.num_tokens - 1:
                 return 0
-            left = s.request.max_tokens - s.num_output_tokens - 1
+            left = s.request.max_tokens - s.num_output_tokens
             if left < steps:
                 steps = left
-        if steps < 2 or not self._admission_blocked():
+        if steps < 2:
             return 0
         return min(steps, self._steps_covered_by_free_blocks())
 
@@ -191,10 +196,20 @@ class Scheduler(ABC):
     def _admission_blocked(self) -> bool:
         """Whether no waiting request can start now nor during a decode run."""
 
-    def advance_decode(self, num_steps: int) -> None:
-        """Apply ``num_steps`` pure-decode steps to every running request at once."""
+    def advance_decode(self, num_steps: int) -> list[RequestState]:
+        """Apply ``num_steps`` pure-decode steps to every running request at once.
+
+        Returns:
+            The requests that produced their last token in the run's last step.
+        """
         bm = self.block_manager
+        finished: list[RequestState] = []
         for s in self.running:
             bm.allocate(s, num_steps)
             s.num_computed_tokens += num_steps
             s.num_output_tokens += num_steps
+            if s.num_output_tokens >= s.request.max_tokens:
+                finished.append(s)
+        if finished:
+            self._retire(finished)
+        return finished

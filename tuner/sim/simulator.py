@@ -17,6 +17,7 @@ from collector.slo import SLO
 from collector.summary import summarize
 from collector.workload import Trace
 from tuner.sim.config import EngineConfig
+from tuner.sim.cost import StepTime
 from tuner.sim.engine import DecodeRun, EngineCore, StepResult
 from tuner.sim.request import RequestRejected, SimRequest
 from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
@@ -24,6 +25,9 @@ from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakd
 ProgressCallback = Callable[[int, int], None]
 _MAX_SERIES_POINTS = 2000
 _PROGRESS_EVERY_STEPS = 4096
+# Pricing a step's split costs more than its total: split every Nth step and run and scale
+# the sampled split to the total busy time (the mix of steps is stable over a trace).
+_SPLIT_SAMPLE_EVERY = 8
 
 
 def trace_requests(trace: Trace) -> list[SimRequest]:
@@ -96,11 +100,12 @@ def _run(core: EngineCore, requests: list[SimRequest], timeline: _Timeline,
             now = next_arrival
             continue
         # decode run, else one step
-        run = core.decode_run(1 << 30, next_arrival - now)
+        with_split = events % _SPLIT_SAMPLE_EVERY == 0
+        run = core.decode_run(1 << 30, next_arrival - now, with_split=with_split)
         if run is not None:
             now = timeline.add_run(run, now)
         else:
-            result = core.step()
+            result = core.step(with_split=with_split)
             if result is None:
                 if nxt >= total:
                     break
@@ -135,6 +140,7 @@ class _Timeline:
         self.num_finished = 0
         self.split = [0.0, 0.0, 0.0, 0.0]
         self.busy_s = 0.0
+        self.sampled_s = 0.0
         self.sample_interval_s = sample_interval_s
         self.next_sample_s = 0.0
         self.samples: list[tuple[float, int, int, float, int, int, int]] = []
@@ -156,8 +162,8 @@ class _Timeline:
         for rid in result.preempted:
             self.num_preempted[index[rid]] += 1
         self.num_finished += len(result.finished)
-        t = result.time
-        self._add_split(t.compute_s, t.memory_s, t.communication_s, t.overhead_s)
+        if result.time is not None:
+            self._add_split(result.time, 1.0)
         self.busy_s += result.duration_s
         return end_s
 
@@ -176,21 +182,19 @@ class _Timeline:
                 seg[-1] = j0 + k
             else:
                 seg += (j0, j0 + k)
-        # Decode step time is linear in context between the run's first and last step.
-        a, b = run.first_time, run.last_time
-        half_k = k / 2
-        self._add_split((a.compute_s + b.compute_s) * half_k, (a.memory_s + b.memory_s) * half_k,
-                        (a.communication_s + b.communication_s) * half_k,
-                        (a.overhead_s + b.overhead_s) * half_k)
+        self.num_finished += len(run.finished)
+        if run.first_time is not None:
+            self._add_split(run.first_time, (t - start_s) / run.first_time.total_s)
         self.busy_s += t - start_s
         return t
 
-    def _add_split(self, compute: float, memory: float, comm: float, overhead: float) -> None:
+    def _add_split(self, time: StepTime, weight: float) -> None:
         s = self.split
-        s[0] += compute
-        s[1] += memory
-        s[2] += comm
-        s[3] += overhead
+        s[0] += time.compute_s * weight
+        s[1] += time.memory_s * weight
+        s[2] += time.communication_s * weight
+        s[3] += time.overhead_s * weight
+        self.sampled_s += time.total_s * weight
 
     def fail(self, i: int, kind: str, message: str) -> None:
         """Record a request that got no answer: ``http_4xx`` (refused) or ``timeout``."""
@@ -260,6 +264,7 @@ class _Timeline:
         return EngineSeries(*(tuple(c) for c in columns))
 
     def breakdown(self) -> StepBreakdown:
-        c, m, comm, o = self.split
+        scale = self.busy_s / self.sampled_s if self.sampled_s else 0.0
+        c, m, comm, o = (x * scale for x in self.split)
         return StepBreakdown(num_steps=len(self.step_end_s), busy_s=self.busy_s, compute_s=c,
                              memory_s=m, communication_s=comm, overhead_s=o)
