@@ -11,7 +11,7 @@ stream ends with ``data: [DONE]``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -207,6 +207,12 @@ class ResponseFrame:
     response_id: str
     created: int
     model: str
+    _mid_parts: tuple[bytes, bytes] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Mid-stream chunks differ only in their text: encode everything else once.
+        prefix, _, suffix = self._encode_chunk("\x00", None, False).partition(b'"\\u0000"')
+        object.__setattr__(self, "_mid_parts", (prefix, suffix))
 
     @property
     def _object(self) -> str:
@@ -218,6 +224,12 @@ class ResponseFrame:
 
     def chunk(self, text: str, finish_reason: str | None, with_role: bool = False) -> bytes:
         """One SSE event carrying ``text``."""
+        if finish_reason is None and not with_role:
+            prefix, suffix = self._mid_parts
+            return prefix + json.dumps(text).encode() + suffix
+        return self._encode_chunk(text, finish_reason, with_role)
+
+    def _encode_chunk(self, text: str, finish_reason: str | None, with_role: bool) -> bytes:
         if self.kind is ApiKind.COMPLETION:
             choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None,
                                       "finish_reason": finish_reason, "stop_reason": None}
