@@ -63,7 +63,7 @@ class FakeEngine:
     async def generate(self, req: web.Request) -> web.StreamResponse:
         body = await req.json()
         rid = req.headers.get("X-Request-Id", "")
-        self.seen.append({"headers": dict(req.headers), "body": body, "path": req.path,
+        self.seen.append({"headers": req.headers.copy(), "body": body, "path": req.path,
                           "time": time.time()})
         mode = self.mode_of(rid)
         if mode is Mode.HTTP_500:
@@ -135,6 +135,7 @@ class FakeEngine:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
+            self._loop = None
 
 
 WORDS = ("alpha", "beta", "gamma", "delta")
