@@ -42,9 +42,9 @@ DAY_S = 86400.0
 
 
 def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
-                   start_counts: np.ndarray, start_sum: float) -> tuple[list[list[SampleIn]],
-                                                                          np.ndarray, float]:
-    """One day of scrapes of one target as write batches (one batch per 64 scrapes)."""
+                   start_counts: np.ndarray, start_sum: float, batch_scrapes: int = 64,
+                   ) -> tuple[list[list[SampleIn]], np.ndarray, float]:
+    """One day of scrapes of one target as write batches of ``batch_scrapes`` scrapes."""
     n = int(DAY_S / SCRAPE_S)
     per_scrape = rng.poisson(40, size=n)  # ~8 requests/s
     # log-normal TTFTs around 80 ms, histogrammed per scrape
@@ -72,7 +72,7 @@ def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
                      for j in range(len(LES)))
         batch.append(SampleIn(target, f"{FAMILY}_sum", "histogram", plain, ts, float(sums[i])))
         batch.append(SampleIn(target, f"{FAMILY}_count", "histogram", plain, ts, row[-1]))
-        if len(batch) >= 64 * (len(LES) + 2):
+        if len(batch) >= batch_scrapes * (len(LES) + 2):
             batches.append(batch)
             batch = []
     if batch:
@@ -80,14 +80,16 @@ def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
     return batches, cumulative[-1], float(sums[-1])
 
 
-def load(store: Store, days: int, targets: int, t0: float) -> dict[str, float]:
+def load(store: Store, days: int, targets: int, t0: float,
+         batch_scrapes: int) -> dict[str, float]:
     """Write the data set day by day; returns samples written and the time write_samples took."""
     rng = np.random.default_rng(7)
     state = {f"node-{k}/vllm": (np.zeros(len(LES)), 0.0) for k in range(targets)}
     written, seconds = 0, 0.0
     for day in range(days):
         for target, (counts, total) in state.items():
-            batches, last_counts, last_sum = day_of_scrapes(target, day, t0, rng, counts, total)
+            batches, last_counts, last_sum = day_of_scrapes(target, day, t0, rng, counts, total,
+                                                            batch_scrapes)
             state[target] = (last_counts, last_sum)
             start = time.perf_counter()
             for batch in batches:
@@ -95,7 +97,8 @@ def load(store: Store, days: int, targets: int, t0: float) -> dict[str, float]:
             seconds += time.perf_counter() - start
         print(f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s",
               file=sys.stderr, flush=True)
-    return {"samples": written, "write_s": seconds, "samples_per_s": written / seconds}
+    return {"samples": written, "batch_samples": batch_scrapes * (len(LES) + 2),
+            "write_s": seconds, "samples_per_s": written / seconds}
 
 
 def time_query(store: Store, target: str, end_ts: float, window_s: float,
@@ -142,11 +145,11 @@ def throwaway_postgres() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run(url: str, days: int, targets: int) -> dict[str, object]:
+def run(url: str, days: int, targets: int, batch_scrapes: int) -> dict[str, object]:
     upgrade(url)
     t0 = 1_750_000_000.0
     with open_store(url) as store:
-        ingest = load(store, days, targets, t0)
+        ingest = load(store, days, targets, t0, batch_scrapes)
         end = t0 + days * DAY_S - SCRAPE_S
         return {
             "url": store.url, "days": days, "targets": targets,
@@ -161,17 +164,19 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--targets", type=int, default=10)
+    parser.add_argument("--batch-scrapes", type=int, default=64,
+                        help="scrapes of one target per write_samples call (25 samples each)")
     parser.add_argument("--pg-url", help="an empty PostgreSQL database (default: start one)")
     args = parser.parse_args()
     if args.backend == "sqlite":
         with tempfile.TemporaryDirectory(prefix="slotune-bench-") as tmp:
-            result = run(f"sqlite:///{tmp}/bench.db", args.days, args.targets)
+            result = run(f"sqlite:///{tmp}/bench.db", args.days, args.targets, args.batch_scrapes)
             result["db_bytes"] = sum(p.stat().st_size for p in Path(tmp).iterdir())
     elif args.pg_url:
-        result = run(args.pg_url, args.days, args.targets)
+        result = run(args.pg_url, args.days, args.targets, args.batch_scrapes)
     else:
         with throwaway_postgres() as url:
-            result = run(url, args.days, args.targets)
+            result = run(url, args.days, args.targets, args.batch_scrapes)
     print(json.dumps(result, indent=2))
 
 

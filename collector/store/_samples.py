@@ -12,9 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import struct
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import psycopg
 from sqlalchemy import Connection, delete, select, text
 
 from collector.errors import ConfigError
@@ -137,21 +140,44 @@ def _insert_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> i
     return _copy_samples(conn, rows)
 
 
-def _copy_samples(conn: Connection, rows: Iterable[tuple[int, float, float]]) -> int:
-    # COPY into a session-local staging table, then one INSERT ... ON CONFLICT DO NOTHING:
-    # COPY alone cannot skip samples that are already stored.
+_COPY_ROW = np.dtype([("fields", ">i2"), ("len_id", ">i4"), ("series_id", ">i8"),
+                      ("len_ts", ">i4"), ("ts", ">f8"), ("len_value", ">i4"), ("value", ">f8")])
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_COPY_TRAILER = struct.pack(">h", -1)
+
+
+def _copy_payload(rows: list[tuple[int, float, float]]) -> bytes:
+    """Rows in PostgreSQL's binary COPY format, built with NumPy rather than row by row."""
+    columns = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    out = np.empty(len(rows), dtype=_COPY_ROW)
+    out["fields"], out["len_id"], out["len_ts"], out["len_value"] = 3, 8, 8, 8
+    out["series_id"] = columns[:, 0]
+    out["ts"], out["value"] = columns[:, 1], columns[:, 2]
+    return _COPY_HEADER + out.tobytes() + _COPY_TRAILER
+
+
+def _copy_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> int:
+    # Live scrapes are new samples: COPY them straight into the table. A replayed (spooled)
+    # batch holds samples already stored, which COPY cannot skip: the savepoint rolls back
+    # and the batch goes through a staging table and INSERT ... ON CONFLICT DO NOTHING.
+    payload = _copy_payload(rows)
     driver: Any = conn.connection.driver_connection
+    try:
+        with driver.transaction(), driver.cursor() as cur, \
+                cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.write(payload)
+        return len(rows)
+    except psycopg.errors.UniqueViolation:
+        pass
     with driver.cursor() as cur:
         cur.execute("CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
                     "ts double precision, value double precision) ON COMMIT DELETE ROWS")
         with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
-            cp.set_types(["int8", "float8", "float8"])
-            for row in rows:
-                cp.write_row(row)
+            cp.write(payload)
         cur.execute("INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
                     "FROM sample_in ON CONFLICT DO NOTHING")
-        inserted = cur.rowcount
-        cur.execute("TRUNCATE sample_in")
+        inserted = int(cur.rowcount)
+        cur.execute("DELETE FROM sample_in")
     return max(inserted, 0)
 
 
