@@ -9,13 +9,16 @@ arrival, a request about to finish, a block shortage) are applied at once
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from collector.errors import ConfigError
 from collector.records import RequestRecord
 from collector.slo import SLO
 from collector.summary import summarize
-from collector.workload import Trace
+from collector.workload import Trace, resolve_workload, retime
+from collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
 from tuner.sim.config import EngineConfig
 from tuner.sim.cost import StepTime
 from tuner.sim.engine import DecodeRun, EngineCore, StepResult
@@ -24,10 +27,47 @@ from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakd
 
 ProgressCallback = Callable[[int, int], None]
 _MAX_SERIES_POINTS = 2000
+_DEFAULT_SYNTHETIC_REQUESTS = 1000
 _PROGRESS_EVERY_STEPS = 4096
 # Pricing a step's split costs more than its total: split every Nth step and run and scale
 # the sampled split to the total busy time (the mix of steps is stable over a trace).
 _SPLIT_SAMPLE_EVERY = 8
+
+
+def load_workload(*, workload: str | None = None, trace_file: str | Path | None = None,
+                  input_len: str | None = None, output_len: str | None = None,
+                  num_requests: int | None = None, rate: float | None = None,
+                  time_scale: float | None = None, seed: int = 0) -> Trace:
+    """The trace ``slotune sim`` replays: a bundled trace, a trace file, or synthetic lengths.
+
+    Args:
+        workload: bundled trace name (``azure-conv`` …).
+        trace_file: trace file (canonical JSONL, Azure CSV, Mooncake JSONL).
+        input_len: synthetic prompt lengths (``512``, ``uniform:128,1024`` …), with
+            ``output_len``; arrivals all at once unless ``rate`` is given.
+        output_len: synthetic output lengths.
+        num_requests: keep the first N requests (synthetic: how many; default 1000).
+        rate: replace arrivals by a Poisson process of this many requests/s.
+        time_scale: multiply the trace's gaps.
+        seed: seed of synthetic lengths and Poisson arrivals.
+
+    Raises:
+        ConfigError: no source or more than one, or a bad spec.
+    """
+    if (input_len is None) != (output_len is None):
+        raise ConfigError("give both --input-len and --output-len for a synthetic workload")
+    sources = sum(x is not None for x in (workload, trace_file, input_len))
+    if sources != 1:
+        raise ConfigError("give exactly one workload: --workload NAME, --trace FILE, or "
+                          "--input-len and --output-len")
+    if input_len is not None and output_len is not None:
+        trace = synthetic_trace(parse_length_spec(input_len),
+                                parse_length_spec(output_len, column=Column.OUTPUT,
+                                                  field_name="--output-len"),
+                                num_requests or _DEFAULT_SYNTHETIC_REQUESTS, seed=seed)
+    else:
+        trace = resolve_workload(workload, trace_file)
+    return retime(trace, rate=rate, time_scale=time_scale, num_requests=num_requests, seed=seed)
 
 
 def trace_requests(trace: Trace) -> list[SimRequest]:
@@ -56,7 +96,16 @@ def simulate(config: EngineConfig, trace: Trace, *, slos: Sequence[SLO] = (), se
     Raises:
         ConfigError / EngineConfigError: the configuration is invalid, as the engine says.
     """
-    core = EngineCore.create(config)
+    return replay(EngineCore.create(config), trace, slos=slos, seed=seed, progress=progress)
+
+
+def replay(core: EngineCore, trace: Trace, *, slos: Sequence[SLO] = (), seed: int = 0,
+           progress: ProgressCallback | None = None) -> SimResult:
+    """Serve every request of ``trace`` on an engine core built by the caller.
+
+    Same as :func:`simulate` for a core from ``EngineCore.create``; lets a caller bring a
+    core with its own cost model or KV capacity.
+    """
     requests = trace_requests(trace)
     timeline = _Timeline(requests, sample_interval_s=max(
         0.5, trace.duration_s / _MAX_SERIES_POINTS))

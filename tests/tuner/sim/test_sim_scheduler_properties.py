@@ -1,0 +1,137 @@
+"""Scheduler invariants under random workloads and configurations (hypothesis)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim_fakes import check_step_invariants, drive, fake_core
+
+from collector.workload import Trace, TraceRequest
+from tuner.sim.config import TrtllmConfig, VllmConfig
+from tuner.sim.engine import EngineCore, StepResult
+from tuner.sim.request import SimRequest, prefix_block_hashes
+from tuner.sim.simulator import replay
+
+MAX_PROMPT = 300
+MAX_OUTPUT = 40
+PREFIX_TOKENS = 64
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> list[SimRequest]:
+    n = draw(st.integers(1, 24))
+    out: list[SimRequest] = []
+    t = 0.0
+    for i in range(n):
+        t += draw(st.sampled_from([0.0, 0.0, 0.001, 0.004, 0.02]))
+        prompt = draw(st.integers(1, MAX_PROMPT))
+        group = draw(st.sampled_from([None, 1, 2]))
+        ids = [1000 * group + k for k in range(min(prompt, PREFIX_TOKENS))] if group else []
+        ids += [10_000_000 + 1000 * i + k for k in range(prompt - len(ids))]
+        out.append(SimRequest(request_id=f"r{i}", arrival_s=t, prompt_tokens=prompt,
+                              max_tokens=draw(st.integers(1, MAX_OUTPUT)),
+                              prompt_token_ids=tuple(ids),
+                              priority=draw(st.integers(0, 2))))
+    return out
+
+
+@st.composite
+def vllm_setups(draw: st.DrawFn) -> tuple[VllmConfig, int]:
+    block_size = draw(st.sampled_from([8, 16, 32]))
+    chunked = draw(st.booleans())
+    max_num_seqs = draw(st.integers(1, 8))
+    budget = draw(st.integers(max(16, max_num_seqs), 512)) if chunked else draw(
+        st.integers(512, 1024))
+    config = VllmConfig(
+        model="llama-3.1-8b", gpu="h100-sxm", max_model_len=512, block_size=block_size,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=budget,
+        enable_chunked_prefill=chunked, enable_prefix_caching=draw(st.booleans()),
+        scheduling_policy=draw(st.sampled_from(["fcfs", "priority"])),
+        long_prefill_token_threshold=draw(st.sampled_from([None, 64])))
+    one_request = -(-(MAX_PROMPT + MAX_OUTPUT) // block_size)
+    return config, draw(st.integers(one_request, 4 * one_request))
+
+
+def _exact_outputs(times: dict[str, list[float]], requests: list[SimRequest]) -> None:
+    for r in requests:
+        assert len(times[r.request_id]) == r.max_tokens, r.request_id
+
+
+class StartOrder:
+    """Checks the invariants after every step and records the order requests start in."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+
+    def __call__(self, core: EngineCore, result: StepResult) -> None:
+        check_step_invariants(core, result)
+        self.order.extend(result.started)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setup=vllm_setups(), requests=workloads())
+def test_vllm_invariants(setup: tuple[VllmConfig, int], requests: list[SimRequest]) -> None:
+    config, num_blocks = setup
+    core = fake_core(num_blocks, config)
+    starts = StartOrder()
+    times = drive(core, requests, starts)
+    _exact_outputs(times, requests)
+    bm = core.block_manager
+    assert bm.num_free_blocks == bm.num_blocks, "blocks leaked"
+    if core.stats.preemptions == 0 and config.scheduling_policy == "fcfs":
+        arrival = {r.request_id: (r.arrival_s, i) for i, r in enumerate(requests)}
+        assert starts.order == sorted(starts.order, key=arrival.__getitem__)
+    if core.stats.preemptions == 0:
+        assert core.stats.prefix_hits <= _repeated_block_tokens(requests, config.block_size or 16)
+
+
+def _repeated_block_tokens(requests: list[SimRequest], block_size: int) -> int:
+    seen: set[int] = set()
+    total = 0
+    for r in sorted(requests, key=lambda r: r.arrival_s):
+        hashes = prefix_block_hashes(r, block_size)
+        total += sum(1 for h in hashes if h in seen) * block_size
+        seen.update(hashes)
+    return total
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests=workloads(), policy=st.sampled_from(["GUARANTEED_NO_EVICT", "MAX_UTILIZATION"]),
+       chunked=st.booleans(), reuse=st.booleans(), extra_blocks=st.integers(0, 40))
+def test_trtllm_invariants(requests: list[SimRequest], policy: str, chunked: bool, reuse: bool,
+                           extra_blocks: int) -> None:
+    config = TrtllmConfig(model="llama-3.1-8b", gpu="h100-sxm", max_batch_size=6,
+                          max_num_tokens=512, max_seq_len=512, enable_chunked_prefill=chunked,
+                          enable_block_reuse=reuse, tokens_per_block=16,
+                          capacity_scheduler_policy=policy)
+    core = fake_core(-(-(MAX_PROMPT + MAX_OUTPUT) // 16) + extra_blocks, config)
+    times = drive(core, requests, check_step_invariants)
+    _exact_outputs(times, requests)
+    assert core.block_manager.num_free_blocks == core.block_manager.num_blocks
+    if policy == "GUARANTEED_NO_EVICT":
+        assert core.stats.preemptions == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setup=vllm_setups(), requests=workloads())
+def test_decode_runs_match_step_by_step(setup: tuple[VllmConfig, int],
+                                        requests: list[SimRequest]) -> None:
+    config, num_blocks = setup
+    # Traces carry neither token ids nor priorities: compare on what they can express.
+    config = dataclasses.replace(config, enable_prefix_caching=False, scheduling_policy="fcfs")
+    stepwise = drive(fake_core(num_blocks, config), requests)
+    trace = Trace("t", tuple(TraceRequest(r.arrival_s, r.prompt_tokens, r.max_tokens)
+                             for r in requests))
+    fast = replay(fake_core(num_blocks, config), trace)
+    for i, r in enumerate(requests):
+        record = fast.records[i]
+        assert record.num_output_tokens == r.max_tokens
+        assert list(record.chunk_times_s) == _approx(stepwise[r.request_id])
+
+
+def _approx(values: list[float]) -> list[object]:
+    import pytest
+
+    return [pytest.approx(v, rel=1e-9, abs=1e-12) for v in values]
