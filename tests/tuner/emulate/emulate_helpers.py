@@ -69,7 +69,7 @@ class FakeCore:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def step(self) -> FakeStep | None:
+    def step(self, *, with_split: bool = True) -> FakeStep | None:
         if not self.has_unfinished():
             return None
         started = [r.request_id for r in self.waiting]

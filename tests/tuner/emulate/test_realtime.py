@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import aiohttp
 import httpx
 from emulate_helpers import MODEL, make_emulator, stream
 
@@ -45,15 +46,16 @@ def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
 
 
 async def _many_streams(url: str, num: int, max_tokens: int) -> list[int]:
-    limits = httpx.Limits(max_connections=num + 8, max_keepalive_connections=num + 8)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector,
+                                     timeout=aiohttp.ClientTimeout(total=60)) as session:
 
         async def one(i: int) -> int:
             tokens = 0
             body = {"prompt": f"stream {i}", "max_tokens": max_tokens, "stream": True}
-            async with client.stream("POST", f"{url}/v1/completions", json=body) as r:
-                async for line in r.aiter_lines():
-                    if line.startswith("data: {"):
+            async with session.post(f"{url}/v1/completions", json=body) as r:
+                async for line in r.content:
+                    if line.startswith(b"data: {"):
                         tokens += count_tokens(json.loads(line[6:])["choices"][0]["text"])
             return tokens
 

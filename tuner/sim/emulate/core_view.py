@@ -18,11 +18,20 @@ class StepLike(Protocol):
     ``started`` lists the requests scheduled for the first time in this step.
     """
 
-    duration_s: float
-    tokens: Sequence[tuple[str, int]]
-    finished: Sequence[str]
-    preempted: Sequence[str]
-    started: Sequence[str]
+    @property
+    def duration_s(self) -> float: ...
+
+    @property
+    def tokens(self) -> Sequence[tuple[str, int]]: ...
+
+    @property
+    def finished(self) -> Sequence[str]: ...
+
+    @property
+    def preempted(self) -> Sequence[str]: ...
+
+    @property
+    def started(self) -> Sequence[str]: ...
 
 
 class EngineCoreLike(Protocol):
@@ -32,7 +41,9 @@ class EngineCoreLike(Protocol):
 
     def abort(self, request_id: str) -> object: ...
 
-    def step(self) -> StepLike | None: ...
+    def step(self, *, with_split: bool = ...) -> StepLike | None:
+        """One scheduler step; ``with_split=False`` skips pricing the time split."""
+        ...
 
     def has_unfinished(self) -> bool: ...
 

@@ -187,7 +187,7 @@ class RealtimeEngine:
                 continue
             now = time.perf_counter()
             start = now if next_start is None or now - next_start > _MAX_LAG_S else next_start
-            out = self._core.step()
+            out = self._core.step(with_split=False)
             if out is None:
                 await self._idle(timeout_s=_IDLE_POLL_S)
                 next_start = None
