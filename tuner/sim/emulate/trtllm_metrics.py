@@ -19,20 +19,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+from tuner.sim.emulate.vllm_metrics import (
+    REQUEST_LATENCY_BUCKETS_S,
+    TOKEN_LATENCY_BUCKETS_S,
+    TTFT_BUCKETS_S,
+)
 
 _MAX_ITERATIONS = 1000
-_REQUEST_LATENCY_BUCKETS_S = (
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
-)
-_TTFT_BUCKETS_S = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-    10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-)
-_TPOT_BUCKETS_S = (
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0,
-)
+# TensorRT-LLM's collector adapts vLLM's metrics and keeps its bucket boundaries, except for
+# the prefill-time histogram.
 _PREFILL_BUCKETS_S = (
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0,
     160.0, 640.0, 2560.0,
@@ -78,14 +73,15 @@ class TrtllmMetrics:
         self._success = {r: success.labels(*values, r.value) for r in FinishReason}
         self._e2e = histogram("e2e_request_latency_seconds",
                               "Histogram of end to end request latency in seconds.",
-                              _REQUEST_LATENCY_BUCKETS_S)
+                              REQUEST_LATENCY_BUCKETS_S)
         self._ttft = histogram("time_to_first_token_seconds",
-                               "Histogram of time to first token in seconds.", _TTFT_BUCKETS_S)
+                               "Histogram of time to first token in seconds.", TTFT_BUCKETS_S)
         self._tpot = histogram("time_per_output_token_seconds",
-                               "Histogram of time per output token in seconds.", _TPOT_BUCKETS_S)
+                               "Histogram of time per output token in seconds.",
+                               TOKEN_LATENCY_BUCKETS_S)
         self._queue = histogram("request_queue_time_seconds",
                                 "Histogram of time spent in WAITING phase for request.",
-                                _REQUEST_LATENCY_BUCKETS_S)
+                                REQUEST_LATENCY_BUCKETS_S)
         self._prefill = histogram(
             "request_prefill_time_seconds",
             "Histogram of prefill (context) phase duration in seconds "
@@ -93,11 +89,11 @@ class TrtllmMetrics:
         self._decode = histogram(
             "request_decode_time_seconds",
             "Histogram of decode (generation) phase duration in seconds "
-            "(last_token_time - first_token_time).", _REQUEST_LATENCY_BUCKETS_S)
+            "(last_token_time - first_token_time).", REQUEST_LATENCY_BUCKETS_S)
         self._inference = histogram(
             "request_inference_time_seconds",
             "Histogram of total inference duration in seconds "
-            "(last_token_time - first_scheduled_time).", _REQUEST_LATENCY_BUCKETS_S)
+            "(last_token_time - first_scheduled_time).", REQUEST_LATENCY_BUCKETS_S)
         self._prompt_tokens = counter("prompt_tokens_total",
                                       "Cumulative number of prompt (input) tokens processed.")
         self._generation_tokens = counter(

@@ -19,15 +19,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
 
-_TTFT_BUCKETS_S = (
+TTFT_BUCKETS_S = (
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
     10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 )
-_TOKEN_LATENCY_BUCKETS_S = (
+TOKEN_LATENCY_BUCKETS_S = (
     0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
     20.0, 40.0, 80.0,
 )
-_REQUEST_LATENCY_BUCKETS_S = (
+REQUEST_LATENCY_BUCKETS_S = (
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
     240.0, 480.0, 960.0, 1920.0, 7680.0,
 )
@@ -132,32 +132,32 @@ class VllmMetrics:
             "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
             token_buckets)
         self._ttft = histogram("vllm:time_to_first_token_seconds",
-                               "Histogram of time to first token in seconds.", _TTFT_BUCKETS_S)
+                               "Histogram of time to first token in seconds.", TTFT_BUCKETS_S)
         self._tpot_deprecated = histogram(
             "vllm:time_per_output_token_seconds",
             "Histogram of time per output token in seconds.DEPRECATED: Use "
-            "vllm:inter_token_latency_seconds instead.", _TOKEN_LATENCY_BUCKETS_S)
+            "vllm:inter_token_latency_seconds instead.", TOKEN_LATENCY_BUCKETS_S)
         self._itl = histogram("vllm:inter_token_latency_seconds",
                               "Histogram of inter-token latency in seconds.",
-                              _TOKEN_LATENCY_BUCKETS_S)
+                              TOKEN_LATENCY_BUCKETS_S)
         self._request_tpot = histogram(
             "vllm:request_time_per_output_token_seconds",
-            "Histogram of time_per_output_token_seconds per request.", _TOKEN_LATENCY_BUCKETS_S)
+            "Histogram of time_per_output_token_seconds per request.", TOKEN_LATENCY_BUCKETS_S)
         self._e2e = histogram("vllm:e2e_request_latency_seconds",
                               "Histogram of e2e request latency in seconds.",
-                              _REQUEST_LATENCY_BUCKETS_S)
+                              REQUEST_LATENCY_BUCKETS_S)
         self._queue = histogram("vllm:request_queue_time_seconds",
                                 "Histogram of time spent in WAITING phase for request.",
-                                _REQUEST_LATENCY_BUCKETS_S)
+                                REQUEST_LATENCY_BUCKETS_S)
         self._inference = histogram("vllm:request_inference_time_seconds",
                                     "Histogram of time spent in RUNNING phase for request.",
-                                    _REQUEST_LATENCY_BUCKETS_S)
+                                    REQUEST_LATENCY_BUCKETS_S)
         self._prefill = histogram("vllm:request_prefill_time_seconds",
                                   "Histogram of time spent in PREFILL phase for request.",
-                                  _REQUEST_LATENCY_BUCKETS_S)
+                                  REQUEST_LATENCY_BUCKETS_S)
         self._decode = histogram("vllm:request_decode_time_seconds",
                                  "Histogram of time spent in DECODE phase for request.",
-                                 _REQUEST_LATENCY_BUCKETS_S)
+                                 REQUEST_LATENCY_BUCKETS_S)
         info_labels = {**cache_config, "engine": "0"}
         Gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
               tuple(info_labels), registry=reg).labels(**info_labels).set(1)
