@@ -8,8 +8,10 @@ A step is described by its aggregate shape (:class:`StepShape`); its time is
   KV cache),
 * tensor-parallel all-reduce, two per layer plus the embedding's,
 * the LM head and sampler over the sequences that produce a token,
-* host overhead per step and per sequence, and kernel launches that the GPU cannot hide
-  (one CUDA graph replay, or one launch per layer with ``enforce_eager``).
+* host overhead per step and per sequence, and kernel launches that the GPU cannot hide:
+  one CUDA graph replay, or without graphs (``enforce_eager``, or batches larger than the
+  captured sizes) one launch per layer that the GPU hides only behind its own work, plus the
+  idle gaps between dependent kernels.
 
 Coefficients come from ``calibration.yaml`` (fitted) and ``knobs.yaml`` (hand-set), see
 :mod:`tuner.sim.cost_coeffs`. :meth:`CostModel.step_time_s` is the hot path of the simulator:
@@ -135,10 +137,11 @@ class CostModel:
             att.prefill_compute_eff * peak)
         self._decode_memory_s_per_token = layers * kv_bytes_layer / (att.decode_memory_eff * bw)
         self._attention_fixed_s = layers * att.latency_s
-        eager_launch_s = layers * ovh.eager_launch_per_layer_s
-        self._eager_launch_s = eager_launch_s
-        self._graph_launch_s = eager_launch_s if self.enforce_eager else ovh.cuda_graph_launch_s
-        self._graph_max_tokens = ovh.cuda_graph_max_tokens
+        self._eager_launch_s = layers * ovh.eager_launch_per_layer_s
+        self._eager_gap_s = layers * ovh.eager_gap_per_layer_s
+        self._graph_launch_s = ovh.cuda_graph_launch_s
+        # Batches above the largest captured size run without a graph, as with enforce_eager.
+        self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
         self._step_s = ovh.step_s
         self._per_seq_s = ovh.per_seq_s
 
@@ -146,22 +149,24 @@ class CostModel:
     def _roofline(self, flops: float, moved: float, c: GemmCoeffs, split: list[float]) -> None:
         peak = self.gpu.bf16_flops
         bw = self.gpu.mem_bw_bytes_s
-        t = roofline_time_s(flops, moved, peak, bw, c)
+        t = float(roofline_time_s(flops, moved, peak, bw, c))
         is_compute_bound = flops / (c.compute_eff * peak) >= moved / (c.memory_eff * bw)
         split[0 if is_compute_bound else 1] += t
+
+    def _elementwise(self, tokens: float, bytes_per_token: float, op: str) -> float:
+        return float(elementwise_time_s(tokens, bytes_per_token, self.gpu.mem_bw_bytes_s,
+                                        self._family.elementwise[op]))
 
     def _mlp(self, tokens: int, split: list[float]) -> None:
         model, dims, fam = self.model, self._dims, self._family
         tp = self.tensor_parallel_size
         b = model.dtype_bytes
-        act = fam.elementwise["mlp_act"]
         if not model.is_moe:
             for op in ("mlp_up_proj", "mlp_down_proj"):
                 k, n = dims.gemm_shapes()[op]
                 self._roofline(*gemm_flops_bytes(float(tokens), k, n, b), fam.gemm, split)
-            split[1] += elementwise_time_s(
-                tokens * dims.elementwise_bytes_per_token()["mlp_act"], self.gpu.mem_bw_bytes_s,
-                act)
+            split[1] += self._elementwise(tokens, dims.elementwise_bytes_per_token()["mlp_act"],
+                                          "mlp_act")
             return
         h, width = model.hidden_size, model.moe_intermediate_size // tp
         routed = tokens * model.num_active_experts
@@ -172,7 +177,7 @@ class CostModel:
         flops = 2.0 * routed * h * 3 * width
         moved = b * (touched * 3 * h * width + routed * (2 * h + 3 * width))
         self._roofline(flops, moved, fam.gemm, split)
-        split[1] += elementwise_time_s(routed * 3 * width * b, self.gpu.mem_bw_bytes_s, act)
+        split[1] += self._elementwise(routed, 3 * width * b, "mlp_act")
 
     def _linear_split(self, tokens: int) -> _Split:
         """Everything in a forward pass over ``tokens`` tokens except attention and LM head."""
@@ -185,17 +190,14 @@ class CostModel:
         self._mlp(tokens, layer)
         per_token = dims.elementwise_bytes_per_token()
         for op in ("input_layernorm", "attn_rope", "post_attention_layernorm", "add"):
-            layer[1] += elementwise_time_s(tokens * per_token[op], gpu.mem_bw_bytes_s,
-                                           fam.elementwise[op])
+            layer[1] += self._elementwise(tokens, per_token[op], op)
         activation_bytes = tokens * self.model.hidden_size * self.model.dtype_bytes
         all_reduce = all_reduce_time_s(float(activation_bytes), self.tensor_parallel_size,
                                        gpu.interconnect_bw_bytes_s, fam.all_reduce)
         layer[2] += 2 * all_reduce
         layers = self.model.num_layers
-        embedding = elementwise_time_s(tokens * per_token["emb"], gpu.mem_bw_bytes_s,
-                                       fam.elementwise["emb"])
-        final_norm = elementwise_time_s(tokens * per_token["input_layernorm"],
-                                        gpu.mem_bw_bytes_s, fam.elementwise["input_layernorm"])
+        embedding = self._elementwise(tokens, per_token["emb"], "emb")
+        final_norm = self._elementwise(tokens, per_token["input_layernorm"], "input_layernorm")
         return _Split(layers * layer[0], layers * layer[1] + embedding + final_norm,
                       layers * layer[2] + all_reduce)
 
@@ -212,9 +214,8 @@ class CostModel:
         gather_bytes = float(num_seqs * (model.vocab_size // tp) * model.dtype_bytes)
         split[2] += all_reduce_time_s(gather_bytes, tp, gpu.interconnect_bw_bytes_s,
                                       fam.all_reduce)
-        split[1] += elementwise_time_s(
-            _SAMPLER_PASSES * num_seqs * model.vocab_size * _FP32_BYTES, gpu.mem_bw_bytes_s,
-            fam.elementwise["mlp_act"])
+        split[1] += self._elementwise(num_seqs, _SAMPLER_PASSES * model.vocab_size * _FP32_BYTES,
+                                      "mlp_act")
         return _Split(*split)
 
     def _linear_s(self, tokens: int) -> float:
@@ -257,8 +258,11 @@ class CostModel:
                  + self._prefill_s_per_work * prefill_attention_work
                  + (self._decode_memory_s_per_token + self._decode_compute_s_per_token)
                  * decode_context_tokens)
-        launch_s = (self._graph_launch_s if tokens <= self._graph_max_tokens
-                    else self._eager_launch_s)
+        if tokens <= self._graph_max_tokens:
+            launch_s = self._graph_launch_s
+        else:
+            launch_s = self._eager_launch_s
+            gpu_s += self._eager_gap_s
         if launch_s > gpu_s:
             gpu_s = launch_s
         return gpu_s + self._step_s + self._per_seq_s * num_seqs
@@ -280,9 +284,9 @@ class CostModel:
         memory = (linear.memory_s + head.memory_s + self._attention_fixed_s
                   + self._decode_memory_s_per_token * shape.decode_context_tokens)
         communication = linear.communication_s + head.communication_s
-        launch_s = (self._graph_launch_s if tokens <= self._graph_max_tokens
-                    else self._eager_launch_s)
-        exposed_launch = max(0.0, launch_s - (compute + memory + communication))
-        overhead = exposed_launch + self._step_s + self._per_seq_s * num_seqs
+        launch_s, gaps = ((self._graph_launch_s, 0.0) if tokens <= self._graph_max_tokens
+                          else (self._eager_launch_s, self._eager_gap_s))
+        exposed_launch = max(0.0, launch_s - (compute + memory + communication + gaps))
+        overhead = gaps + exposed_launch + self._step_s + self._per_seq_s * num_seqs
         return StepTime(compute + memory + communication + overhead, compute, memory, overhead,
                         communication)

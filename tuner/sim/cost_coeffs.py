@@ -37,9 +37,15 @@ class GemmCoeffs:
 
 @dataclass(frozen=True, slots=True)
 class ElementwiseCoeffs:
-    """A memory-bound kernel: ``latency + bytes / (memory_eff * bandwidth)``."""
+    """A memory-bound kernel over rows of one token each.
+
+    ``latency + max(bytes / (memory_eff * bandwidth), row_bytes / (row_eff * bandwidth))``:
+    with few rows the kernel runs one block per row and streams one row at a small fraction of
+    the bandwidth (``row_eff``); with many rows it saturates memory (``memory_eff``).
+    """
 
     memory_eff: float
+    row_eff: float
     latency_s: float
 
 
@@ -82,6 +88,7 @@ class OverheadKnobs:
     per_seq_s: float
     cuda_graph_launch_s: float
     eager_launch_per_layer_s: float
+    eager_gap_per_layer_s: float
     cuda_graph_max_tokens: int
 
 
@@ -135,7 +142,8 @@ def _parse_family(doc: Mapping[str, Any], origin: str) -> FamilyCoeffs:
     elementwise = {}
     for op in ELEMENTWISE_OPS:
         values = _floats(_section(elementwise_doc, op, f"{origin}.elementwise"),
-                         f"{origin}.elementwise.{op}", "memory_eff", "latency_s")
+                         f"{origin}.elementwise.{op}", "memory_eff", "row_eff",
+                         "latency_s")
         elementwise[op] = ElementwiseCoeffs(**values)
     ar = _section(doc, "all_reduce", origin)
     latency = {int(k): float(v) for k, v in _section(ar, "latency_s", origin).items()}
@@ -162,7 +170,7 @@ def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
                   "prefill_compute_eff", "decode_memory_eff", "latency_s")
     ovh = _floats(_section(knobs, "overhead", origin), f"{origin}.overhead", "step_s",
                   "per_seq_s", "cuda_graph_launch_s", "eager_launch_per_layer_s",
-                  "cuda_graph_max_tokens")
+                  "eager_gap_per_layer_s", "cuda_graph_max_tokens")
     mem = _floats(_section(knobs, "memory", origin), f"{origin}.memory", "non_torch_gib",
                   "non_torch_per_extra_rank_gib", "hidden_buffers", "sampler_logit_copies",
                   "cuda_graph_base_gib", "cuda_graph_per_layer_gib")
@@ -174,6 +182,7 @@ def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
             step_s=ovh["step_s"], per_seq_s=ovh["per_seq_s"],
             cuda_graph_launch_s=ovh["cuda_graph_launch_s"],
             eager_launch_per_layer_s=ovh["eager_launch_per_layer_s"],
+            eager_gap_per_layer_s=ovh["eager_gap_per_layer_s"],
             cuda_graph_max_tokens=int(ovh["cuda_graph_max_tokens"]),
         ),
         memory=MemoryKnobs(

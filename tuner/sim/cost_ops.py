@@ -7,13 +7,13 @@ the simulator runs. Times are seconds for one call of the operator on one tensor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
 from tuner.sim.cost_coeffs import AllReduceCoeffs, ElementwiseCoeffs, GemmCoeffs
 
-Num = TypeVar("Num", float, np.ndarray)
+# Formulas take scalars (the simulator) or numpy arrays (the calibration fit).
+Num = float | np.ndarray
 
 GEMM_OPS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 
@@ -79,21 +79,24 @@ def roofline_time_s(flops: Num, bytes_moved: Num, peak_flops: float, bandwidth: 
     return c.latency_s + (compute**p + memory**p) ** (1.0 / p)
 
 
-def gemm_flops_bytes(m: Num, k: int, n: int, dtype_bytes: int = 2) -> tuple[Num, Num]:
+def gemm_flops_bytes(m: Num, k: Num, n: Num, dtype_bytes: int = 2) -> tuple[Num, Num]:
     """FLOPs and bytes of an (m x k) @ (k x n) product: weights plus input and output."""
     return 2.0 * m * k * n, dtype_bytes * (k * n + m * (k + n))
 
 
-def gemm_time_s(m: Num, k: int, n: int, peak_flops: float, bandwidth: float, c: GemmCoeffs,
+def gemm_time_s(m: Num, k: Num, n: Num, peak_flops: float, bandwidth: float, c: GemmCoeffs,
                 dtype_bytes: int = 2) -> Num:
     """Time of an (m x k) @ (k x n) matrix multiply."""
     flops, moved = gemm_flops_bytes(m, k, n, dtype_bytes)
     return roofline_time_s(flops, moved, peak_flops, bandwidth, c)
 
 
-def elementwise_time_s(bytes_moved: Num, bandwidth: float, c: ElementwiseCoeffs) -> Num:
-    """Time of a memory-bound kernel moving ``bytes_moved`` bytes."""
-    return c.latency_s + bytes_moved / (c.memory_eff * bandwidth)
+def elementwise_time_s(num_tokens: Num, bytes_per_token: Num, bandwidth: float,
+                       c: ElementwiseCoeffs) -> Num:
+    """Time of a memory-bound kernel moving ``bytes_per_token`` for each of ``num_tokens``."""
+    streaming = num_tokens * bytes_per_token / (c.memory_eff * bandwidth)
+    one_row = bytes_per_token / (c.row_eff * bandwidth)
+    return c.latency_s + np.maximum(streaming, one_row)
 
 
 def all_reduce_time_s(bytes_per_rank: Num, num_workers: int, interconnect_bw: float,

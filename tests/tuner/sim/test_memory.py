@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import pytest
+
+from collector.errors import ConfigError, EngineConfigError
+from tuner.sim.catalog import get_gpu, get_model
+from tuner.sim.memory import format_kv_log, kv_bytes_per_token, kv_capacity
+
+GIB = 1024**3
+H100 = get_gpu("h100-sxm")
+RTX_4090 = get_gpu("rtx-4090")
+LLAMA_8B = get_model("llama-3.1-8b")
+
+
+def test_llama_8b_on_h100_matches_hand_computation():
+    cap = kv_capacity(LLAMA_8B, H100, gpu_memory_utilization=0.9)
+    total = int(79.19 * GIB)
+    weights = 8_030_261_248 * 2
+    # 8,192 batched tokens x 2 bytes x (3 x 14,336 MLP + 6,144 QKV + 4 x 4,096 hidden)
+    # + 256 sequences x 128,256 vocab x 4 bytes x 2 logit copies
+    activation = 8192 * 2 * (3 * 14336 + 6144 + 4 * 4096) + 256 * 128256 * 4 * 2
+    non_torch = int(0.35 * GIB)
+    cuda_graphs = int(0.2 * GIB) + 32 * int(0.01 * GIB)
+    available = int(total * 0.9) - weights - activation - non_torch - cuda_graphs
+    per_token = 2 * 32 * 8 * 128 * 2
+    assert per_token == 131_072
+    assert cap.kv_bytes_per_token == per_token
+    assert cap.weights_bytes == weights
+    assert cap.activation_bytes == activation
+    assert cap.non_torch_bytes == non_torch
+    assert cap.cuda_graph_bytes == cuda_graphs
+    assert cap.available_kv_bytes == available
+    assert cap.num_blocks == available // (16 * per_token) == 27_749
+    assert cap.num_tokens == 27_749 * 16 == 443_984
+    assert cap.max_model_len == 131_072
+    assert cap.max_concurrency == pytest.approx(443_984 / 131_072)
+    assert format_kv_log(cap) == [
+        "Estimated CUDA graph memory: 0.52 GiB total",
+        "Available KV cache memory: 54.20 GiB",
+        "GPU KV cache size: 443,984 tokens",
+        "Maximum concurrency for 131,072 tokens per request: 3.39x",
+    ]
+    assert format_kv_log(cap, 8192)[-1] == (
+        "Maximum concurrency for 8,192 tokens per request: 54.20x")
+
+
+def test_kv_bytes_per_token():
+    assert kv_bytes_per_token(get_model("llama-2-7b")) == 2 * 32 * 32 * 128 * 2
+    assert kv_bytes_per_token(LLAMA_8B, 2) == 2 * 32 * 4 * 128 * 2
+    assert kv_bytes_per_token(LLAMA_8B, 1, "fp8") == 2 * 32 * 8 * 128
+    # Qwen2.5-7B has 4 KV heads: at TP 8 each rank keeps one (replicated), not half of one.
+    assert kv_bytes_per_token(get_model("qwen2.5-7b"), 4) == 2 * 28 * 1 * 128 * 2
+
+
+def test_more_memory_more_blocks():
+    base = kv_capacity(LLAMA_8B, H100)
+    assert kv_capacity(LLAMA_8B, H100, gpu_memory_utilization=0.95).num_blocks > base.num_blocks
+    fp8 = kv_capacity(LLAMA_8B, H100, kv_cache_dtype="fp8")
+    assert fp8.num_tokens == pytest.approx(2 * base.num_tokens, abs=16)
+    tp2 = kv_capacity(LLAMA_8B, H100, tensor_parallel_size=2)
+    assert tp2.weights_bytes == base.weights_bytes // 2
+    assert tp2.num_tokens > 2 * base.num_tokens
+    eager = kv_capacity(LLAMA_8B, H100, enforce_eager=True)
+    assert eager.cuda_graph_bytes == 0 and eager.num_blocks > base.num_blocks
+    big_batch = kv_capacity(LLAMA_8B, H100, max_num_batched_tokens=32768)
+    assert big_batch.activation_bytes > base.activation_bytes
+    assert big_batch.num_blocks < base.num_blocks
+    blocks_32 = kv_capacity(LLAMA_8B, H100, block_size=32)
+    assert blocks_32.num_blocks == base.available_kv_bytes // (32 * 131_072)
+
+
+def test_trtllm_uses_a_fraction_of_free_memory():
+    cap = kv_capacity(LLAMA_8B, H100, engine="trtllm", free_gpu_memory_fraction=0.9,
+                      block_size=32)
+    free = (H100.mem_bytes - cap.weights_bytes - cap.activation_bytes - cap.non_torch_bytes
+            - cap.cuda_graph_bytes)
+    assert cap.available_kv_bytes == int(free * 0.9)
+    assert cap.num_blocks == int(free * 0.9) // (32 * 131_072)
+    assert format_kv_log(cap) == [
+        f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {cap.available_kv_bytes / GIB:.2f} GiB "
+        f"for max tokens in paged KV cache ({cap.num_tokens})."
+    ]
+    smaller = kv_capacity(LLAMA_8B, H100, engine="trtllm", free_gpu_memory_fraction=0.5)
+    assert smaller.num_tokens < cap.num_tokens
+
+
+def test_moe_model_weights_count_every_expert():
+    cap = kv_capacity(get_model("mixtral-8x7b"), H100, tensor_parallel_size=2,
+                      max_model_len=32768)
+    assert cap.weights_bytes == 46_702_792_704 * 2 // 2
+    assert cap.num_blocks > 0
+
+
+def test_70b_on_one_24gb_gpu_fails_like_vllm():
+    with pytest.raises(EngineConfigError, match=r"CUDA out of memory while loading the model "
+                       r"weights: llama-3.1-70b needs 131.42 GiB .* total capacity of 23.64 GiB"):
+        kv_capacity(get_model("llama-3.1-70b"), RTX_4090)
+
+
+def test_no_room_for_cache_blocks_fails_like_vllm():
+    # 14.96 GiB of weights fit the 23.64 GiB card but not a 0.6 x 23.64 = 14.18 GiB budget.
+    with pytest.raises(EngineConfigError, match=r"^No available memory for the cache blocks\. "
+                       r"Try increasing `gpu_memory_utilization` when initializing the engine\.$"):
+        kv_capacity(LLAMA_8B, RTX_4090, gpu_memory_utilization=0.6)
+
+
+def test_max_model_len_that_does_not_fit_fails_like_vllm():
+    with pytest.raises(EngineConfigError) as info:
+        kv_capacity(LLAMA_8B, RTX_4090, gpu_memory_utilization=0.9)
+    message = str(info.value)
+    assert message.startswith(
+        "To serve at least one request with the models's max seq len (131072), (16.00 GiB KV "
+        "cache is needed, which is larger than the available KV cache memory (")
+    assert "Based on the available memory, the estimated maximum model length is " in message
+    assert message.endswith("Try increasing `gpu_memory_utilization` or decreasing "
+                            "`max_model_len` when initializing the engine.")
+    fits = kv_capacity(LLAMA_8B, RTX_4090, gpu_memory_utilization=0.9, max_model_len=8192)
+    estimated = int(message.split("maximum model length is ")[1].split(".")[0])
+    assert estimated == fits.num_tokens
+
+
+def test_other_invalid_configurations():
+    with pytest.raises(EngineConfigError, match=r"max_model_len \(200000\) is greater than"):
+        kv_capacity(LLAMA_8B, H100, max_model_len=200_000)
+    with pytest.raises(EngineConfigError, match=r"must be within \(0, 1\]"):
+        kv_capacity(LLAMA_8B, H100, gpu_memory_utilization=1.5)
+    with pytest.raises(EngineConfigError, match="must be divisible by tensor parallel size"):
+        kv_capacity(get_model("qwen2.5-7b"), H100, tensor_parallel_size=3)
+    with pytest.raises(ConfigError, match="unknown engine 'sglang'"):
+        kv_capacity(LLAMA_8B, H100, engine="sglang")
+    with pytest.raises(EngineConfigError, match="Not enough GPU memory left for the KV cache"):
+        kv_capacity(LLAMA_8B, RTX_4090, engine="trtllm", max_num_batched_tokens=65536)

@@ -1,0 +1,1 @@
+"""Fitting the cost model's coefficients to measured operator timings."""
