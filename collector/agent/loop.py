@@ -176,20 +176,28 @@ class Agent:
         return list(outcomes)
 
     async def run(self, *, duration_s: float | None = None) -> None:
-        """Scrape until cancelled (or for ``duration_s``), then flush and close."""
+        """Scrape until cancelled (or for ``duration_s``), then flush.
+
+        Stopping lets scrapes in flight finish (within the scrape timeout), so what a
+        target answered is stored; then the writer flushes its queue.
+        """
+        stop = asyncio.Event()
         async with HttpFetcher(self.timeout_s) as fetch:
-            tasks = [asyncio.create_task(self._run_target(r, fetch)) for r in self.runners]
-            tasks.append(asyncio.create_task(self.writer.run()))
-            tasks.extend(asyncio.create_task(self._push_loop(e)) for e in self.exporters)
+            scrapers = [asyncio.create_task(self._run_target(r, fetch, stop))
+                        for r in self.runners]
+            helpers = [asyncio.create_task(self.writer.run())]
+            helpers.extend(asyncio.create_task(self._push_loop(e)) for e in self.exporters)
             try:
                 if duration_s is None:
-                    await asyncio.gather(*tasks)
+                    await asyncio.gather(*scrapers)
                 else:
                     await asyncio.sleep(duration_s)
             finally:
-                for t in tasks:
+                stop.set()
+                await asyncio.wait(scrapers, timeout=self.timeout_s + 1.0)
+                for t in (*scrapers, *helpers):
                     t.cancel()
-                for t in tasks:
+                for t in (*scrapers, *helpers):
                     with contextlib.suppress(asyncio.CancelledError):
                         await t
 
@@ -212,13 +220,15 @@ class Agent:
             exp.update(runner.spec, scrape, ts)
         return outcome
 
-    async def _run_target(self, runner: TargetRunner, fetch: HttpFetcher) -> None:
+    async def _run_target(self, runner: TargetRunner, fetch: HttpFetcher,
+                          stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         due = loop.time()
-        while True:
+        while not stop.is_set():
             await self._scrape(runner, fetch)
             due = max(due + runner.next_delay_s(), loop.time())
-            await asyncio.sleep(due - loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), due - loop.time())
 
     async def _push_loop(self, exporter: Exporter) -> None:
         interval = min((r.spec.interval_s for r in self.runners), default=5.0)

@@ -84,28 +84,34 @@ class StoreWriter:
         self._registered.discard(target.name)
 
     async def run(self) -> None:
-        """Write batches until cancelled; cancellation flushes what is queued."""
+        """Write batches until cancelled; cancellation writes what is still held."""
+        held: list[SampleIn] = []
+        inflight: asyncio.Future[None] | None = None
         try:
             while True:
-                first = await self._queue.get()
+                held = list(await self._queue.get())
                 await asyncio.sleep(self.flush_interval_s)
-                await asyncio.to_thread(self.write_now, self._take(first))
+                held.extend(self._drain(self.batch_max - len(held)))
+                inflight = asyncio.ensure_future(asyncio.to_thread(self.write_now, held))
+                held = []
+                await asyncio.shield(inflight)
+                inflight = None
         except asyncio.CancelledError:
-            await asyncio.to_thread(self.flush_now)
+            if inflight is not None:
+                await inflight  # a write in a thread cannot be interrupted: let it finish
+            held.extend(self._drain())
+            await asyncio.to_thread(self.write_now, held)
             raise
 
-    def _take(self, first: list[SampleIn]) -> list[SampleIn]:
-        batch = list(first)
-        while len(batch) < self.batch_max and not self._queue.empty():
-            batch.extend(self._queue.get_nowait())
-        return batch
+    def _drain(self, limit: int | None = None) -> list[SampleIn]:
+        out: list[SampleIn] = []
+        while not self._queue.empty() and (limit is None or len(out) < limit):
+            out.extend(self._queue.get_nowait())
+        return out
 
     def flush_now(self) -> None:
         """Write everything queued (blocking)."""
-        batch: list[SampleIn] = []
-        while not self._queue.empty():
-            batch.extend(self._queue.get_nowait())
-        self.write_now(batch)
+        self.write_now(self._drain())
 
     def write_now(self, batch: Sequence[SampleIn]) -> None:
         """Write one batch (blocking): replay the spool first, spool the batch on failure."""
