@@ -179,7 +179,7 @@ def parse_slo(spec: str, *, name: str | None = None, window_s: float = 30 * 8640
                 f"SLO {spec!r}: percentile p{m['pct']} must be between 0 and 100 (e.g. p99)"
             )
         sli = SLI(m["sli"].lower())
-        threshold = float(m["value"]) * _UNIT_S[m["unit"]]
+        threshold = float(m["value"]) * _UNIT_S[m["unit"].lower()]  # the pattern ignores case
         if threshold <= 0:
             raise SLOSpecError(f"SLO {spec!r}: the threshold must be greater than zero")
         return SLO(name=name or default_name(sli, pct), sli=sli, threshold=threshold,
@@ -357,7 +357,7 @@ def _parse_fraction(value: Any, path: tuple[Any, ...], fail: Any) -> float:
         frac = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         frac = -1.0
-    if frac > 1:
+    if frac > 1 and not text.endswith("%"):  # 99.5 means 99.5 %; 150% is an error
         frac /= 100.0
     if not 0 < frac <= 1:
         raise fail(path, f"field 'objective': {value!r} must be a fraction like 0.995 or 99.5%")
