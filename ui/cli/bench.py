@@ -73,6 +73,7 @@ def bench(
                              "--rate meeting every --slo.")] = False,
     max_rate_tolerance: Annotated[float, typer.Option(help="Relative bracket width to stop at.")]
     = 0.05,
+    max_rate_steps: Annotated[int, typer.Option(help="Most measurements of the search.")] = 12,
     seed: Annotated[int, typer.Option(help="Seed of lengths, prompts, arrivals.")] = 0,
     timeout: Annotated[float, typer.Option(help="Per-request limit in seconds.")] = 600.0,
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", show_default=False,
@@ -107,7 +108,7 @@ def bench(
     if not no_store:
         run(check_store, db_url(ctx))
     if find_max_rate:
-        _max_rate(ctx, config, max_rate_tolerance, no_store, save, json)
+        _max_rate(ctx, config, max_rate_tolerance, max_rate_steps, no_store, save, json)
         return
     result = run(run_benchmark, config, progress=not json)
     run_id = None if no_store else run(store_run, db_url(ctx), result, name)
@@ -118,9 +119,10 @@ def bench(
         _print_run(result, run_id)
 
 
-def _max_rate(ctx: typer.Context, config: BenchConfig, tolerance: float, no_store: bool,
-              save: Path | None, json: bool) -> None:
-    found = run(search_max_rate, config, rel_tolerance=tolerance, progress=not json)
+def _max_rate(ctx: typer.Context, config: BenchConfig, tolerance: float, steps: int,
+              no_store: bool, save: Path | None, json: bool) -> None:
+    found = run(search_max_rate, config, rel_tolerance=tolerance, max_steps=steps,
+                progress=not json)
     run_ids = [] if no_store else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)")
                                    for r in found.runs]
     out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}

@@ -1,0 +1,110 @@
+"""``slotune bench`` as a process: run, store, list, compare, errors; and a run against the
+emulated engine (``slotune emulate``) checked against the engine's own timings file."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from bench_fakes import FakeEngine
+
+from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from collector.store import upgrade
+
+REPO = Path(__file__).resolve().parents[3]
+SLOTUNE = str(Path(sys.executable).parent / "slotune")
+
+
+def _slotune(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SLOTUNE, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+def test_run_store_list_and_compare(fake_engine: Callable[..., FakeEngine],
+                                    sqlite_url: str, tmp_path: Path) -> None:
+    engine = fake_engine()
+    upgrade(sqlite_url)
+    saved = tmp_path / "run.json"
+    proc = _slotune("--db", sqlite_url, "bench", "--url", engine.url, "--input-len",
+                    "uniform:8,16", "--output-len", "4", "--rate", "100", "--num-requests", "6",
+                    "--warmup", "1", "--slo", "ttft:p99<=2s", "--name", "cli-run", "--json",
+                    "--save", str(saved))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["run_id"] == 1 and out["summary"]["num_completed"] == 6
+    assert out["summary"]["slos_met"] is True and out["model"] == "fake-model"
+    assert len(json.loads(saved.read_text())["records"]) == 6
+    listed = json.loads(_slotune("--db", sqlite_url, "bench", "list", "--json").stdout)
+    assert [r["run_id"] for r in listed] == [1] and listed[0]["name"] == "cli-run"
+    cmp = _slotune("--db", sqlite_url, "bench", "compare", "1", str(saved))
+    assert cmp.returncode == 0 and "ttft_ms.p99" in cmp.stdout and "#1 cli-run" in cmp.stdout
+
+
+def test_max_rate_search_from_the_command_line(fake_engine: Callable[..., FakeEngine]) -> None:
+    engine = fake_engine()
+    proc = _slotune("bench", "--url", engine.url, "--input-len", "8", "--output-len", "2",
+                    "--rate", "50", "--num-requests", "4", "--slo", "ttft:p99<=2s",
+                    "--find-max-rate", "--max-rate-steps", "3", "--no-store", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    # no queueing in the fake engine: every probe passes, so the search doubles 3 times
+    assert [p["rate"] for p in out["curve"]] == [50.0, 100.0, 200.0]
+    assert out["max_rate"] == 200.0 and out["converged"] is False
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "2",
+      "--rate", "1", "--slo", "ttft<=5"], "not understood"),
+    (["--url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "2", "--rate", "1"],
+     "cannot reach"),
+])
+def test_bad_invocations_exit_1_with_one_line(args: list[str], message: str) -> None:
+    proc = _slotune("bench", "--no-store", *args)
+    assert proc.returncode == 1
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    port, timings = _free_port(), tmp_path / "timings.jsonl"
+    proc = subprocess.Popen([SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu",
+                             "h100-sxm", "--port", str(port), "--time-scale", "4",
+                             "--timings-file", str(timings)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "Starting slotune emulated" in line:
+            break
+    else:
+        raise AssertionError(f"emulator did not start: {proc.stderr.read()}")  # type: ignore
+    yield f"http://127.0.0.1:{port}", timings
+    proc.terminate()
+    proc.communicate(timeout=15)
+
+
+def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path]) -> None:
+    url, timings = emulator
+    config = BenchConfig(url=url, arrival=ArrivalSpec.from_rate(40.0), input_len="256",
+                         output_len="uniform:8,24", num_requests=12, endpoint="chat")
+    result = run_benchmark(config)
+    assert result.summary.num_errors == 0
+    engine = {t["request_id"]: t for t in map(json.loads, timings.read_text().splitlines())}
+    for r in result.records:
+        t = engine[r.request_id]
+        assert r.output_tokens == t["completion_tokens"] == len(t["token_times_s"])
+        assert sum(r.chunk_tokens) == r.output_tokens
+        assert r.input_tokens == t["prompt_tokens"]
+        # causality on one clock: the client sends before and receives after the engine
+        assert r.send_s + result.wall_offset_s <= t["arrival_s"] + 0.002
+        assert r.first_token_s + result.wall_offset_s >= t["first_token_s"] - 0.002
