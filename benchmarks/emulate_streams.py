@@ -3,7 +3,7 @@
 Starts ``slotune emulate`` in this process (real engine core, time scale 1 unless told
 otherwise), then a separate client process opens N concurrent streaming completions. Prints,
 per N: how many streams completed with all their tokens, the wall time, the real-time loop's
-scheduling lateness (how long after its deadline each step's tokens went out: p50/p99/max),
+scheduling lateness (how long after its deadline each step's tokens went out: p50/p90/p99/max),
 and the gap between the client's TTFT / mean ITL and the server's own timings for the same
 requests (mean and max absolute difference).
 
@@ -109,7 +109,8 @@ def bench(num: int, max_tokens: int, time_scale: float, model: str, gpu: str) ->
         itl_diff.append(abs(client_itl - server_itl))
     print(f"streams={num} max_tokens={max_tokens} time_scale={time_scale}: "
           f"complete={complete}/{num} wall={wall_s:.2f}s steps={len(lateness_ms)} "
-          f"lateness_ms p50={_pct(lateness_ms, 0.5):.3f} p99={_pct(lateness_ms, 0.99):.3f} "
+          f"lateness_ms p50={_pct(lateness_ms, 0.5):.3f} p90={_pct(lateness_ms, 0.9):.3f} "
+          f"p99={_pct(lateness_ms, 0.99):.3f} "
           f"max={max(lateness_ms, default=0):.3f} | |client-server| ttft_ms "
           f"mean={statistics.fmean(ttft_diff) * 1000:.2f} max={max(ttft_diff) * 1000:.2f} "
           f"itl_ms mean={statistics.fmean(itl_diff) * 1000:.3f} max={max(itl_diff) * 1000:.3f}")
