@@ -100,7 +100,8 @@ def arrival_times(spec: ArrivalSpec, num_requests: int, *, seed: int = 0,
             raise ConfigError(f"--trace-timing needs a trace with {num_requests} requests; "
                               f"it has {have}: lower --num-requests or use --rate")
         ts = np.array([r.timestamp_s for r in trace.requests[:num_requests]], dtype=float)
-        return (ts - ts[0]) * spec.time_scale
+        offsets: np.ndarray = (ts - ts[0]) * spec.time_scale
+        return offsets
     assert spec.rate is not None
     if math.isinf(spec.rate):
         return np.zeros(num_requests)

@@ -56,6 +56,7 @@ def make_plan(config: BenchConfig) -> Plan:
     """
     spec, w = config.arrival, config.warmup
     source = _source_trace(config)
+    m: int | None
     if spec.is_open_loop:
         m = _open_loop_measured(config, source)
         supply = w + m + (m if config.cooldown else 0)

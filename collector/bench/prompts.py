@@ -60,7 +60,7 @@ class HFTokenizerCounter:
             return ""
         # Words are 1-2 tokens in BPE vocabularies: 1 word per token is always enough.
         ids = self._encode(synthetic_text(num_tokens, seed))[:num_tokens]
-        return self._decode(ids)
+        return str(self._decode(ids))
 
 
 def _load_tokenizer(path: Path) -> tuple[Any, Any]:
@@ -68,7 +68,7 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
         raise ConfigError(f"--tokenizer {path}: not a directory; give a local Hugging Face "
                           "tokenizer directory (with tokenizer.json)")
     try:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # type: ignore[import-not-found]
     except ImportError:
         Tokenizer = None
     if Tokenizer is not None and (path / "tokenizer.json").is_file():
@@ -76,7 +76,7 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
         return (lambda t: tok.encode(t, add_special_tokens=False).ids,
                 lambda ids: tok.decode(ids))
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # type: ignore[import-not-found]
     except ImportError:
         raise ConfigError(
             f"--tokenizer {path}: reading it needs the 'tokenizers' package (for "

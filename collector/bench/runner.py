@@ -92,7 +92,7 @@ class BenchResult:
 
 
 def _record_dict(r: RequestRecord) -> dict[str, Any]:
-    return {f: getattr(r, f) for f in RequestRecord.__slots__}  # type: ignore[attr-defined]
+    return {f: getattr(r, f) for f in RequestRecord.__slots__}
 
 
 class _Run:

@@ -13,6 +13,7 @@ Every draw is rounded to an integer and clipped to at least 1 token.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -80,15 +81,19 @@ class LengthSpec:
         elif self.kind is LengthKind.LOGNORMAL:
             x = rng.lognormal(self.params[0], self.params[1], size=n)
         else:
-            x = rng.choice(self._empirical_values(), size=n, replace=True)
-        return np.maximum(np.rint(x).astype(np.int64), 1)
+            assert self.source is not None
+            x = rng.choice(_empirical_values(self.source, self.column), size=n, replace=True)
+        lengths: np.ndarray = np.maximum(np.rint(x).astype(np.int64), 1)
+        return lengths
 
-    def _empirical_values(self) -> np.ndarray:
-        assert self.source is not None
-        trace = (named_workload(self.source) if self.source in NAMED_WORKLOADS
-                 else load_trace(self.source))
-        attr = "input_tokens" if self.column is Column.INPUT else "output_tokens"
-        return np.array([getattr(r, attr) for r in trace.requests], dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=8)
+def _empirical_values(source: str, column: Column) -> np.ndarray:
+    """One length column of a bundled trace or trace file (read once per process)."""
+    trace = named_workload(source) if source in NAMED_WORKLOADS else load_trace(source)
+    attr = "input_tokens" if column is Column.INPUT else "output_tokens"
+    return np.array([getattr(r, attr) for r in trace.requests], dtype=np.int64)
 
 
 def parse_length_spec(text: str, *, column: Column = Column.INPUT,
