@@ -154,7 +154,6 @@ def _human_int(text: str) -> int:
 def _vllm_parser() -> _RaisingParser:
     p = _RaisingParser(prog="vllm serve", add_help=False, allow_abbrev=False,
                        exit_on_error=False)
-    p.add_argument("positional_model", nargs="?", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ, text in _VLLM_VALUE_FLAGS:
@@ -175,7 +174,15 @@ def _dashed(arg: str) -> str:
     return key.replace("_", "-") + eq + value
 
 
+def _split_model(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The model given first and positionally (``vllm serve MODEL …``), and the rest."""
+    if argv and not argv[0].startswith("-"):
+        return argv[0], list(argv[1:])
+    return None, list(argv)
+
+
 def _parse_vllm(argv: Sequence[str]) -> dict[str, Any]:
+    positional, argv = _split_model(argv)
     try:
         ns, extra = _vllm_parser().parse_known_args([_dashed(a) for a in argv])
     except argparse.ArgumentError as e:
@@ -183,7 +190,6 @@ def _parse_vllm(argv: Sequence[str]) -> dict[str, Any]:
     if extra:
         raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")
     values = vars(ns)
-    positional = values.pop("positional_model")
     if positional and values["model"] and positional != values["model"]:
         raise ConfigError(f"the model is given twice ({positional!r} and --model "
                           f"{values['model']!r}); give it once")
@@ -192,9 +198,9 @@ def _parse_vllm(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def _parse_trtllm(argv: Sequence[str]) -> dict[str, Any]:
+    positional, argv = _split_model(argv)
     p = _RaisingParser(prog="trtllm-serve", add_help=False, allow_abbrev=False,
                        exit_on_error=False)
-    p.add_argument("positional_model", nargs="?", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ in _TRTLLM_FLAGS:
@@ -207,8 +213,7 @@ def _parse_trtllm(argv: Sequence[str]) -> dict[str, Any]:
     if extra:
         raise ConfigError(f"No such option: {extra[0]}")
     values = vars(ns)
-    values["model"] = values["model"] or values.pop("positional_model")
-    values.pop("positional_model", None)
+    values["model"] = values["model"] or positional
     path = values.pop("extra_llm_api_options")
     if path:
         for key, value in load_extra_llm_api_options(path).items():
