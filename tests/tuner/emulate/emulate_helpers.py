@@ -105,6 +105,7 @@ class RunningEmulator:
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
         self.port = 0
+        self.error: Exception | None = None
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -116,7 +117,10 @@ class RunningEmulator:
             self._stop = asyncio.Event()
             await self.emulator.serve(self._stop, on_ready=self._on_ready)
 
-        asyncio.run(run())
+        try:
+            asyncio.run(run())
+        except Exception as e:  # handed to the test through .error
+            self.error = e
 
     def _on_ready(self, port: int) -> None:
         self.port = port
@@ -131,6 +135,11 @@ class RunningEmulator:
         if not self._ready.wait(10):
             raise RuntimeError("emulator did not start within 10 s")
         return self
+
+    def join(self, timeout_s: float = 10) -> None:
+        """Wait for the server thread to end by itself."""
+        self._thread.join(timeout_s)
+        assert not self._thread.is_alive(), "the server did not stop"
 
     def close(self) -> None:
         assert self._loop is not None and self._stop is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -92,3 +93,18 @@ def test_client_disconnect_aborts_the_request() -> None:
         assert running.emulator.engine.num_in_flight == 0
     finally:
         running.close()
+
+
+def test_a_dead_engine_loop_stops_the_server() -> None:
+    running = make_emulator(step_s=0.01).start()
+    core = running.emulator.engine._core
+
+    def broken_step(*, with_split: bool = True) -> None:
+        raise RuntimeError("engine core failed")
+
+    core.step = broken_step  # type: ignore[method-assign]
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(f"{running.url}/v1/completions", timeout=5,
+                   json={"prompt": "x", "max_tokens": 2})
+    running.join()
+    assert isinstance(running.error, RuntimeError)

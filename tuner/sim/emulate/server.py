@@ -63,8 +63,13 @@ class Emulator:
 
     async def serve(self, stop: asyncio.Event,
                     on_ready: Callable[[int], None] | None = None) -> None:
-        """Serve until ``stop`` is set; ``on_ready`` gets the bound port."""
+        """Serve until ``stop`` is set; ``on_ready`` gets the bound port.
+
+        If the engine loop dies, the server stops too (as vLLM's API server does when its
+        engine core dies) and the loop's exception propagates.
+        """
         loop_task = asyncio.create_task(self.engine.run())
+        loop_task.add_done_callback(lambda _: stop.set())
         log_task = asyncio.create_task(self.stats_log.run())
         runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
                                shutdown_timeout=_SHUTDOWN_GRACE_S)
