@@ -1,0 +1,119 @@
+"""Client-measured TTFT and ITL against the emulated engine's own timings.
+
+Starts ``slotune emulate`` (real time, ``--timings-file``), drives it with 64 concurrent
+streams through ``collector.bench``, joins each request to the engine's line by
+``X-Request-Id`` and prints the client-minus-engine differences:
+
+- TTFT: (client first token - client send) - (engine first token - engine arrival)
+- ITL: each client gap between consecutive token chunks minus the engine's gap between the
+  same two tokens.
+
+Targets: |difference| <= 1 ms at p50 and <= 3 ms at p99. Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/bench_accuracy.py [--concurrency 64] [--requests 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from collector.bench.arrivals import ArrivalKind
+
+REPO = Path(__file__).resolve().parents[1]
+SLOTUNE = str(Path(sys.executable).parent / "slotune")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_emulator(port: int, timings: Path, time_scale: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--port", str(port),
+         "--time-scale", str(time_scale), "--max-num-seqs", "256", "--timings-file",
+         str(timings)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "Starting slotune emulated" in line:
+            return proc
+    raise SystemExit(f"the emulator did not start: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def line(name: str, diffs_s: list[float]) -> str:
+    ms = [d * 1000 for d in diffs_s]
+    absolute = [abs(x) for x in ms]
+    return (f"{name:5s} n={len(ms):6d}  signed p50 {pct(ms, 50):+7.3f} ms  "
+            f"|diff| p50 {pct(absolute, 50):6.3f} ms  p99 {pct(absolute, 99):6.3f} ms  "
+            f"max {max(absolute):7.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=512)
+    parser.add_argument("--input-len", default="512")
+    parser.add_argument("--output-len", default="uniform:64,192")
+    parser.add_argument("--time-scale", type=float, default=1.0)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        timings_path = Path(tmp) / "timings.jsonl"
+        port = free_port()
+        emulator = start_emulator(port, timings_path, args.time_scale)
+        try:
+            config = BenchConfig(
+                url=f"http://127.0.0.1:{port}", input_len=args.input_len,
+                output_len=args.output_len, num_requests=args.requests, warmup=args.concurrency,
+                arrival=ArrivalSpec(ArrivalKind.CONCURRENCY, concurrency=args.concurrency))
+            result = run_benchmark(config)
+        finally:
+            emulator.terminate()
+            emulator.communicate(timeout=30)
+        engine = {t["request_id"]: t
+                  for t in map(json.loads, timings_path.read_text().splitlines())}
+
+    ttft_diff: list[float] = []
+    itl_diff: list[float] = []
+    delivery: list[float] = []
+    for r in result.records:
+        t = engine.get(r.request_id)
+        if t is None or not r.is_ok or r.first_token_s is None or r.ttft_s is None:
+            continue
+        ttft_diff.append(r.ttft_s - (t["first_token_s"] - t["arrival_s"]))
+        delivery.append(r.first_token_s + result.wall_offset_s - t["first_token_s"])
+        client = [ts for ts, n in zip(r.chunk_times_s, r.chunk_tokens, strict=True) if n > 0]
+        server = t["token_times_s"]
+        if len(client) == len(server):
+            itl_diff += list(np.diff(client) - np.diff(server))
+    s = result.summary.to_dict()
+    print(f"emulated engine: llama-3.1-8b on h100-sxm, time scale {args.time_scale:g}; "
+          f"{args.concurrency} concurrent streams, {len(result.records)} measured requests, "
+          f"input {args.input_len}, output {args.output_len}")
+    print(f"client: TTFT p50 {s['ttft_ms']['p50']:.2f} ms, ITL p50 {s['itl_ms']['p50']:.2f} ms, "
+          f"errors {s['num_errors']}, {s['output_token_throughput']:.0f} output tok/s")
+    print("client minus engine:")
+    print(line("TTFT", ttft_diff))
+    print(line("ITL", itl_diff))
+    print(line("first-token delivery (engine stamp -> client read)", delivery)
+          .replace("first-token delivery (engine stamp -> client read)", "deliv"))
+    print("targets: |diff| p50 <= 1 ms, p99 <= 3 ms")
+
+
+if __name__ == "__main__":
+    main()
