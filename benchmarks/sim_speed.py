@@ -1,0 +1,60 @@
+"""How fast the simulator replays a whole real trace on one CPU core.
+
+Replays the bundled ``azure-conv`` trace (19,366 requests, ~58 minutes of Azure production
+traffic) on ``llama-3.1-8b`` / ``h100-sxm`` with vLLM's defaults through ``simulate()``
+(simulation, per-token request records and summary), prints its wall and CPU time and the
+summary's share, next to Vidur's published speed (10,000 requests in 16.7 s on 2 vCPUs).
+Target: the whole run within 10 s on one core. Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/sim_speed.py [--workload azure-conv] [--model llama-3.1-8b]
+        [--gpu h100-sxm] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from collector.summary import summarize
+from collector.workload import named_workload
+from tuner.sim import VllmConfig, simulate
+
+VIDUR_REQUESTS = 10_000
+VIDUR_SECONDS = 16.7
+
+
+def _once(config: VllmConfig, workload: str) -> dict[str, float]:
+    trace = named_workload(workload)
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = simulate(config, trace)
+    t1, c1 = time.perf_counter(), time.process_time()
+    summarize(result.records)  # again, alone, to show its share of the total
+    t2 = time.perf_counter()
+    return {"requests": len(trace), "steps": result.breakdown.num_steps,
+            "tokens": result.summary.total_output_tokens, "wall_s": t1 - t0,
+            "cpu_s": c1 - c0, "summary_s": t2 - t1}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", default="azure-conv")
+    parser.add_argument("--model", default="llama-3.1-8b")
+    parser.add_argument("--gpu", default="h100-sxm")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    config = VllmConfig(model=args.model, gpu=args.gpu)
+    runs = [_once(config, args.workload) for _ in range(args.repeat)]
+    best = min(runs, key=lambda r: r["cpu_s"])
+    print(f"{args.workload}: {best['requests']:,} requests, {best['tokens']:,} output tokens, "
+          f"{best['steps']:,} engine steps on {args.model} / {args.gpu} (best of "
+          f"{args.repeat})")
+    print(f"  simulate()        {best['wall_s']:6.2f} s wall  ({best['cpu_s']:.2f} s CPU; "
+          "target <= 10 s)")
+    print(f"    of which the shared summary (per-token ITL pooling) {best['summary_s']:.2f} s")
+    print(f"  simulated requests/s (total CPU): {best['requests'] / best['cpu_s']:,.0f}")
+    print(f"  Vidur (published): {VIDUR_REQUESTS:,} requests in {VIDUR_SECONDS} s on 2 vCPUs = "
+          f"{VIDUR_REQUESTS / VIDUR_SECONDS:,.0f} requests/s")
+
+
+if __name__ == "__main__":
+    main()
