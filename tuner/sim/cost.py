@@ -6,12 +6,13 @@ A step is described by its aggregate shape (:class:`StepShape`); its time is
 * memory-bound kernels (norms, RoPE, activation, residual add, embedding) at a fitted bandwidth,
 * attention: prefill FLOPs over the causal context, decode K/V bytes read (halved with an fp8
   KV cache),
-* tensor-parallel all-reduce, two per layer plus the embedding's,
+* tensor-parallel all-reduce, two per layer plus the embedding's (the engines' own kernel for
+  small messages over NVLink, NCCL's fitted timings otherwise),
 * the LM head and sampler over the sequences that produce a token,
-* host overhead per step and per sequence, and kernel launches that the GPU cannot hide:
-  one CUDA graph replay, or without graphs (``enforce_eager``, or batches larger than the
-  captured sizes) one launch per layer that the GPU hides only behind its own work, plus the
-  idle gaps between dependent kernels.
+* host overhead per step and per sequence, and kernel launches: one CUDA graph replay, in
+  which kernels keep only part of their fitted (launch-inclusive) latency; or without graphs
+  (``enforce_eager``, or batches larger than the captured sizes) the full latencies plus one
+  host launch per layer that the GPU hides only behind its own work.
 
 Coefficients come from ``calibration.yaml`` (fitted) and ``knobs.yaml`` (hand-set), see
 :mod:`tuner.sim.cost_coeffs`. :meth:`CostModel.step_time_s` is the hot path of the simulator:
@@ -21,10 +22,17 @@ handful of float operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tuner.sim.catalog import GPU, ModelSpec
-from tuner.sim.cost_coeffs import Calibration, GemmCoeffs, load_calibration
+from tuner.sim.cost_coeffs import (
+    AllReduceCoeffs,
+    Calibration,
+    ElementwiseCoeffs,
+    FamilyCoeffs,
+    GemmCoeffs,
+    load_calibration,
+)
 from tuner.sim.cost_ops import (
     LayerDims,
     all_reduce_time_s,
@@ -114,17 +122,20 @@ class CostModel:
         self.kv_cache_dtype = kv_cache_dtype
         self.enforce_eager = enforce_eager
         self.calibration = calibration or load_calibration()
-        self._family = self.calibration.family_for(gpu)
+        self._eager_family = self.calibration.family_for(gpu)
+        self._graph_family = _graph_replay(self._eager_family,
+                                           self.calibration.overhead.cuda_graph_latency_scale)
         self._dims = LayerDims(model.hidden_size, model.num_heads, model.num_kv_heads,
                                model.head_dim, model.intermediate_size, tensor_parallel_size,
                                model.dtype_bytes)
         self._linear_cache: dict[int, float] = {}
-        self._head_cache: dict[int, float] = {}
+        self._head_cache: tuple[dict[int, float], dict[int, float]] = ({}, {})
         self._precompute_constants()
 
     def _precompute_constants(self) -> None:
         att = self.calibration.attention
         ovh = self.calibration.overhead
+        car = self.calibration.custom_all_reduce
         layers = self.model.num_layers
         dims = self._dims
         flops_per_pair = 4.0 * dims.heads_per_rank * dims.head_dim
@@ -138,14 +149,16 @@ class CostModel:
         self._decode_memory_s_per_token = layers * kv_bytes_layer / (att.decode_memory_eff * bw)
         self._attention_fixed_s = layers * att.latency_s
         self._eager_launch_s = layers * ovh.eager_launch_per_layer_s
-        self._eager_gap_s = layers * ovh.eager_gap_per_layer_s
         self._graph_launch_s = ovh.cuda_graph_launch_s
         # Batches above the largest captured size run without a graph, as with enforce_eager.
         self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
         self._step_s = ovh.step_s
         self._per_seq_s = ovh.per_seq_s
+        self._custom_all_reduce_max_bytes = (
+            car.max_bytes if self.gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
+            else -1)
 
-    # ---- per-token-count parts (cached) -------------------------------------------------
+    # ---- kernels ----------------------------------------------------------------------
     def _roofline(self, flops: float, moved: float, c: GemmCoeffs, split: list[float]) -> None:
         peak = self.gpu.bf16_flops
         bw = self.gpu.mem_bw_bytes_s
@@ -153,22 +166,30 @@ class CostModel:
         is_compute_bound = flops / (c.compute_eff * peak) >= moved / (c.memory_eff * bw)
         split[0 if is_compute_bound else 1] += t
 
-    def _elementwise(self, tokens: float, bytes_per_token: float, op: str) -> float:
-        return float(elementwise_time_s(tokens, bytes_per_token, self.gpu.mem_bw_bytes_s,
-                                        self._family.elementwise[op]))
+    def _elementwise(self, tokens: float, bytes_per_token: float, c: ElementwiseCoeffs
+                     ) -> float:
+        return float(elementwise_time_s(tokens, bytes_per_token, self.gpu.mem_bw_bytes_s, c))
 
-    def _mlp(self, tokens: int, split: list[float]) -> None:
-        model, dims, fam = self.model, self._dims, self._family
-        tp = self.tensor_parallel_size
+    def _all_reduce(self, num_bytes: float, fam: FamilyCoeffs) -> float:
+        c = fam.all_reduce
+        if num_bytes <= self._custom_all_reduce_max_bytes:
+            latency = self.calibration.custom_all_reduce.latency_s
+            c = AllReduceCoeffs({n: latency for n in c.latency_s}, c.bus_bw_eff)
+        return float(all_reduce_time_s(num_bytes, self.tensor_parallel_size,
+                                       self.gpu.interconnect_bw_bytes_s, c))
+
+    def _mlp(self, tokens: int, fam: FamilyCoeffs, split: list[float]) -> None:
+        model, dims = self.model, self._dims
         b = model.dtype_bytes
+        act = fam.elementwise["mlp_act"]
         if not model.is_moe:
             for op in ("mlp_up_proj", "mlp_down_proj"):
                 k, n = dims.gemm_shapes()[op]
                 self._roofline(*gemm_flops_bytes(float(tokens), k, n, b), fam.gemm, split)
             split[1] += self._elementwise(tokens, dims.elementwise_bytes_per_token()["mlp_act"],
-                                          "mlp_act")
+                                          act)
             return
-        h, width = model.hidden_size, model.moe_intermediate_size // tp
+        h, width = model.hidden_size, model.moe_intermediate_size // self.tensor_parallel_size
         routed = tokens * model.num_active_experts
         touched = expected_experts_touched(float(tokens), model.num_experts,
                                            model.num_active_experts)
@@ -177,55 +198,57 @@ class CostModel:
         flops = 2.0 * routed * h * 3 * width
         moved = b * (touched * 3 * h * width + routed * (2 * h + 3 * width))
         self._roofline(flops, moved, fam.gemm, split)
-        split[1] += self._elementwise(routed, 3 * width * b, "mlp_act")
+        split[1] += self._elementwise(routed, 3 * width * b, act)
 
-    def _linear_split(self, tokens: int) -> _Split:
+    # ---- per-token-count parts (cached in the fast path) --------------------------------
+    def _linear_split(self, tokens: int, fam: FamilyCoeffs) -> _Split:
         """Everything in a forward pass over ``tokens`` tokens except attention and LM head."""
-        dims, fam, gpu = self._dims, self._family, self.gpu
+        dims = self._dims
         layer = [0.0, 0.0, 0.0]
         for op in ("attn_pre_proj", "attn_post_proj"):
             k, n = dims.gemm_shapes()[op]
             self._roofline(*gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes),
                            fam.gemm, layer)
-        self._mlp(tokens, layer)
+        self._mlp(tokens, fam, layer)
         per_token = dims.elementwise_bytes_per_token()
         for op in ("input_layernorm", "attn_rope", "post_attention_layernorm", "add"):
-            layer[1] += self._elementwise(tokens, per_token[op], op)
-        activation_bytes = tokens * self.model.hidden_size * self.model.dtype_bytes
-        all_reduce = all_reduce_time_s(float(activation_bytes), self.tensor_parallel_size,
-                                       gpu.interconnect_bw_bytes_s, fam.all_reduce)
+            layer[1] += self._elementwise(tokens, per_token[op], fam.elementwise[op])
+        all_reduce = self._all_reduce(tokens * self.model.hidden_size * self.model.dtype_bytes,
+                                      fam)
         layer[2] += 2 * all_reduce
         layers = self.model.num_layers
-        embedding = self._elementwise(tokens, per_token["emb"], "emb")
-        final_norm = self._elementwise(tokens, per_token["input_layernorm"], "input_layernorm")
+        embedding = self._elementwise(tokens, per_token["emb"], fam.elementwise["emb"])
+        final_norm = self._elementwise(tokens, per_token["input_layernorm"],
+                                       fam.elementwise["input_layernorm"])
         return _Split(layers * layer[0], layers * layer[1] + embedding + final_norm,
                       layers * layer[2] + all_reduce)
 
-    def _head_split(self, num_seqs: int) -> _Split:
+    def _head_split(self, num_seqs: int, fam: FamilyCoeffs) -> _Split:
         """LM head, logits gather and sampler for ``num_seqs`` sampled sequences."""
         if num_seqs <= 0:
             return _Split(0.0, 0.0, 0.0)
-        fam, gpu, model = self._family, self.gpu, self.model
-        tp = self.tensor_parallel_size
+        model = self.model
+        vocab_per_rank = model.vocab_size // self.tensor_parallel_size
         split = [0.0, 0.0, 0.0]
-        self._roofline(*gemm_flops_bytes(float(num_seqs), model.hidden_size,
-                                         model.vocab_size // tp, model.dtype_bytes),
-                       fam.gemm, split)
-        gather_bytes = float(num_seqs * (model.vocab_size // tp) * model.dtype_bytes)
-        split[2] += all_reduce_time_s(gather_bytes, tp, gpu.interconnect_bw_bytes_s,
-                                      fam.all_reduce)
+        self._roofline(*gemm_flops_bytes(float(num_seqs), model.hidden_size, vocab_per_rank,
+                                         model.dtype_bytes), fam.gemm, split)
+        split[2] += self._all_reduce(float(num_seqs * vocab_per_rank * model.dtype_bytes), fam)
         split[1] += self._elementwise(num_seqs, _SAMPLER_PASSES * model.vocab_size * _FP32_BYTES,
-                                      "mlp_act")
+                                      fam.elementwise["mlp_act"])
         return _Split(*split)
 
+    def _family(self, tokens: int) -> FamilyCoeffs:
+        return self._graph_family if tokens <= self._graph_max_tokens else self._eager_family
+
     def _linear_s(self, tokens: int) -> float:
-        value = self._linear_split(tokens).total_s
+        value = self._linear_split(tokens, self._family(tokens)).total_s
         self._linear_cache[tokens] = value
         return value
 
-    def _head_s(self, num_seqs: int) -> float:
-        value = self._head_split(num_seqs).total_s
-        self._head_cache[num_seqs] = value
+    def _head_s(self, num_seqs: int, in_graph: bool) -> float:
+        fam = self._graph_family if in_graph else self._eager_family
+        value = self._head_split(num_seqs, fam).total_s
+        self._head_cache[in_graph][num_seqs] = value
         return value
 
     # ---- public ------------------------------------------------------------------------
@@ -248,21 +271,18 @@ class CostModel:
         if tokens <= 0:
             return 0.0
         num_seqs = num_decode_seqs + num_prefill_seqs
+        in_graph = tokens <= self._graph_max_tokens
         linear = self._linear_cache.get(tokens)
         if linear is None:
             linear = self._linear_s(tokens)
-        head = self._head_cache.get(num_seqs)
+        head = self._head_cache[in_graph].get(num_seqs)
         if head is None:
-            head = self._head_s(num_seqs)
+            head = self._head_s(num_seqs, in_graph)
         gpu_s = (linear + head + self._attention_fixed_s
                  + self._prefill_s_per_work * prefill_attention_work
                  + (self._decode_memory_s_per_token + self._decode_compute_s_per_token)
                  * decode_context_tokens)
-        if tokens <= self._graph_max_tokens:
-            launch_s = self._graph_launch_s
-        else:
-            launch_s = self._eager_launch_s
-            gpu_s += self._eager_gap_s
+        launch_s = self._graph_launch_s if in_graph else self._eager_launch_s
         if launch_s > gpu_s:
             gpu_s = launch_s
         return gpu_s + self._step_s + self._per_seq_s * num_seqs
@@ -270,23 +290,40 @@ class CostModel:
     def step_time(self, shape: StepShape) -> StepTime:
         """Time of one step with its compute / memory / communication / overhead split.
 
-        Agrees with :meth:`step_time_s` on the total.
+        Kernels are split at their CUDA-graph speed; what running without a graph adds
+        (longer kernel latencies, launches the GPU cannot hide) counts as overhead. Agrees
+        with :meth:`step_time_s` on the total.
         """
         tokens = shape.num_prefill_tokens + shape.num_decode_seqs
         if tokens <= 0:
             return StepTime(0.0, 0.0, 0.0, 0.0, 0.0)
         num_seqs = shape.num_decode_seqs + shape.num_prefill_seqs
-        linear = self._linear_split(tokens)
-        head = self._head_split(num_seqs)
+        in_graph = tokens <= self._graph_max_tokens
+        linear = self._linear_split(tokens, self._graph_family)
+        head = self._head_split(num_seqs, self._graph_family)
         compute = (linear.compute_s + head.compute_s
                    + self._prefill_s_per_work * shape.prefill_attention_work
                    + self._decode_compute_s_per_token * shape.decode_context_tokens)
         memory = (linear.memory_s + head.memory_s + self._attention_fixed_s
                   + self._decode_memory_s_per_token * shape.decode_context_tokens)
         communication = linear.communication_s + head.communication_s
-        launch_s, gaps = ((self._graph_launch_s, 0.0) if tokens <= self._graph_max_tokens
-                          else (self._eager_launch_s, self._eager_gap_s))
-        exposed_launch = max(0.0, launch_s - (compute + memory + communication + gaps))
-        overhead = gaps + exposed_launch + self._step_s + self._per_seq_s * num_seqs
-        return StepTime(compute + memory + communication + overhead, compute, memory, overhead,
-                        communication)
+        gpu_s = compute + memory + communication
+        if in_graph:
+            launch_s, eager_extra = self._graph_launch_s, 0.0
+        else:
+            eager = (self._linear_split(tokens, self._eager_family).total_s
+                     + self._head_split(num_seqs, self._eager_family).total_s)
+            launch_s, eager_extra = self._eager_launch_s, eager - linear.total_s - head.total_s
+        exposed_launch = max(0.0, launch_s - (gpu_s + eager_extra))
+        overhead = eager_extra + exposed_launch + self._step_s + self._per_seq_s * num_seqs
+        return StepTime(gpu_s + overhead, compute, memory, overhead, communication)
+
+
+def _graph_replay(fam: FamilyCoeffs, latency_scale: float) -> FamilyCoeffs:
+    """The family's coefficients with kernel latencies as replayed from a CUDA graph."""
+    return FamilyCoeffs(
+        gemm=replace(fam.gemm, latency_s=fam.gemm.latency_s * latency_scale),
+        elementwise={op: replace(c, latency_s=c.latency_s * latency_scale)
+                     for op, c in fam.elementwise.items()},
+        all_reduce=fam.all_reduce,
+    )

@@ -88,8 +88,17 @@ class OverheadKnobs:
     per_seq_s: float
     cuda_graph_launch_s: float
     eager_launch_per_layer_s: float
-    eager_gap_per_layer_s: float
+    cuda_graph_latency_scale: float
     cuda_graph_max_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class CustomAllReduceKnobs:
+    """The engines' own all-reduce kernel for small messages over NVLink-class links."""
+
+    latency_s: float
+    max_bytes: int
+    min_interconnect_bytes_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +119,7 @@ class Calibration:
     default_family: str
     attention: AttentionKnobs
     overhead: OverheadKnobs
+    custom_all_reduce: CustomAllReduceKnobs
     memory: MemoryKnobs
     source: str
 
@@ -170,7 +180,9 @@ def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
                   "prefill_compute_eff", "decode_memory_eff", "latency_s")
     ovh = _floats(_section(knobs, "overhead", origin), f"{origin}.overhead", "step_s",
                   "per_seq_s", "cuda_graph_launch_s", "eager_launch_per_layer_s",
-                  "eager_gap_per_layer_s", "cuda_graph_max_tokens")
+                  "cuda_graph_latency_scale", "cuda_graph_max_tokens")
+    car = _floats(_section(knobs, "custom_all_reduce", origin), f"{origin}.custom_all_reduce",
+                  "latency_s", "max_bytes", "min_interconnect_gb_s")
     mem = _floats(_section(knobs, "memory", origin), f"{origin}.memory", "non_torch_gib",
                   "non_torch_per_extra_rank_gib", "hidden_buffers", "sampler_logit_copies",
                   "cuda_graph_base_gib", "cuda_graph_per_layer_gib")
@@ -182,8 +194,12 @@ def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
             step_s=ovh["step_s"], per_seq_s=ovh["per_seq_s"],
             cuda_graph_launch_s=ovh["cuda_graph_launch_s"],
             eager_launch_per_layer_s=ovh["eager_launch_per_layer_s"],
-            eager_gap_per_layer_s=ovh["eager_gap_per_layer_s"],
+            cuda_graph_latency_scale=ovh["cuda_graph_latency_scale"],
             cuda_graph_max_tokens=int(ovh["cuda_graph_max_tokens"]),
+        ),
+        custom_all_reduce=CustomAllReduceKnobs(
+            latency_s=car["latency_s"], max_bytes=int(car["max_bytes"]),
+            min_interconnect_bytes_s=car["min_interconnect_gb_s"] * 1e9,
         ),
         memory=MemoryKnobs(
             non_torch_bytes=int(mem["non_torch_gib"] * GIB),

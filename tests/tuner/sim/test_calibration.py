@@ -53,7 +53,7 @@ def write_compute_csv(path: Path) -> None:
                     row.append(float(elementwise_time_s(
                         float(tokens), dims.elementwise_bytes_per_token()[op],
                         GPU.mem_bw_bytes_s, TRUE_ELEMENTWISE)) * 1e3)
-                writer.writerow(row + [32, 8, 4096, 14336, 128256, True, tokens, tp])
+                writer.writerow([*row, 32, 8, 4096, 14336, 128256, True, tokens, tp])
 
 
 def write_network_csv(path: Path) -> None:

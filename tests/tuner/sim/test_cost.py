@@ -151,11 +151,11 @@ def test_custom_knobs_file(tmp_path):
 
     text = resources.files("tuner.sim.catalog").joinpath("knobs.yaml").read_text()
     path = tmp_path / "knobs.yaml"
-    path.write_text(text.replace("step_s: 0.8e-3", "step_s: 5.0e-3"))
+    path.write_text(text.replace("step_s: 1.6e-3", "step_s: 5.0e-3"))
     custom = CostModel(LLAMA_8B, H100, calibration=load_calibration(knobs_path=path))
     default = CostModel(LLAMA_8B, H100)
     difference = custom.step_time_s(0, 0.0, 8, 8000, 0) - default.step_time_s(0, 0.0, 8, 8000, 0)
-    assert difference == pytest.approx(4.2e-3)
-    path.write_text(text.replace("  step_s: 0.8e-3\n", ""))
+    assert difference == pytest.approx(3.4e-3)
+    path.write_text(text.replace("  step_s: 1.6e-3\n", ""))
     with pytest.raises(ConfigError, match="`step_s` must be a non-negative number"):
         load_calibration(knobs_path=path)
