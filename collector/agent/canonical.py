@@ -132,19 +132,30 @@ def apply_rules(families: Iterable[Family], rules: Sequence[Rule]) -> tuple[Fami
 
 
 def rename_histogram(fam: Family, target: str, scale: float = 1.0) -> Family:
-    """A histogram family under a canonical name, with ``le`` and ``_sum`` scaled."""
+    """A histogram family under a canonical name, with ``le`` and ``_sum`` scaled.
+
+    A label set with a ``_count`` but no ``+Inf`` bucket (documentation excerpts, some
+    exporters) gets one: by definition the ``+Inf`` bucket equals ``_count``, and quantiles
+    need it.
+    """
     samples = []
+    has_inf: set[Labels] = set()
     for s in fam.samples:
         suffix = s.name[len(fam.name):]
         if suffix == "_bucket":
             labels = _scale_le(s.labels, scale)
             if labels is None:
                 continue
+            if ("le", "+Inf") in labels:
+                has_inf.add(tuple(kv for kv in labels if kv[0] != "le"))
             samples.append(Sample(f"{target}_bucket", labels, s.value))
         elif suffix == "_sum":
             samples.append(Sample(f"{target}_sum", s.labels, s.value * scale))
         elif suffix == "_count":
             samples.append(Sample(f"{target}_count", s.labels, s.value))
+    for s in [s for s in samples if s.name == f"{target}_count" and s.labels not in has_inf]:
+        samples.append(Sample(f"{target}_bucket", tuple(sorted((*s.labels, ("le", "+Inf")))),
+                              s.value))
     return Family(target, MetricType.HISTOGRAM, tuple(samples), CANONICAL[target].description)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -34,15 +35,33 @@ def summary_cmd(
     if json:
         print_json([s.to_dict() for s in summaries])
         return
-    table = Table("target", "up", "TTFT p50/p99 ms", "ITL p50/p99 ms", "E2E p50/p99 ms",
-                  "req/s", "out tok/s", "waiting", "KV", "prefix hit", "VRAM GiB", "GPU", "W")
-    for s in summaries:
-        table.add_row(s.target, _up(s), _pair(s.ttft_ms), _pair(s.itl_ms), _pair(s.e2e_ms),
-                      _num(s.request_throughput), _num(s.output_token_throughput),
-                      _num(s.requests_waiting), _pct(s.kv_usage), _pct(s.prefix_hit_rate),
-                      _gib(s.vram_used_bytes, s.vram_total_bytes), _pct(s.gpu_utilization),
-                      _num(s.power_watts))
+    table = Table("", *(s.target for s in summaries))
+    for label, render in _ROWS:
+        table.add_row(label, *(render(s) for s in summaries))
     console.print(table)
+
+
+def _quantiles(q: dict[str, float | None]) -> str:
+    return "/".join(_num(q.get(k)) for k in ("p50", "p90", "p99"))
+
+
+_ROWS: tuple[tuple[str, Callable[[TargetMetricsSummary], str]], ...] = (
+    ("up", lambda s: _up(s)),
+    ("TTFT p50/p90/p99 ms", lambda s: _quantiles(s.ttft_ms)),
+    ("ITL p50/p90/p99 ms", lambda s: _quantiles(s.itl_ms)),
+    ("TPOT p50/p90/p99 ms", lambda s: _quantiles(s.tpot_ms)),
+    ("E2E p50/p90/p99 ms", lambda s: _quantiles(s.e2e_ms)),
+    ("requests/s", lambda s: _num(s.request_throughput)),
+    ("output tokens/s", lambda s: _num(s.output_token_throughput)),
+    ("input tokens/s", lambda s: _num(s.input_token_throughput)),
+    ("running / waiting", lambda s: f"{_num(s.requests_running)} / {_num(s.requests_waiting)}"),
+    ("KV usage", lambda s: _pct(s.kv_usage)),
+    ("prefix hit rate", lambda s: _pct(s.prefix_hit_rate)),
+    ("preemptions/s", lambda s: _num(s.preemption_rate)),
+    ("VRAM used/total GiB", lambda s: _gib(s.vram_used_bytes, s.vram_total_bytes)),
+    ("GPU utilisation", lambda s: _pct(s.gpu_utilization)),
+    ("power W", lambda s: _num(s.power_watts)),
+)
 
 
 def _up(s: TargetMetricsSummary) -> str:
@@ -55,10 +74,6 @@ def _num(v: float | None) -> str:
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
-
-
-def _pair(q: dict[str, float | None]) -> str:
-    return f"{_num(q.get('p50'))}/{_num(q.get('p99'))}"
 
 
 def _gib(used: float | None, total: float | None) -> str:

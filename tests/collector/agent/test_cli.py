@@ -1,0 +1,85 @@
+"""``slotune agent --once``, ``slotune metrics summary``, ``slotune targets list``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from agent_helpers import MetricsServer, Routes, data_text, models_json, vllm_exposition
+from typer.testing import CliRunner
+
+from collector.agent import scrape_snapshot
+from collector.errors import ConfigError, SourceError
+from ui.cli import app
+
+Server = Callable[[Routes], MetricsServer]
+
+
+def slotune(db: str, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["--db", db, *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_agent_once_then_summary_and_targets(agent_db: str, tmp_path: Path,
+                                             metrics_server: Server) -> None:
+    engine = metrics_server({"/metrics": lambda: vllm_exposition([1, 2, 0, 0, 0, 0, 0],
+                                                                 waiting=4, kv_usage=0.5),
+                             "/v1/models": lambda: models_json("llama")})
+    dcgm = metrics_server({"/metrics": lambda: data_text(
+        "dcgm_exporter_tesla_t4_prof_excerpt.prom")})
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"targets:\n  - {{kind: dcgm, url: '{dcgm.url}', name: gpus,"
+                       " labels: {pool: chat}}\n")
+    code, out, err = slotune(agent_db, "agent", "--target", f"vllm={engine.url}",
+                             "--target", "nvml=fake", "--targets", str(targets), "--once",
+                             "--node", "gpu-1", "--spool-dir", str(tmp_path / "spool"), "--json")
+    assert code == 0, err
+    outcomes = {o["target"]: o for o in json.loads(out)}
+    assert set(outcomes) == {f"vllm@{engine.url[7:]}", "nvml@gpu-1", "gpus"}
+    assert all(o["is_up"] for o in outcomes.values())
+
+    code, out, _ = slotune(agent_db, "targets", "list", "--json")
+    listed = {t["name"]: t for t in json.loads(out)}
+    assert listed[f"vllm@{engine.url[7:]}"]["model"] == "llama"
+    assert listed["gpus"]["pool"] == "chat" and listed["gpus"]["node"] == "gpu-1"
+
+    code, out, _ = slotune(agent_db, "metrics", "summary", "--window", "1m", "--json")
+    by_target = {s["target"]: s for s in json.loads(out)}
+    engine_summary = by_target[f"vllm@{engine.url[7:]}"]
+    assert engine_summary["requests_waiting"] == 4.0 and engine_summary["kv_usage"] == 0.5
+    gpu = by_target["nvml@gpu-1"]
+    assert gpu["vram_used_bytes"] == 76_000_000_000 and gpu["power_watts"] == 512.0
+    assert by_target["gpus"]["vram_used_bytes"] == 5120 * 1024 * 1024
+
+    code, out, _ = slotune(agent_db, "metrics", "summary", "--target", "gpus")
+    assert code == 0 and "gpus" in out
+    code, _, err = slotune(agent_db, "metrics", "summary", "--target", "nope")
+    assert code == 1 and "no target named 'nope'" in err
+
+
+def test_agent_without_targets_says_how_to_give_one(agent_db: str) -> None:
+    code, _, err = slotune(agent_db, "agent", "--once")
+    assert code == 1 and "--target KIND=URL" in err
+
+
+def test_scrape_snapshot_for_the_tuner(metrics_server: Server) -> None:
+    text = data_text("vllm_v1_design_doc_example.prom") + (
+        "# TYPE vllm:prefix_cache_queries_total counter\n"
+        "vllm:prefix_cache_queries_total 200\n"
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        "vllm:prefix_cache_hits_total 50\n"
+        "# TYPE vllm:num_preemptions_total counter\n"
+        "vllm:num_preemptions_total 3\n"
+        "vllm:kv_cache_usage_perc 0.75\n")
+    engine = metrics_server({"/metrics": lambda: text})
+    snap = scrape_snapshot("vllm", engine.url)
+    assert (snap.prefix_hit_rate, snap.preemptions, snap.kv_usage) == (0.25, 3.0, 0.75)
+    assert snap.histograms["ttft"].count == 140.0
+    assert snap.histograms["ttft"].quantile(0.5) == pytest.approx(0.02 + 0.02 * (70 - 13) / 84)
+    assert snap.num_skipped_lines == 4
+    with pytest.raises(SourceError, match="is unreachable"):
+        scrape_snapshot("vllm", "http://127.0.0.1:9", timeout_s=1.0)
+    with pytest.raises(ConfigError, match="unknown engine kind"):
+        scrape_snapshot("tgi", engine.url)
