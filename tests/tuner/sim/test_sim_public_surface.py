@@ -1,0 +1,19 @@
+"""The simulator package's deliberate public surface (httpx-style pin)."""
+
+from __future__ import annotations
+
+import tuner.sim
+
+EXPECTED = {
+    "TRTLLM_FLAGS_HELP", "VLLM_FLAGS_HELP", "Engine", "EngineConfig", "EngineCore",
+    "EngineSeries", "EngineStats", "RequestRejected", "RequestTiming", "ResolvedConfig",
+    "ResolvedTrtllm", "ResolvedVllm", "SimRequest", "SimResult", "StepBreakdown", "StepResult",
+    "TrtllmConfig", "VllmConfig", "config_from_params", "extra_llm_api_options",
+    "launch_command", "parse_engine_flags", "resolve", "simulate", "to_argv", "trace_requests",
+}
+
+
+def test_public_surface_is_pinned() -> None:
+    assert set(tuner.sim.__all__) == EXPECTED
+    for name in EXPECTED:
+        assert getattr(tuner.sim, name) is not None
