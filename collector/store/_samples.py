@@ -114,13 +114,14 @@ def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) 
     digest = labels_hash(s.labels)
     where = (MetricSeries.target_id == target_id, MetricSeries.name == s.name,
              MetricSeries.labels_hash == digest)
-    series_id = conn.execute(select(MetricSeries.id).where(*where)).scalar_one_or_none()
-    is_new = series_id is None
+    found = conn.execute(select(MetricSeries.id).where(*where)).scalar_one_or_none()
+    is_new = found is None
     if is_new:
         conn.execute(insert_ignore(conn, MetricSeries).values(
             target_id=target_id, name=s.name, type=s.type, labels=dict(s.labels),
             labels_hash=digest))
-        series_id = conn.execute(select(MetricSeries.id).where(*where)).scalar_one()
+    series_id: int = found if found is not None else conn.execute(
+        select(MetricSeries.id).where(*where)).scalar_one()
     store.cache.ids[key] = series_id
     if is_cumulative(s.name, s.type):
         store.cache.cumulative.add(series_id)

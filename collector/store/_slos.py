@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 
 from collector.errors import ConfigError
 from collector.slo import SLI, SLO, Selector
@@ -54,6 +55,7 @@ def delete_slo(store: Store, name: str) -> None:
         ConfigError: no SLO has this name.
     """
     with store.session() as session:
-        deleted = session.execute(delete(SLORow).where(SLORow.name == name)).rowcount
+        result = session.execute(delete(SLORow).where(SLORow.name == name))
+        deleted = cast(CursorResult[Any], result).rowcount
     if not deleted:
         raise ConfigError(f"no SLO named {name!r}; see the names with `slotune slo list`")

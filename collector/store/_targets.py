@@ -18,8 +18,9 @@ PROMOTED_LABELS = ("node", "pool", "model")
 
 def insert_ignore(conn: Connection, table: type[Base]) -> sqlite.Insert | postgresql.Insert:
     """An INSERT that skips rows whose key already exists, for either dialect."""
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
-    return dialect.insert(table).on_conflict_do_nothing()
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing()
+    return postgresql.insert(table).on_conflict_do_nothing()
 
 
 def register_target(store: Store, name: str, kind: str, url: str,
