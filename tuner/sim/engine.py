@@ -233,7 +233,8 @@ class EngineCore:
             # Step time is linear in the context read: no need to price every step.
             d = d0 + slope * np.arange(num_steps)
             starts = np.cumsum(d) - d
-            return d[:int(np.searchsorted(starts, max_start_s))].tolist()
+            cut: list[float] = d[:int(np.searchsorted(starts, max_start_s))].tolist()
+            return cut
         durations: list[float] = []
         elapsed = 0.0
         for i in range(num_steps):
