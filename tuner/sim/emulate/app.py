@@ -26,7 +26,7 @@ from tuner.sim.emulate.openai_api import (
     parse_request,
 )
 from tuner.sim.emulate.prompts import output_text
-from tuner.sim.emulate.realtime import RealtimeEngine, RequestHandle
+from tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
 from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics
 from tuner.sim.emulate.vllm_metrics import VllmMetrics
 from tuner.sim.request import RequestRejected
@@ -88,6 +88,7 @@ class _Routes:
         return await self._generate(request, ApiKind.CHAT)
 
     async def _generate(self, request: web.Request, kind: ApiKind) -> web.StreamResponse:
+        received = Arrival.now()
         prefix = "cmpl-" if kind is ApiKind.COMPLETION else "chatcmpl-"
         response_id = prefix + uuid.uuid4().hex
         try:
@@ -97,7 +98,7 @@ class _Routes:
                 raise bad_request(f"The request body is not valid JSON: {e}") from e
             parsed = parse_request(body, kind, self._model.served_name,
                                    self._model.max_model_len)
-            handle = self._submit(request, response_id, parsed)
+            handle = self._submit(request, response_id, parsed, received)
         except ApiError as e:
             return web.json_response(e.body(), status=e.status)
         frame = ResponseFrame(kind, response_id, int(time.time()), self._model.served_name)
@@ -110,12 +111,12 @@ class _Routes:
             if not handle.is_finished:
                 self._engine.abort(handle.request_id)
 
-    def _submit(self, request: web.Request, response_id: str,
-                parsed: GenerationRequest) -> RequestHandle:
+    def _submit(self, request: web.Request, response_id: str, parsed: GenerationRequest,
+                received: Arrival) -> RequestHandle:
         timing_id = request.headers.get("X-Request-Id") or response_id
         try:
             return self._engine.submit(response_id, timing_id, parsed.prompt_token_ids,
-                                       parsed.max_tokens, parsed.min_tokens)
+                                       parsed.max_tokens, parsed.min_tokens, received)
         except RequestRejected as e:
             raise bad_request(str(e)) from e
 

@@ -45,6 +45,18 @@ RequestFactory = Callable[[str, float, Sequence[int], int, int], Any]
 
 
 @dataclass(frozen=True, slots=True)
+class Arrival:
+    """The moment a request reached the server, on both clocks."""
+
+    wall_s: float
+    perf_s: float
+
+    @classmethod
+    def now(cls) -> Arrival:
+        return cls(time.time(), time.perf_counter())
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """New output tokens for one request (``num_tokens`` may be 0 on a bare finish)."""
 
@@ -144,15 +156,30 @@ class RealtimeEngine:
         prompt_token_ids: Sequence[int],
         max_tokens: int,
         min_tokens: int = 0,
+        received: Arrival | None = None,
     ) -> RequestHandle:
-        """Hand a request to the engine; it joins the next scheduler step."""
-        now_perf = time.perf_counter()
+        """Hand a request to the engine; it joins the next scheduler step.
+
+        Args:
+            request_id: the engine's id for the request (unique among those in flight).
+            timing_id: the id written to the timings file.
+            prompt_token_ids: the prompt.
+            max_tokens: output tokens to generate.
+            min_tokens: accepted for the core's request; the core generates ``max_tokens``.
+            received: when the server received the request (default: now); TTFT, queue
+                time and the timings file count from here, as vLLM counts from arrival.
+
+        Raises:
+            RequestRejected: the core refuses the request (too long for the engine).
+        """
+        arrival = received or Arrival.now()
+        now_perf = arrival.perf_s
         flight = _Flight(
             request_id=request_id,
             timing_id=timing_id,
             prompt_tokens=len(prompt_token_ids),
             max_tokens=max_tokens,
-            arrival_wall_s=time.time(),
+            arrival_wall_s=arrival.wall_s,
             arrival_perf_s=now_perf,
         )
         arrival_s = (now_perf - self._origin_perf_s) * self._time_scale
