@@ -35,6 +35,7 @@ from tuner.sim.cost_coeffs import (
 )
 from tuner.sim.cost_ops import (
     LayerDims,
+    Num,
     all_reduce_time_s,
     elementwise_time_s,
     expected_experts_touched,
@@ -159,11 +160,12 @@ class CostModel:
             else -1)
 
     # ---- kernels ----------------------------------------------------------------------
-    def _roofline(self, flops: float, moved: float, c: GemmCoeffs, split: list[float]) -> None:
+    def _roofline(self, flops: Num, moved: Num, c: GemmCoeffs, split: list[float]) -> None:
         peak = self.gpu.bf16_flops
         bw = self.gpu.mem_bw_bytes_s
         t = float(roofline_time_s(flops, moved, peak, bw, c))
-        is_compute_bound = flops / (c.compute_eff * peak) >= moved / (c.memory_eff * bw)
+        is_compute_bound = float(flops) / (c.compute_eff * peak) >= float(moved) / (
+            c.memory_eff * bw)
         split[0 if is_compute_bound else 1] += t
 
     def _elementwise(self, tokens: float, bytes_per_token: float, c: ElementwiseCoeffs

@@ -29,7 +29,7 @@ def token_weights(num_tokens: np.ndarray) -> np.ndarray:
     """
     bins = np.floor(np.log2(np.maximum(num_tokens, 1.0))).astype(int)
     counts = np.bincount(bins)
-    return 1.0 / counts[bins]
+    return np.asarray(1.0 / counts[bins], dtype=float)
 
 
 def _weighted_error(samples: list[OpSamples], predictions: list[np.ndarray]) -> float:

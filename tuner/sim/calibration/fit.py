@@ -33,7 +33,7 @@ from tuner.sim.calibration._model import (
     predict_elementwise,
     predict_gemm,
 )
-from tuner.sim.calibration._report import group_table, op_table, write_report
+from tuner.sim.calibration._report import Predict, group_table, op_table, write_report
 from tuner.sim.catalog import GPU, get_gpu
 from tuner.sim.cost_coeffs import ELEMENTWISE_OPS, FamilyCoeffs
 from tuner.sim.cost_ops import GEMM_OPS
@@ -53,7 +53,7 @@ def _fit_family(compute: list[OpSamples], network: list[AllReduceSamples], gpu: 
     return FamilyCoeffs(gemm, elementwise, fit_all_reduce(network, gpu))
 
 
-def _predictor(fitted: dict[str, FamilyCoeffs], gpus: dict[str, GPU]):  # type: ignore[no-untyped-def]
+def _predictor(fitted: dict[str, FamilyCoeffs], gpus: dict[str, GPU]) -> Predict:
     def predict(s: OpSamples) -> np.ndarray:
         fam, gpu = fitted[s.family], gpus[s.family]
         if s.op in GEMM_OPS:
@@ -101,10 +101,10 @@ def _report_body(compute: list[OpSamples], network: list[AllReduceSamples],
         groups[(s.family, s.model, "linear" if s.op in GEMM_OPS else "memory-bound")].append(s)
         groups[(s.family, s.model, "layer total")].append(s)
     ar_rows = ["| GPU | workers | MAPE % | points |", "|---|---|---|---|"]
-    for s in network:
-        pred = predict_all_reduce(s, gpus[s.family], fitted[s.family].all_reduce)
-        ar_rows.append(f"| {s.family} | {s.num_workers} | {mape(pred, s.measured_s):.1f} | "
-                       f"{len(s.size_bytes)} |")
+    for ar in network:
+        pred = predict_all_reduce(ar, gpus[ar.family], fitted[ar.family].all_reduce)
+        ar_rows.append(f"| {ar.family} | {ar.num_workers} | {mape(pred, ar.measured_s):.1f} | "
+                       f"{len(ar.size_bytes)} |")
     all_pred = np.concatenate([predict(s) for s in compute])
     all_measured = np.concatenate([s.measured_s for s in compute])
     return [
