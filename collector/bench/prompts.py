@@ -67,23 +67,31 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
     if not path.is_dir():
         raise ConfigError(f"--tokenizer {path}: not a directory; give a local Hugging Face "
                           "tokenizer directory (with tokenizer.json)")
+    tokenizers: Any
     try:
-        from tokenizers import Tokenizer  # type: ignore[import-not-found]
+        import tokenizers
     except ImportError:
-        Tokenizer = None
-    if Tokenizer is not None and (path / "tokenizer.json").is_file():
-        tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        tokenizers = None
+    if tokenizers is not None and (path / "tokenizer.json").is_file():
+        tok = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
         return (lambda t: tok.encode(t, add_special_tokens=False).ids,
                 lambda ids: tok.decode(ids))
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]
     except ImportError:
+        if tokenizers is not None:
+            raise ConfigError(f"--tokenizer {path}: no tokenizer.json there; give a Hugging Face "
+                              "tokenizer directory with tokenizer.json (or install "
+                              "'transformers' for other tokenizer formats)") from None
         raise ConfigError(
             f"--tokenizer {path}: reading it needs the 'tokenizers' package (for "
             "tokenizer.json) or 'transformers'; install one (pip install tokenizers) or "
             "drop --tokenizer to use the built-in approximation"
         ) from None
-    hf = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    try:
+        hf = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--tokenizer {path}: no tokenizer could be loaded there ({e})") from e
     return (lambda t: hf.encode(t, add_special_tokens=False),
             lambda ids: hf.decode(ids))
 
