@@ -1,14 +1,23 @@
 """The fitting script on a small profiling directory in Vidur's layout, generated from known
-coefficients: the fit must recover them and write files the cost model loads."""
+coefficients (the fit must recover them and write files the cost model loads), and the bundled
+calibration against a sample of the real timings."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tuner.sim.calibration import fit
+from tuner.sim.calibration._data import load_all_reduce, load_compute
+from tuner.sim.calibration._model import (
+    mape,
+    predict_all_reduce,
+    predict_elementwise,
+    predict_gemm,
+)
 from tuner.sim.calibration._report import BEGIN, END
 from tuner.sim.catalog import get_gpu
 from tuner.sim.cost_coeffs import (
@@ -98,3 +107,38 @@ def test_fit_reports_a_wrong_directory(tmp_path: Path, capsys: pytest.CaptureFix
     assert fit.main(["--profiling", str(tmp_path), "--no-report",
                      "--output", str(tmp_path / "c.yaml")]) == 1
     assert "no compute/<gpu>/<org>/<model>/mlp.csv" in capsys.readouterr().err
+
+
+SAMPLE = Path(__file__).parent / "data" / "vidur_profiling_sample"
+REFERENCE_GPUS = {"a100": get_gpu("a100-80gb"), "h100": get_gpu("h100-sxm")}
+
+
+def test_bundled_calibration_matches_real_operator_timings():
+    calibration = load_calibration()
+    compute = load_compute(SAMPLE)
+    assert {s.model for s in compute} == {
+        "Meta-Llama-3-8B", "Meta-Llama-3-70B", "Llama-2-7b-hf", "Llama-2-70b-hf"}
+    layers: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+    for s in compute:
+        gpu = REFERENCE_GPUS[s.family]
+        family = calibration.families[s.family]
+        if s.op in GEMM_OPS:
+            predicted = predict_gemm(s, gpu, family.gemm)
+        else:
+            predicted = predict_elementwise(s, gpu, family.elementwise[s.op])
+        assert mape(predicted, s.measured_s) < 25.0, (s.family, s.model, s.op)
+        layers.setdefault((s.family, s.model), []).append((predicted, s.measured_s))
+    for key, parts in layers.items():
+        predicted = np.sum([p for p, _ in parts], axis=0)
+        measured = np.sum([m for _, m in parts], axis=0)
+        assert mape(predicted, measured) < 12.0, key
+
+
+def test_bundled_calibration_matches_real_all_reduce_timings():
+    calibration = load_calibration()
+    for s in load_all_reduce(SAMPLE):
+        predicted = predict_all_reduce(s, REFERENCE_GPUS[s.family],
+                                       calibration.families[s.family].all_reduce)
+        # Small messages are noisy (2 KiB: 10 us once, 61 us at the next worker count), and
+        # this 17-size sample weighs them more than the full data does.
+        assert mape(predicted, s.measured_s) < 25.0, (s.family, s.num_workers)
