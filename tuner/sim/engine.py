@@ -166,6 +166,12 @@ class EngineCore:
         if not self.scheduler.has_unfinished():
             return None
         batch = self.scheduler.schedule()
+        while not batch.scheduled and batch.preempted:
+            # A request preempted itself and nothing else ran (vLLM's empty step, no forward
+            # pass): schedule again with the freed blocks.
+            preempted = batch.preempted
+            batch = self.scheduler.schedule()
+            batch.preempted[:0] = preempted
         if not batch.scheduled:
             return None
         shape = (batch.num_prefill_tokens, batch.prefill_attention_work, batch.num_decode_seqs,
