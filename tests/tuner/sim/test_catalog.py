@@ -7,12 +7,21 @@ import pytest
 from collector.errors import ConfigError
 from tuner.sim.catalog import (
     CATALOG_ENV,
+    _loader,
     get_gpu,
     get_model,
     list_gpus,
     list_models,
     load_catalog_file,
 )
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees only the bundled catalog, and its additions vanish afterwards."""
+    monkeypatch.setattr(_loader, "_registry", None)
+    monkeypatch.delenv(CATALOG_ENV, raising=False)
+
 
 REQUIRED_GPUS = {
     "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "l4", "a10g",
