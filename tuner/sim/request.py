@@ -90,7 +90,6 @@ class RequestState:
     num_cached_tokens: int = 0
     num_hashed_blocks: int = 0
     block_ids: list[int] = field(default_factory=list)
-    num_reserved_blocks: int = 0
     was_scheduled: bool = False
 
     @property
@@ -102,16 +101,8 @@ class RequestState:
         return self.request.prompt_tokens + self.num_output_tokens
 
     @property
-    def num_remaining_outputs(self) -> int:
-        return self.request.max_tokens - self.num_output_tokens
-
-    @property
     def is_prefilling(self) -> bool:
         return self.num_computed_tokens < self.num_tokens - 1
-
-    @property
-    def is_finished(self) -> bool:
-        return self.num_output_tokens >= self.request.max_tokens
 
 
 def prefix_block_hashes(request: SimRequest, block_size: int) -> list[int]:
