@@ -22,10 +22,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
+from pathlib import Path
 from typing import Any
 
-import aiohttp
 import numpy as np
 from aiohttp import web
 
@@ -39,11 +41,14 @@ TOKEN_INTERVAL_S = 0.005
 # --- server process ---------------------------------------------------------------------
 
 def serve(port: int, output_tokens: int) -> None:
-    stamps: dict[str, tuple[float, float]] = {}
-    words = [json.dumps({"choices": [{"index": 0, "text": " tok", "finish_reason": None}]})
+    stamps: dict[str, tuple[float, float, float]] = {}
+    head = {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": "m"}
+    words = [json.dumps({**head, "choices": [{"index": 0, "text": " tok", "logprobs": None,
+                                              "finish_reason": None}], "usage": None})
              for _ in range(output_tokens)]
-    usage = json.dumps({"choices": [], "usage": {"prompt_tokens": 10,
-                                                 "completion_tokens": output_tokens}})
+    usage = json.dumps({**head, "choices": [], "usage": {
+        "prompt_tokens": 10, "completion_tokens": output_tokens,
+        "total_tokens": 10 + output_tokens}})
     events = [f"data: {w}\n\n".encode() for w in words]
     tail = f"data: {usage}\n\ndata: [DONE]\n\n".encode()
 
@@ -57,10 +62,13 @@ def serve(port: int, output_tokens: int) -> None:
         # cool-down requests are cancelled by the client mid-stream
         with contextlib.suppress(ConnectionResetError):
             await resp.write(events[0])
-            stamps[req.headers.get("X-Request-Id", "")] = (t_recv, t_first)
+            t_last = t_first
             for event in events[1:]:
                 await asyncio.sleep(TOKEN_INTERVAL_S)
+                t_last = time.time()
                 await resp.write(event)
+            rid = req.headers.get("X-Request-Id") or f"anonymous-{len(stamps)}"
+            stamps[rid] = (t_recv, t_first, t_last)
             await resp.write(tail)
             await resp.write_eof()
         return resp
@@ -85,20 +93,30 @@ async def loop_lag_probe(stop: asyncio.Event, lags: list[float]) -> None:
         lags.append(time.perf_counter() - t - 0.001)
 
 
-async def measure(url: str, rate: float, duration_s: float,
-                  output_tokens: int) -> tuple[BenchResult, list[float], dict[str, Any]]:
-    config = BenchConfig(url=url, model="m", arrival=ArrivalSpec.from_rate(rate),
-                         input_len="16", output_len=str(output_tokens), duration_s=duration_s,
-                         warmup=int(rate), ignore_eos=False, timeout_s=30)
+async def measure_config(url: str, config: BenchConfig
+                         ) -> tuple[BenchResult, list[float], dict[str, Any]]:
     stop = asyncio.Event()
     lags: list[float] = []
     probe = asyncio.create_task(loop_lag_probe(stop, lags))
     result = await arun_benchmark(config)
     stop.set()
     await probe
-    async with aiohttp.ClientSession() as s, s.get(f"{url}/timings") as r:
-        stamps = await r.json()
-    return result, lags, stamps
+    return result, lags, fetch_timings(url)
+
+
+def fetch_timings(url: str) -> dict[str, Any]:
+    """Server stamps since the last fetch (and clear them)."""
+    with urllib.request.urlopen(f"{url}/timings", timeout=30) as resp:
+        data: dict[str, Any] = json.loads(resp.read())
+    return data
+
+
+def measure(url: str, rate: float, duration_s: float,
+            output_tokens: int) -> tuple[BenchResult, list[float], dict[str, Any]]:
+    config = BenchConfig(url=url, model="m", arrival=ArrivalSpec.from_rate(rate),
+                         input_len="16", output_len=str(output_tokens), duration_s=duration_s,
+                         warmup=int(rate), ignore_eos=False, timeout_s=30)
+    return asyncio.run(measure_config(url, config))
 
 
 def row(*cells: str) -> str:
@@ -111,6 +129,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for(port: int) -> None:
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def pin(pid: int, core: int) -> bool:
     cores = os.sched_getaffinity(0)
     if len(cores) < 2 or core not in cores:
@@ -119,11 +146,96 @@ def pin(pid: int, core: int) -> bool:
     return True
 
 
+# --- side by side with AIPerf -------------------------------------------------------------
+
+_MAKE_TOKENIZER = """
+import json, sys
+from pathlib import Path
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+words = "tok the of and to in a is that for it as with be on not by this you have from at"
+vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(sorted(set(words.split())))}}
+tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
+tok.decoder = decoders.WordPiece(prefix="##")
+tok.save(str(out / "tokenizer.json"))
+(out / "tokenizer_config.json").write_text(json.dumps(
+    {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"}))
+"""
+
+
+def server_truth(stamps: dict[str, Any], rid: str, output_tokens: int) -> tuple[float, float]:
+    t_recv, t_first, t_last = stamps[rid]
+    return t_first - t_recv, (t_last - t_first) / (output_tokens - 1)
+
+
+def per_request_line(tool: str, ttft_s: list[float], tpot_s: list[float],
+                     ttft_err_s: list[float], tpot_err_s: list[float]) -> str:
+    def p(v: list[float], q: float) -> str:
+        return f"{np.percentile(v, q) * 1000:.3f}" if v else "-"
+    return row(tool, str(len(ttft_s)), p(ttft_s, 50), p(ttft_s, 99), p(ttft_err_s, 50),
+               p(ttft_err_s, 99), p(tpot_s, 50), p(tpot_err_s, 50), p(tpot_err_s, 99))
+
+
+def compare_with_aiperf(aiperf: Path, url: str, rate: float, count: int,
+                        output_tokens: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tok_dir, art = Path(tmp) / "tokenizer", Path(tmp) / "artifacts"
+        subprocess.run([str(aiperf.parent / "python"), "-c", _MAKE_TOKENIZER, str(tok_dir)],
+                       check=True)
+        config = BenchConfig(url=url, model="m", arrival=ArrivalSpec.from_rate(rate),
+                             input_len="16", output_len=str(output_tokens), num_requests=count,
+                             ignore_eos=False, timeout_s=30, cooldown=False)
+        ours, _, stamps = asyncio.run(measure_config(url, config))
+        ttft, tpot, e_ttft, e_tpot = [], [], [], []
+        for r in ours.records:
+            if r.is_ok and r.request_id in stamps and r.ttft_s and r.tpot_s:
+                s_ttft, s_tpot = server_truth(stamps, r.request_id, output_tokens)
+                ttft.append(r.ttft_s)
+                tpot.append(r.tpot_s)
+                e_ttft.append(r.ttft_s - s_ttft)
+                e_tpot.append(r.tpot_s - s_tpot)
+        subprocess.run([str(aiperf), "profile", "--model", "m", "--url", url,
+                        "--endpoint-type", "completions", "--streaming",
+                        "--request-rate", str(rate), "--request-count", str(count),
+                        "--isl", "16", "--osl", str(output_tokens), "--tokenizer", str(tok_dir),
+                        "--artifact-dir", str(art), "--random-seed", "1", "--ui-type", "none",
+                        "--no-gpu-telemetry", "--no-server-metrics"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        peer_stamps = fetch_timings(url)
+        a_ttft, a_tpot, a_e_ttft, a_e_tpot = [], [], [], []
+        for line in (art / "profile_export.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            rid, m = rec["metadata"].get("x_request_id"), rec.get("metrics", {})
+            if rid not in peer_stamps or "time_to_first_token" not in m:
+                continue
+            s_ttft, s_tpot = server_truth(peer_stamps, rid, output_tokens)
+            t = m["time_to_first_token"]["value"] / 1000
+            i = m["inter_token_latency"]["value"] / 1000
+            a_ttft.append(t)
+            a_tpot.append(i)
+            a_e_ttft.append(t - s_ttft)
+            a_e_tpot.append(i - s_tpot)
+    print(f"\nside by side at {rate:g} req/s Poisson, {count} requests, 16 in / "
+          f"{output_tokens} out tokens, same server (errors = tool minus server, ms):")
+    print(row("tool", "requests", "TTFT p50", "TTFT p99", "err p50", "err p99", "TPOT p50",
+              "err p50", "err p99"))
+    print(per_request_line("slotune", ttft, tpot, e_ttft, e_tpot))
+    print(per_request_line("aiperf", a_ttft, a_tpot, a_e_ttft, a_e_tpot))
+    print(f"(AIPerf's 'inter token latency' is per request (e2e - ttft)/(tokens - 1): our tpot;"
+          f" slotune itl p50 {ours.summary.itl_ms.percentiles[50.0]:.3f} ms, pooled per token)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="25,50,100,200,400,800,1600")
     parser.add_argument("--duration", type=float, default=4.0)
     parser.add_argument("--output-tokens", type=int, default=32)
+    parser.add_argument("--aiperf", type=Path, help="an AIPerf executable in its own venv: "
+                        "also run the same load with it and compare")
+    parser.add_argument("--compare-rate", type=float, default=50.0)
+    parser.add_argument("--compare-requests", type=int, default=500)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -135,12 +247,7 @@ def main() -> None:
                                "--output-tokens", str(args.output_tokens)])
     pinned = pin(server.pid, 1) and pin(0, 0)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_for(port)
     print(f"server: TTFT {TTFT_S * 1000:.0f} ms, {args.output_tokens} tokens "
           f"{TOKEN_INTERVAL_S * 1000:.0f} ms apart; client and server pinned to cores 0 and 1: "
           f"{pinned}; load average {os.getloadavg()[0]:.1f}")
@@ -150,8 +257,7 @@ def main() -> None:
     best: tuple[float, float] | None = None
     try:
         for rate in (float(r) for r in args.rates.split(",")):
-            result, lags, stamps = asyncio.run(measure(url, rate, args.duration,
-                                                       args.output_tokens))
+            result, lags, stamps = measure(url, rate, args.duration, args.output_tokens)
             dist = [r.ttft_s - (stamps[r.request_id][1] - stamps[r.request_id][0])
                     for r in result.records
                     if r.is_ok and r.ttft_s is not None and r.request_id in stamps]
@@ -181,6 +287,17 @@ def main() -> None:
               "(median TTFT distortion within 1 ms of the baseline)")
     else:
         print("no rate sustained")
+    if args.aiperf:
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port),
+                                   "--output-tokens", str(args.output_tokens)])
+        pin(server.pid, 1)
+        wait_for(port)
+        try:
+            compare_with_aiperf(args.aiperf, url, args.compare_rate, args.compare_requests,
+                                args.output_tokens)
+        finally:
+            server.terminate()
+            server.wait(10)
 
 
 if __name__ == "__main__":
