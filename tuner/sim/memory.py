@@ -283,12 +283,15 @@ def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str
 
     Returns:
         vLLM's lines (``Available KV cache memory``, ``GPU KV cache size``, ``Maximum
-        concurrency``) or TensorRT-LLM's ``Allocated ... for max tokens in paged KV cache``.
+        concurrency``) or TensorRT-LLM's tokens-per-block and ``Allocated ... for max tokens in
+        paged KV cache`` lines.
     """
     if cap.engine == Engine.TRTLLM.value:
+        allocated = cap.num_tokens * cap.kv_bytes_per_token
         return [
-            f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {_gib(cap.available_kv_bytes)} "
-            f"for max tokens in paged KV cache ({cap.num_tokens})."
+            f"[TensorRT-LLM][INFO] Number of tokens per block: {cap.block_size}.",
+            f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {_gib(allocated)} "
+            f"for max tokens in paged KV cache ({cap.num_tokens}).",
         ]
     length = max_model_len or cap.max_model_len
     lines = []

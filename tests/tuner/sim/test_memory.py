@@ -76,9 +76,11 @@ def test_trtllm_uses_a_fraction_of_free_memory():
             - cap.cuda_graph_bytes)
     assert cap.available_kv_bytes == int(free * 0.9)
     assert cap.num_blocks == int(free * 0.9) // (32 * 131_072)
+    allocated_gib = cap.num_blocks * 32 * 131_072 / GIB
     assert format_kv_log(cap) == [
-        f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {cap.available_kv_bytes / GIB:.2f} GiB "
-        f"for max tokens in paged KV cache ({cap.num_tokens})."
+        "[TensorRT-LLM][INFO] Number of tokens per block: 32.",
+        f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {allocated_gib:.2f} GiB "
+        f"for max tokens in paged KV cache ({cap.num_tokens}).",
     ]
     smaller = kv_capacity(LLAMA_8B, H100, engine="trtllm", free_gpu_memory_fraction=0.5)
     assert smaller.num_tokens < cap.num_tokens
