@@ -116,9 +116,11 @@ class VllmScheduler(Scheduler):
                 if remaining > self.threshold and num_long >= self.max_long_partial:
                     idx += 1
                     continue
-            if not self.chunked and remaining > budget:
+            # long_prefill_token_threshold applies before the no-chunking check, as in vLLM.
+            this_step = min(remaining, self.threshold) if self.threshold else remaining
+            if not self.chunked and this_step > budget:
                 break
-            n = self._cap(remaining, budget, slot)
+            n = self._cap(this_step, budget, slot)
             is_fresh = state.num_computed_tokens == 0
             if not bm.allocate(state, n, cached):
                 break
@@ -152,7 +154,7 @@ class VllmScheduler(Scheduler):
             return self.token_budget
         num_prefilling, _ = self._prefill_counts()
         schedulable = min(self.max_partial, num_prefilling + len(self.waiting))
-        return self.token_budget // max(1, schedulable)
+        return max(1, self.token_budget // max(1, schedulable))
 
     def _admission_blocked(self) -> bool:
         if not self.waiting or len(self.running) >= self.max_running:
@@ -164,6 +166,8 @@ class VllmScheduler(Scheduler):
         bm = self.block_manager
         cached = bm.cached_prefix(head) if head.num_computed_tokens == 0 else []
         remaining = head.num_tokens - head.num_computed_tokens - len(cached) * bm.block_size
+        if self.threshold:
+            remaining = min(remaining, self.threshold)
         if budget <= 0 or (not self.chunked and remaining > budget):
             return True
-        return not bm.can_allocate(head, self._cap(remaining, budget, self.token_budget), cached)
+        return not bm.can_allocate(head, min(remaining, budget), cached)
