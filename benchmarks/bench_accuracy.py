@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -51,6 +52,15 @@ def start_emulator(port: int, timings: Path, time_scale: float) -> subprocess.Po
     raise SystemExit(f"the emulator did not start: {proc.stderr.read() if proc.stderr else ''}")
 
 
+def pin(pid: int, core: int) -> bool:
+    """Keep the client and the engine off each other's core when there are two."""
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2 or core not in cores:
+        return False
+    os.sched_setaffinity(pid, {core})
+    return True
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
@@ -76,6 +86,8 @@ def main() -> None:
         timings_path = Path(tmp) / "timings.jsonl"
         port = free_port()
         emulator = start_emulator(port, timings_path, args.time_scale)
+        pinned = pin(emulator.pid, 1) and pin(0, 0)
+        load = os.getloadavg()[0]
         try:
             config = BenchConfig(
                 url=f"http://127.0.0.1:{port}", input_len=args.input_len,
@@ -104,7 +116,8 @@ def main() -> None:
     s = result.summary.to_dict()
     print(f"emulated engine: llama-3.1-8b on h100-sxm, time scale {args.time_scale:g}; "
           f"{args.concurrency} concurrent streams, {len(result.records)} measured requests, "
-          f"input {args.input_len}, output {args.output_len}")
+          f"input {args.input_len}, output {args.output_len}; client and engine pinned to "
+          f"cores 0 and 1: {pinned}; load average at start {load:.1f}")
     print(f"client: TTFT p50 {s['ttft_ms']['p50']:.2f} ms, ITL p50 {s['itl_ms']['p50']:.2f} ms, "
           f"errors {s['num_errors']}, {s['output_token_throughput']:.0f} output tok/s")
     print("client minus engine:")
