@@ -31,6 +31,10 @@ LAUNCH_CONSTRAINT = "launch"
 # The max-rate search stops when two rates bracket the limit this closely.
 CAPACITY_REL_TOLERANCE = 0.02
 CAPACITY_MAX_STEPS = 10
+# The search halves the rate while SLOs fail; below start_rate * this it gives up, since
+# every halving doubles a real run's duration and a configuration this far off is not a
+# candidate anyway.
+CAPACITY_FLOOR_FRACTION = 1 / 8
 SATURATION_RATE = 1e6
 
 
@@ -167,15 +171,22 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
     from collector.bench import find_max_rate
 
     points: list[RatePoint] = []
+    floor = start_rate * CAPACITY_FLOOR_FRACTION
 
     def recorded(r: float) -> Summary:
+        if r < floor * (1 - 1e-9):
+            raise _BelowFloor
         s = measure(r)
         points.append(RatePoint(r, s))
         return s
 
-    result = find_max_rate(recorded, list(slos), start_rate=start_rate,
-                           rel_tolerance=CAPACITY_REL_TOLERANCE, max_steps=CAPACITY_MAX_STEPS)
-    max_rate = float(result.max_rate or 0.0)
+    try:
+        result = find_max_rate(recorded, list(slos), start_rate=start_rate,
+                               rel_tolerance=CAPACITY_REL_TOLERANCE,
+                               max_steps=CAPACITY_MAX_STEPS)
+        max_rate = float(result.max_rate or 0.0)
+    except _BelowFloor:
+        max_rate = 0.0
     held = [p for p in points if p.summary.all_slos_met and p.rate is not None]
     if max_rate > 0 and held:
         at = min(held, key=lambda p: abs((p.rate or 0.0) - max_rate))
@@ -186,6 +197,10 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
     lowest = min(points, key=lambda p: p.rate or 0.0)
     return Measurement((0.0,), slo_constraints(lowest.summary, slos), lowest.rate,
                        lowest.summary.to_dict(), _curve(points))
+
+
+class _BelowFloor(Exception):
+    """The capacity search went below the lowest rate worth measuring."""
 
 
 def _curve(points: Sequence[RatePoint]) -> tuple[tuple[float | None, float, bool], ...]:

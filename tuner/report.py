@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.objectives import ObjectiveKind
 from tuner.study import (
     CONFIG_ATTR,
+    FORCED_ATTR,
     MEASUREMENT_ATTR,
     SOURCE_ATTR,
     StudySpec,
@@ -40,7 +41,8 @@ PRESCREEN_ATTR = "prescreen"
 def trial_params(t: FrozenTrial) -> dict[str, Any]:
     """The sampled parameters as the engine got them (stepped floats rounded)."""
     config = t.user_attrs.get(CONFIG_ATTR, {})
-    return {k: config.get(k, v) for k, v in t.params.items()}
+    forced = t.user_attrs.get(FORCED_ATTR) or {}
+    return {**{k: config.get(k, v) for k, v in t.params.items()}, **forced}
 
 
 def trial_detail(t: FrozenTrial) -> dict[str, Any]:

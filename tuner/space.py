@@ -79,6 +79,13 @@ class Param:
     def is_active(self, config: Mapping[str, Value]) -> bool:
         return all(config.get(k) == v for k, v in self.requires)
 
+    def contains(self, value: Value) -> bool:
+        """Whether the sampler could propose ``value`` (Optuna can fix a trial only to those)."""
+        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE):
+            return value in self.choices
+        assert self.low is not None and self.high is not None
+        return isinstance(value, int | float) and self.low <= value <= self.high
+
     def suggest(self, trial: optuna.Trial) -> Value:
         if self.kind is ParamKind.FIXED:
             return self.choices[0]
@@ -149,14 +156,24 @@ class SearchSpace:
     def names(self) -> list[str]:
         return [p.name for p in self.params]
 
-    def suggest(self, trial: optuna.Trial) -> dict[str, Value]:
-        """Sample a full engine configuration through ``trial``."""
+    def suggest(self, trial: optuna.Trial, forced: Mapping[str, Value] | None = None
+                ) -> dict[str, Value]:
+        """Sample a full engine configuration through ``trial``.
+
+        Args:
+            trial: the Optuna trial.
+            forced: values taken as they are, without becoming Optuna parameters (an engine
+                default outside a narrowed range: Optuna cannot fix a categorical to it).
+        """
+        forced = forced or {}
         config = dict(self.defaults)
         for p in self.params:
-            if p.is_active(config):
-                config[p.name] = p.suggest(trial)
-            else:
+            if not p.is_active(config):
                 config.pop(p.name, None)
+            elif p.name in forced:
+                config[p.name] = forced[p.name]
+            else:
+                config[p.name] = p.suggest(trial)
         return self.repair(config)
 
     def repair(self, config: dict[str, Value]) -> dict[str, Value]:
@@ -172,18 +189,22 @@ class SearchSpace:
         return config
 
     def default_params(self) -> dict[str, Value]:
-        """Trial-0 parameters: the engine defaults of every searched parameter.
+        """Trial-0 parameters: the engine defaults that lie inside the searched ranges."""
+        return {k: v for k, v in self._defaults_of_searched().items()
+                if self._param(k).contains(v)}
 
-        A default outside the searched choices is still enqueued as is; Optuna records it
-        and the sampler treats it as one more observation.
-        """
-        out: dict[str, Value] = {}
-        for p in self.params:
-            if p.kind is ParamKind.FIXED or not p.is_active(self.defaults):
-                continue
-            if p.name in self.defaults:
-                out[p.name] = self.defaults[p.name]
-        return out
+    def forced_defaults(self) -> dict[str, Value]:
+        """Engine defaults outside the searched ranges (trial 0 passes them as ``forced``)."""
+        return {k: v for k, v in self._defaults_of_searched().items()
+                if not self._param(k).contains(v)}
+
+    def _defaults_of_searched(self) -> dict[str, Value]:
+        return {p.name: self.defaults[p.name] for p in self.params
+                if p.kind is not ParamKind.FIXED and p.is_active(self.defaults)
+                and p.name in self.defaults}
+
+    def _param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
 
     def grid(self) -> list[dict[str, Value]]:
         """Every configuration of the discretised space (conditions respected, deduplicated)."""

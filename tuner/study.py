@@ -43,6 +43,7 @@ SPEC_ATTR = "slotune_spec"
 CONFIG_ATTR = "config"
 MEASUREMENT_ATTR = "measurement"
 SOURCE_ATTR = "source"
+FORCED_ATTR = "forced_params"
 DEFAULT_HEARTBEAT_S = 10
 
 
@@ -200,7 +201,8 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
                                 sampler=make_sampler(spec.sampler, spec.seed))
     study.set_user_attr(SPEC_ATTR, spec.to_json())
     space = build_space(spec, load_plan(spec))
-    study.enqueue_trial(space.default_params(), user_attrs={SOURCE_ATTR: "default"})
+    study.enqueue_trial(space.default_params(),
+                        user_attrs={SOURCE_ATTR: "default", FORCED_ATTR: space.forced_defaults()})
     return study
 
 
@@ -231,11 +233,17 @@ def count_states(study: optuna.Study) -> dict[TrialState, int]:
     return out
 
 
-def objective_fn(runner: TrialRunner, space: SearchSpace, seed: int
+def objective_fn(runner: TrialRunner, space: SearchSpace, seed: int,
+                 current: list[int] | None = None
                  ) -> Callable[[optuna.Trial], tuple[float, ...]]:
-    """The Optuna objective of a study: sample, measure, record constraints and details."""
+    """The Optuna objective of a study: sample, measure, record constraints and details.
+
+    ``current`` (optional) receives the number of the trial being run.
+    """
     def objective(trial: optuna.Trial) -> tuple[float, ...]:
-        config = space.suggest(trial)
+        if current is not None:
+            current[:] = [trial.number]
+        config = space.suggest(trial, trial.user_attrs.get(FORCED_ATTR))
         trial.set_user_attr(CONFIG_ATTR, config)
         m = runner.measure(config, seed)
         for key, value in m.constraints.items():
@@ -262,7 +270,8 @@ def work(spec: StudySpec, url: str, *, worker_index: int = 0,
         runner = TrialRunner(make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)),
                              spec.kind)
         study = load(spec, url, sampler_seed=spec.seed + 1000 * worker_index)
-        objective = objective_fn(runner, space, spec.seed)
+        current: list[int] = []
+        objective = objective_fn(runner, space, spec.seed, current)
         callbacks = [on_trial] if on_trial else None
         while True:
             optuna.storages.fail_stale_trials(study)
@@ -276,7 +285,24 @@ def work(spec: StudySpec, url: str, *, worker_index: int = 0,
                 # stop (then they are failed, re-enqueued, and this worker takes them).
                 time.sleep(min(spec.heartbeat_s, 2))
                 continue
-            study.optimize(objective, n_trials=1, callbacks=callbacks)
+            try:
+                study.optimize(objective, n_trials=1, callbacks=callbacks)
+            except KeyboardInterrupt:
+                _requeue_interrupted(study, current)
+                raise
+
+
+def _requeue_interrupted(study: optuna.Study, current: list[int]) -> None:
+    """Put an interrupted trial's parameters back in the queue, so ``resume`` runs it again
+    (Optuna marks it FAIL; only heartbeat-stale trials are retried on their own)."""
+    if not current:
+        return
+    trial = study.get_trials(deepcopy=False)[current[0]]
+    if trial.state is TrialState.FAIL:
+        study.enqueue_trial(dict(trial.params),
+                            user_attrs={SOURCE_ATTR: trial.user_attrs.get(SOURCE_ATTR, "sampler"),
+                                        FORCED_ATTR: trial.user_attrs.get(FORCED_ATTR, {}),
+                                        "requeued_from": trial.number})
 
 
 @contextmanager

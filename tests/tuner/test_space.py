@@ -117,3 +117,15 @@ def test_trtllm_space_uses_llm_api_names():
     assert space.default_params()["max_batch_size"] == 2048
     assert space.default_params()["scheduler_config.capacity_scheduler_policy"] == \
         "GUARANTEED_NO_EVICT"
+
+
+def test_default_outside_a_narrowed_range_is_forced_not_sampled():
+    space = vllm_space().with_overrides({"max_num_seqs": [64, 256]})
+    assert "max_num_seqs" not in space.default_params()
+    assert space.forced_defaults() == {"max_num_seqs": 1024}
+    study = optuna.create_study()
+    study.enqueue_trial(space.default_params())
+    trial = study.ask()
+    config = space.suggest(trial, space.forced_defaults())
+    assert config["max_num_seqs"] == 1024 and "max_num_seqs" not in trial.params
+    assert config["max_num_batched_tokens"] == 8192

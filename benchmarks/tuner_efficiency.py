@@ -1,0 +1,246 @@
+"""How many trials does each search method need to come within 3 % of the best configuration?
+
+For each scenario (model, GPU, workload, SLOs) the simulator measures the capacity (highest
+request rate with every SLO holding, found by the max-rate search) of *every* configuration of
+a discretised vLLM space: that exhaustive grid gives the oracle. Search methods then run as
+Optuna studies whose objective looks the capacity up in that table (the same numbers a real
+simulated study would measure, without re-simulating), each starting from vLLM's default
+configuration as trial 0:
+
+- ``tpe``: slotune's sampler (multivariate TPE, SLO constraints through ``set_constraint``);
+- ``gp``: Optuna's GPSampler with the same constraints;
+- ``random``: random search;
+- ``auto_tune``: vLLM ``auto_tune.sh``-style grid, ``max_num_seqs`` x
+  ``max_num_batched_tokens`` in the script's nested-loop order, other parameters at their
+  defaults (deterministic: one order for every seed).
+
+Reported per scenario: the oracle, the default's capacity, their ratio, and over ``--seeds``
+seeds the median number of trials (trial 0 included) until the best feasible value found is
+within 3 % of the oracle ("-" when a method never gets there within ``--budget``).
+
+Usage::
+
+    .venv/bin/python benchmarks/tuner_efficiency.py [--seeds 5] [--budget 100] [--jobs 2]
+
+The grid tables are cached in ``benchmarks/.cache/`` (delete it after changing the simulator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from collector.slo import parse_slos
+from collector.workload import named_workload, retime
+from tuner.backends.sim import SimBackend
+from tuner.objectives import ObjectiveKind
+from tuner.space import SearchSpace, default_space, engine_defaults
+from tuner.trial import TrialRunner, WorkloadPlan
+
+WITHIN = 0.03
+CACHE = Path(__file__).resolve().parent / ".cache"
+AUTO_TUNE_SEQS = (128, 256)
+AUTO_TUNE_TOKENS = (512, 1024, 2048, 4096)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    model: str
+    gpu: str
+    workload: str
+    slos: tuple[str, ...]
+    num_requests: int
+    tensor_parallel_size: int = 1
+    max_model_len: int = 8192
+
+
+SCENARIOS = (
+    Scenario("8b-h100-azure-conv", "llama-3.1-8b", "h100-sxm", "azure-conv",
+             ("ttft:p99<=500ms", "itl:p99<=50ms"), 150),
+    Scenario("70b-tp4-h100-azure-code", "llama-3.1-70b", "h100-sxm", "azure-code",
+             ("ttft:p99<=2s", "itl:p99<=100ms"), 150, tensor_parallel_size=4),
+    Scenario("8b-h100-mooncake-conv", "llama-3.1-8b", "h100-sxm", "mooncake-conversation",
+             ("ttft:p99<=10s", "itl:p99<=200ms"), 150, max_model_len=131072),
+)
+
+# The discretised space (every method searches exactly these values).
+BENCH_SPACE: dict[str, Any] = {
+    "max_num_seqs": [16, 32, 64, 128, 256, 512, 1024],
+    "max_num_batched_tokens": [512, 1024, 2048, 4096, 8192, 16384],
+    "enable_chunked_prefill": [True, False],
+    "enable_prefix_caching": [True, False],
+    "long_prefill_token_threshold": [0, 512, 2048],
+    "gpu_memory_utilization": None,
+}
+
+
+def space_of(sc: Scenario) -> SearchSpace:
+    defaults = engine_defaults("vllm", sc.model, sc.gpu, max_model_len=sc.max_model_len)
+    space = default_space("vllm", defaults, max_model_len=sc.max_model_len)
+    return space.with_overrides({**BENCH_SPACE, "tensor_parallel_size": sc.tensor_parallel_size})
+
+
+def key_of(config: dict[str, Any]) -> str:
+    return json.dumps(sorted(config.items()))
+
+
+def _measure(args: tuple[Scenario, dict[str, Any]]) -> tuple[str, float, bool, float]:
+    sc, config = args
+    trace = retime(named_workload(sc.workload), num_requests=sc.num_requests)
+    runner = TrialRunner(SimBackend("vllm", sc.model, sc.gpu), WorkloadPlan(trace),
+                         tuple(parse_slos(sc.slos)), ObjectiveKind.CAPACITY)
+    t0 = time.perf_counter()
+    m = runner.measure(config)
+    return key_of(config), m.values[0], m.is_feasible, time.perf_counter() - t0
+
+
+def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, tuple[float, bool]], dict[str, float]]:
+    """Capacity of every grid configuration (cached), and timing figures."""
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"{sc.name}-n{sc.num_requests}.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        return {k: (v[0], v[1]) for k, v in data["table"].items()}, data["timing"]
+    configs = space_of(sc).grid()
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(jobs) as pool:
+        results = list(pool.map(_measure, [(sc, c) for c in configs], chunksize=4))
+    wall = time.perf_counter() - t0
+    table = {k: (v, ok) for k, v, ok, _ in results}
+    timing = {"configs": len(configs), "wall_s": wall,
+              "trial_s_mean": statistics.mean(r[3] for r in results)}
+    path.write_text(json.dumps({"table": {k: list(v) for k, v in table.items()},
+                                "timing": timing}))
+    return table, timing
+
+
+def trials_to_reach(values: list[float], oracle: float) -> int | None:
+    best = 0.0
+    for i, v in enumerate(values, start=1):
+        best = max(best, v)
+        if best >= (1 - WITHIN) * oracle:
+            return i
+    return None
+
+
+def run_sampler(space: SearchSpace, table: dict[str, tuple[float, bool]],
+                sampler: optuna.samplers.BaseSampler, budget: int) -> list[float]:
+    """Feasible values in trial order of one study whose objective is a table lookup."""
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial(space.default_params())
+    found: list[float] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        value, ok = table[key_of(space.suggest(trial))]
+        trial.set_constraint("slos", 0.0 if ok else 1.0)
+        found.append(value if ok else 0.0)
+        return value
+
+    study.optimize(objective, n_trials=budget)
+    return found
+
+
+def auto_tune_order(space: SearchSpace, table: dict[str, tuple[float, bool]]) -> list[float]:
+    out = [_lookup(space, table, {})]
+    for seqs in AUTO_TUNE_SEQS:
+        for tokens in AUTO_TUNE_TOKENS:
+            out.append(_lookup(space, table, {"max_num_seqs": seqs,
+                                              "max_num_batched_tokens": tokens}))
+    return out
+
+
+def _lookup(space: SearchSpace, table: dict[str, tuple[float, bool]],
+            changes: dict[str, Any]) -> float:
+    config = space.repair({**space.defaults, **changes})
+    value, ok = table.get(key_of(config), (0.0, False))
+    return value if ok else 0.0
+
+
+SAMPLERS: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
+    "tpe": lambda s: optuna.samplers.TPESampler(seed=s, multivariate=True, n_startup_trials=5),
+    "gp": lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=5),
+    "random": lambda s: optuna.samplers.RandomSampler(seed=s),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=100)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--scenario", action="append", help="only these scenario names")
+    ap.add_argument("--methods", default="tpe,gp,random")
+    args = ap.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    rows = []
+    for sc in SCENARIOS:
+        if args.scenario and sc.name not in args.scenario:
+            continue
+        table, timing = grid_table(sc, args.jobs)
+        space = space_of(sc)
+        feasible = [v for v, ok in table.values() if ok]
+        oracle = max(feasible) if feasible else 0.0
+        default = _lookup(space, table, {})
+        row: dict[str, Any] = {"scenario": sc.name, "configs": timing["configs"],
+                               "grid_wall_s": timing["wall_s"],
+                               "trial_s": timing["trial_s_mean"], "oracle": oracle,
+                               "default": default,
+                               "best_over_default": oracle / default if default else None}
+        for method in args.methods.split(","):
+            t0 = time.perf_counter()
+            reach = [trials_to_reach(run_sampler(space, table, SAMPLERS[method](seed),
+                                                 args.budget), oracle)
+                     for seed in range(args.seeds)]
+            row[method] = _median(reach, args.budget)
+            row[f"{method}_reached"] = sum(r is not None for r in reach)
+            row[f"{method}_s"] = time.perf_counter() - t0
+        row["auto_tune"] = trials_to_reach(auto_tune_order(space, table), oracle)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    _print_table(rows, args)
+
+
+def _median(reach: list[int | None], budget: int) -> float | None:
+    """Median with 'never' counted as worse than the budget (None if most never got there)."""
+    ranked = sorted(r if r is not None else budget + 1 for r in reach)
+    m = statistics.median(ranked)
+    return None if m > budget else m
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def _print_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    methods = args.methods.split(",")
+    head = ["scenario", "configs", "grid s", "oracle req/s", "default req/s", "oracle/default",
+            *[f"{m} (n/{args.seeds})" for m in methods], "auto_tune grid"]
+    print(f"\nmedian trials to reach within {WITHIN:.0%} of the oracle "
+          f"(budget {args.budget}, {args.seeds} seeds; n = seeds that got there)\n")
+    print(" | ".join(head))
+    print(" | ".join("---" for _ in head))
+    for r in rows:
+        cells = [r["scenario"], str(r["configs"]), f"{r['grid_wall_s']:.0f}",
+                 _fmt(r["oracle"]), _fmt(r["default"]), _fmt(r["best_over_default"])]
+        cells += [f"{_fmt(r[m])} ({r[f'{m}_reached']})" for m in methods]
+        cells.append(_fmt(r["auto_tune"]))
+        print(" | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()

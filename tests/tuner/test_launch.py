@@ -1,0 +1,97 @@
+"""The launch backend against real ``slotune emulate`` processes."""
+
+import os
+import sys
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from collector.slo import parse_slos
+from collector.store import upgrade
+from collector.workload import named_workload, retime
+from tuner.backends.launch import LaunchBackend, failure_reason
+from tuner.objectives import ObjectiveKind
+from tuner.study import StudySpec, create, quiet_optuna
+from tuner.trial import TrialRunner, WorkloadPlan
+from tuner.tune import RunOptions, export, show
+from tuner.tune import resume as run_study
+
+SLOTUNE = str(Path(sys.executable).parent / "slotune")
+MARKER_SEED = "97531"  # tags the engines this test starts, to find leftovers
+TEMPLATE = (f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
+            f"--time-scale 10 --seed {MARKER_SEED} {{engine_args}}")
+
+
+def test_engine_error_line_is_the_failure_reason():
+    log = "INFO starting\nINFO loading weights\nValueError: No available memory for the cache " \
+          "blocks. Try increasing `gpu_memory_utilization`.\nINFO shutting down\n"
+    assert failure_reason(log).startswith("ValueError: No available memory")
+    assert failure_reason("") == "no output"
+
+
+def engines_left() -> list[str]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "emulate" in cmd and f"--seed {MARKER_SEED}" in cmd:
+            out.append(proc.name)
+    return out
+
+
+def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
+    backend = LaunchBackend(TEMPLATE, engine="vllm", model="llama-3.1-8b", gpu="h100-sxm",
+                            time_scale=10, health_timeout_s=60, log_root=tmp_path)
+    trace = retime(named_workload("azure-conv"), num_requests=5)
+    runner = TrialRunner(backend, WorkloadPlan(trace, rate=2.0),
+                         tuple(parse_slos(["ttft:p99<=2s"])), ObjectiveKind.GOODPUT)
+    m = runner.measure({"gpu_memory_utilization": 0.1, "max_model_len": 8192})
+    assert not m.is_feasible and m.values == (0.0,)
+    assert "No available memory for the cache blocks" in (m.failure or "")
+    assert "engine.log" in (m.failure or "")
+    assert engines_left() == []
+
+
+def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
+    upgrade(sqlite_url)
+    os.environ["TMPDIR"] = str(tmp_path)  # engine logs of this test stay in tmp_path
+    spec = StudySpec(name="launched", backend="launch", engine="vllm", model="llama-3.1-8b",
+                     gpu="h100-sxm", workload="azure-conv", trace_file=None,
+                     slos=("ttft:p99<=2s", "tpot:p99<=100ms"), objective="goodput",
+                     trials=4, rate=4.0, num_requests=20, command=TEMPLATE, time_scale=10,
+                     space={"max_num_seqs": [64, 256], "max_num_batched_tokens": [2048, 8192],
+                            "gpu_memory_utilization": [0.9, 0.1],
+                            "long_prefill_token_threshold": None},
+                     heartbeat_s=2)
+    study = create(spec, sqlite_url)
+    # A configuration the engine refuses at start: the study records it and goes on.
+    study.enqueue_trial({"max_num_seqs": 64, "max_num_batched_tokens": 2048,
+                         "enable_chunked_prefill": True, "enable_prefix_caching": True,
+                         "gpu_memory_utilization": 0.1})
+    report = run_study("launched", sqlite_url, RunOptions(recheck_k=1, recheck_seeds=1))
+
+    with quiet_optuna():
+        trials = optuna.load_study(study_name="launched", storage=sqlite_url).get_trials()
+    assert [t.state for t in trials].count(TrialState.COMPLETE) == 4
+    details = {t["number"]: t for t in report["trial_details"]}
+    crashed = details[1]
+    assert crashed["config"]["gpu_memory_utilization"] == 0.1
+    assert not crashed["feasible"]
+    assert "No available memory" in crashed["failure"]
+    default = details[0]
+    assert default["source"] == "default" and default["failure"] is None
+    assert default["measurement"]["num_requests"] == 20
+    # Server-side figures scraped from the engine's /metrics after the run.
+    assert default["engine"]["prefix_hit_rate"] is not None
+    assert report["default"]["value"] > 0
+    assert show("launched", sqlite_url)["trials"] == 4
+    assert export("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
+    assert engines_left() == []
+    # The best configuration was re-measured with another seed through a fresh engine.
+    assert len(report["robustness"]) == 1
+    assert set(report["robustness"][0]["values_by_seed"]) == {"0", "1"}

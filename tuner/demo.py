@@ -1,0 +1,165 @@
+"""``slotune demo``: every part of slotune on one machine, in about two minutes.
+
+1. opens the store (the embedded SQLite file unless ``--db`` says otherwise);
+2. starts an emulated vLLM engine (``slotune emulate``, time-scaled) and an agent scraping it
+   into the store every second (``slotune agent``);
+3. benchmarks the engine's default configuration on a real trace and stores the run;
+4. runs a short tuning study through the ``launch`` backend: every trial starts its own
+   emulated engine with the trial's flags, exactly as a GPU node would start ``vllm serve``;
+5. reports the best configuration against the default under the SLOs, and where it is stored.
+
+Every process it starts lives in its own process group and is stopped on the way out, also on
+Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from collector.bench.arrivals import ArrivalSpec
+from collector.bench.config import BenchConfig
+from collector.bench.runner import run_benchmark
+from collector.slo import parse_slos
+from collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
+from collector.summary import summarize
+from tuner.backends.base import TrialFailed
+from tuner.backends.launch import EngineProcess, free_port, scale_record
+from tuner.study import ProgressFn, StudySpec
+from tuner.tune import RunOptions, tune
+
+MODEL = "llama-3.1-8b"
+GPU = "h100-sxm"
+WORKLOAD = "azure-conv"
+SLOS = ("ttft:p99<=500ms", "itl:p99<=50ms")
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    """Sizes of the demo (the defaults finish in about two minutes on two cores).
+
+    Attributes:
+        trials: tuning trials (trial 0 = vLLM's defaults).
+        num_requests: requests per measurement.
+        time_scale: the emulated GPU runs this many times faster than real time.
+        bench_rate: offered rate of the benchmark (req/s, real-GPU time).
+    """
+
+    trials: int = 6
+    num_requests: int = 60
+    time_scale: float = 20.0
+    bench_rate: float = 4.0
+
+
+def slotune_argv() -> list[str]:
+    """How to start this slotune's own command line in a subprocess."""
+    exe = Path(sys.executable).parent / "slotune"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ui.cli"]
+
+
+@contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    # SIGTERM becomes KeyboardInterrupt so the same clean-up path runs as for Ctrl-C.
+    def handler(_sig: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _process(argv: list[str], log: Path, env: dict[str, str], port: int = 0
+             ) -> Iterator[EngineProcess]:
+    proc = EngineProcess(argv, log, env, port)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
+             say: Callable[[str], None] = print, progress: ProgressFn | None = None,
+             workdir: Path | None = None) -> dict[str, Any]:
+    """Run the demo; returns what it found and where it is stored.
+
+    Args:
+        db_url: the store (None: the embedded SQLite file).
+        options: sizes.
+        say: receives one line per step.
+        progress: receives tuning progress.
+        workdir: where engine and agent logs go (default: a fresh temporary directory).
+    """
+    started = time.monotonic()
+    open_store(db_url).dispose()
+    url = db_url or default_db_url()
+    logs = workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"slotune-demo-{os.getpid()}"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {"SLOTUNE_DB": url}
+    cli = slotune_argv()
+    k = options.time_scale
+    with _terminate_on_sigterm(), ExitStack() as stack:
+        port = free_port()
+        say(f"starting an emulated vLLM engine ({MODEL} on {GPU}, {k:g}x real time) "
+            f"on 127.0.0.1:{port}")
+        engine = stack.enter_context(_process(
+            [*cli, "emulate", "--model", MODEL, "--gpu", GPU, "--port", str(port),
+             "--time-scale", str(k)], logs / "engine.log", env, port))
+        engine.wait_healthy(120)
+        say("starting an agent: scraping the engine's /metrics into the store every second")
+        agent = stack.enter_context(_process(
+            [*cli, "--db", url, "agent", "--target", f"vllm={engine.url}", "--interval", "1s"],
+            logs / "agent.log", env))
+        say(f"benchmark: {options.num_requests} requests of {WORKLOAD} at "
+            f"{options.bench_rate:g} req/s against the default configuration")
+        bench = _benchmark(engine.url, url, options)
+        say(f"  ttft p99 {bench['ttft_p99_ms']:.0f} ms, itl p99 {bench['itl_p99_ms']:.1f} ms, "
+            f"goodput {bench['goodput']:.2f} req/s (stored as run {bench['run_id']})")
+        if not agent.is_alive():
+            raise TrialFailed(f"the agent stopped: {agent.reason()} (log: {agent.log_path})")
+        name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+        template = (f"{shlex.join(cli)} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
+                    f"--time-scale {k:g} {{engine_args}}")
+        spec = StudySpec(name=name, backend="launch", engine="vllm", model=MODEL, gpu=GPU,
+                         workload=WORKLOAD, trace_file=None, slos=SLOS,
+                         trials=options.trials, num_requests=options.num_requests,
+                         command=template, time_scale=k, seed=0,
+                         space={"gpu_memory_utilization": None,
+                                "long_prefill_token_threshold": None})
+        report = tune(spec, db_url, RunOptions(recheck_k=1, recheck_seeds=1), progress, say)
+    return {"study": name, "db": url, "report": report, "bench": bench,
+            "logs": str(logs), "duration_s": time.monotonic() - started}
+
+
+def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:
+    k = options.time_scale
+    config = BenchConfig(url=engine_url, arrival=ArrivalSpec.from_rate(options.bench_rate * k),
+                         workload=WORKLOAD, num_requests=options.num_requests, cooldown=False,
+                         name="demo-default")
+    result = run_benchmark(config)
+    # Back to real-GPU time, as the tuner's launch backend does.
+    records = [scale_record(r, k) for r in result.records]
+    summary = summarize(records, parse_slos(SLOS)).to_dict()
+    store = open_store(db)
+    try:
+        run_id = save_bench_run(store, BenchRunMeta(
+            name="demo-default", url=engine_url, model=result.model, workload=WORKLOAD,
+            started_at=result.started_at, ended_at=result.ended_at,
+            config={**config.to_dict(), "time_scale": k}), records, summary)
+    finally:
+        store.dispose()
+    return {"run_id": run_id, "ttft_p99_ms": summary["ttft_ms"]["p99"],
+            "itl_p99_ms": summary["itl_ms"]["p99"], "goodput": summary["goodput"],
+            "slos_met": summary["slos_met"]}
+

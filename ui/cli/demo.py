@@ -1,0 +1,72 @@
+"""``slotune demo``: emulated engine + agent + benchmark + tuning study, in about two minutes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tuner import StudyProgress
+from tuner.demo import DemoOptions, run_demo
+from ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+
+
+def demo(
+    ctx: typer.Context,
+    trials: Annotated[int, typer.Option(help="Tuning trials (trial 0 = vLLM defaults).")] = 6,
+    num_requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 60,
+    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 20.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Start an emulated engine and an agent, benchmark it, tune it, show what was found."""
+    bar = Progress(TextColumn("  trials"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=err_console,
+                   transient=True)
+    task = bar.add_task("trials", total=trials, best="")
+
+    def on_progress(p: StudyProgress) -> None:
+        best = f"best {p.best_value:.2f} req/s" if p.best_value is not None else ""
+        bar.update(task, completed=p.completed, total=p.target, best=best)
+
+    def say(line: str) -> None:
+        bar.console.print(f"[bold]›[/] {line}")
+
+    options = DemoOptions(trials=trials, num_requests=num_requests, time_scale=time_scale)
+    with bar:
+        result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)
+    if as_json:
+        print_json(result)
+        return
+    _render(result)
+
+
+def _render(result: dict) -> None:
+    r = result["report"]
+    best, default = r["best"], r["default"]
+    console.print()
+    console.print(f"[bold]SLOs[/]: {', '.join(r['slos'])}  (capacity = highest request rate "
+                  "with every SLO holding)")
+    if default:
+        state = "" if default["feasible"] else f"  [red]{r['gain_note']}[/]"
+        console.print(f"default configuration: {_v(default['value'])} req/s{state}")
+    if best:
+        console.print(f"best configuration:    {_v(best['value'])} req/s (trial {best['number']})")
+        for k, v in best["params"].items():
+            console.print(f"    {k} = {v}")
+    if r["gain"] is not None:
+        console.print(f"[bold green]gain over default: {r['gain']:.2f}×[/]")
+    console.print(f"\nstored in {result['db']} as study [bold]{result['study']}[/] "
+                  f"(and benchmark run {result['bench']['run_id']}, agent samples)")
+    console.print(f"  slotune tune show {result['study']}\n"
+                  f"  slotune tune export {result['study']} --format vllm\n"
+                  f"  engine and agent logs: {result['logs']}")
+    console.print(f"demo took {result['duration_s']:.0f} s")
+
+
+def _v(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
