@@ -32,7 +32,10 @@ import numpy as np
 from aiohttp import web
 
 from collector.bench import ArrivalSpec, BenchConfig
+from collector.bench.client import _Stream
 from collector.bench.runner import BenchResult, arun_benchmark
+from collector.bench.sse import SSEDecoder
+from collector.workload.tokens import count_tokens
 
 TTFT_S = 0.020
 TOKEN_INTERVAL_S = 0.005
@@ -117,6 +120,21 @@ def measure(url: str, rate: float, duration_s: float,
                          input_len="16", output_len=str(output_tokens), duration_s=duration_s,
                          warmup=int(rate), ignore_eos=False, timeout_s=30)
     return asyncio.run(measure_config(url, config))
+
+
+def parse_cost_us(n: int = 50_000) -> float:
+    """CPU time per streamed event of the client's read path (SSE decode, JSON, count)."""
+    head = {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": "m"}
+    event = ("data: " + json.dumps({**head, "choices": [{"index": 0, "text": " tok",
+                                                          "logprobs": None,
+                                                          "finish_reason": None}]})
+             + "\n\n").encode()
+    decoder, state = SSEDecoder(), _Stream(count_tokens)
+    start = time.perf_counter()
+    for _ in range(n):
+        for payload in decoder.feed(event):
+            state.event(payload, 0.0)
+    return (time.perf_counter() - start) / n * 1e6
 
 
 def row(*cells: str) -> str:
@@ -248,6 +266,7 @@ def main() -> None:
     pinned = pin(server.pid, 1) and pin(0, 0)
     url = f"http://127.0.0.1:{port}"
     wait_for(port)
+    print(f"client read path: {parse_cost_us():.1f} us of CPU per streamed event")
     print(f"server: TTFT {TTFT_S * 1000:.0f} ms, {args.output_tokens} tokens "
           f"{TOKEN_INTERVAL_S * 1000:.0f} ms apart; client and server pinned to cores 0 and 1: "
           f"{pinned}; load average {os.getloadavg()[0]:.1f}")

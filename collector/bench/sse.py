@@ -10,8 +10,7 @@ chunks with empty ``choices``, a usage-only final chunk, ``[DONE]``, and in-stre
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 DONE = "[DONE]"
 
@@ -27,67 +26,49 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[str]:
         """Add received bytes; return the payloads of the events they completed."""
-        buf = self._buf + data
-        events: list[str] = []
-        start = 0
-        n = len(buf)
-        while start < n:
-            nl = _line_end(buf, start)
-            if nl < 0:
-                break
-            end = nl
-            # A lone "\r" at the very end may be the first half of "\r\n": wait for more.
-            if buf[nl] == 0x0D:
-                if nl + 1 == n:
-                    break
-                step = 2 if buf[nl + 1] == 0x0A else 1
-            else:
-                step = 1
-            self._line(buf[start:end], events)
-            start = nl + step
-        self._buf = buf[start:]
-        return events
+        buf = self._buf + data if self._buf else data
+        if b"\r" in buf:
+            # A "\r" at the very end may be the first half of "\r\n": keep it for later.
+            tail = b"\r" if buf.endswith(b"\r") else b""
+            body = buf[:-1] if tail else buf
+            buf = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
+            if tail:
+                *lines, rest = buf[:-1].split(b"\n")
+                self._buf = rest + tail
+                return self._lines(lines)
+        *lines, rest = buf.split(b"\n")
+        self._buf = rest
+        return self._lines(lines)
 
     def close(self) -> list[str]:
         """Flush an event left open when the stream ended without a blank line."""
+        lines = [self._buf.rstrip(b"\r"), b""] if self._buf else [b""]
+        self._buf = b""
+        return self._lines(lines)
+
+    def _lines(self, lines: list[bytes]) -> list[str]:
         events: list[str] = []
-        if self._buf:
-            self._line(self._buf.rstrip(b"\r"), events)
-            self._buf = b""
-        if self._data:
-            events.append("\n".join(self._data))
-            self._data = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    events.append("\n".join(data))
+                    data.clear()
+            elif line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                data.append(value.decode("utf-8", errors="replace"))
+            elif line == b"data":
+                data.append("")
+            # ":" comments and event/id/retry fields carry nothing we use
         return events
-
-    def _line(self, line: bytes, events: list[str]) -> None:
-        if not line:
-            if self._data:
-                events.append("\n".join(self._data))
-                self._data = []
-            return
-        if line[:1] == b":":
-            return
-        name, sep, value = line.partition(b":")
-        if name != b"data":
-            return
-        if sep and value[:1] == b" ":
-            value = value[1:]
-        self._data.append(value.decode("utf-8", errors="replace"))
-
-
-def _line_end(buf: bytes, start: int) -> int:
-    lf = buf.find(b"\n", start)
-    cr = buf.find(b"\r", start, lf if lf >= 0 else len(buf))
-    return cr if cr >= 0 else lf
 
 
 class ProtocolError(ValueError):
     """An event that is not the JSON an OpenAI-compatible server sends."""
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """What one streamed event carried.
+class Chunk(NamedTuple):
+    """What one streamed event carried (a tuple: built once per event, so it must be cheap).
 
     Attributes:
         text: generated text (completion ``text``, chat ``delta.content`` and
@@ -123,25 +104,31 @@ def parse_chunk(payload: str) -> Chunk:
     if "error" in obj or obj.get("object") == "error":
         return _error_chunk(obj)
     usage = obj.get("usage")
-    choices = obj.get("choices") or ()
+    if usage is not None and not isinstance(usage, dict):
+        usage = None
+    choices = obj.get("choices")
     if not choices:
-        return Chunk(usage=usage if isinstance(usage, dict) else None)
-    choice = choices[0]
-    text, num_tokens = _choice_content(choice)
-    return Chunk(text=text, num_tokens=num_tokens, finish_reason=choice.get("finish_reason"),
-                 usage=usage if isinstance(usage, dict) else None)
-
-
-def _choice_content(choice: dict[str, Any]) -> tuple[str, int | None]:
-    delta = choice.get("delta") or choice.get("message")  # streamed / whole chat responses
-    if isinstance(delta, dict):
-        text = (delta.get("content") or "") + (delta.get("reasoning_content") or "")
-    else:
-        text = choice.get("text") or ""
-    token_ids = choice.get("token_ids")
-    if isinstance(token_ids, list):
-        return text, len(token_ids)
-    return text, _logprob_tokens(choice.get("logprobs"))
+        return Chunk(usage=usage)
+    try:
+        choice = choices[0]
+        delta = choice.get("delta") or choice.get("message")  # streamed / whole chat responses
+        if delta is None:
+            text = choice.get("text") or ""
+        else:
+            text = (delta.get("content") or "") + (delta.get("reasoning_content") or "")
+        if not isinstance(text, str):
+            raise TypeError("the text is not a string")
+        token_ids = choice.get("token_ids")
+        logprobs = choice.get("logprobs")
+        if token_ids is not None:
+            num_tokens: int | None = len(token_ids)
+        elif logprobs is not None:
+            num_tokens = _logprob_tokens(logprobs)
+        else:
+            num_tokens = None
+        return Chunk(text, num_tokens, choice.get("finish_reason"), usage)
+    except (AttributeError, TypeError, IndexError, KeyError) as e:
+        raise ProtocolError(f"event has an unexpected shape ({e}): {payload[:80]!r}") from e
 
 
 def _logprob_tokens(logprobs: Any) -> int | None:

@@ -90,7 +90,11 @@ def test_stream_without_trailing_blank_line_is_flushed_at_close() -> None:
     assert _decode(b"data: [DONE]", 4) == [DONE]
 
 
-@pytest.mark.parametrize("payload", ["{not json", "[1, 2]", '"text"'])
+@pytest.mark.parametrize("payload", [
+    "{not json", "[1, 2]", '"text"', '{"choices": {"a": 1}}', '{"choices": ["x"]}',
+    '{"choices": [{"delta": "hi"}]}', '{"choices": [{"text": 5}]}',
+    '{"choices": [{"delta": {"content": ["a"]}}]}',
+])
 def test_non_object_payload_is_a_protocol_error(payload: str) -> None:
     with pytest.raises(ProtocolError):
         parse_chunk(payload)
