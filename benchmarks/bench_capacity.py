@@ -33,7 +33,8 @@ from aiohttp import web
 
 from collector.bench import ArrivalSpec, BenchConfig
 from collector.bench.client import _Stream
-from collector.bench.runner import BenchResult, arun_benchmark
+from collector.bench.result import BenchResult
+from collector.bench.runner import arun_benchmark
 from collector.bench.sse import SSEDecoder
 from collector.workload.tokens import count_tokens
 

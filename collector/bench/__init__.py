@@ -14,7 +14,8 @@ from collector.bench.client import Endpoint
 from collector.bench.config import BenchConfig
 from collector.bench.maxrate import MaxRateResult, RatePoint, find_max_rate
 from collector.bench.persist import save_run
-from collector.bench.runner import BenchResult, arun_benchmark, run_benchmark
+from collector.bench.result import BenchResult
+from collector.bench.runner import arun_benchmark, run_benchmark
 
 __all__ = [
     "ArrivalKind",

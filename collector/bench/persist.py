@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.bench.runner import BenchResult
+from collector.bench.result import BenchResult
 from collector.errors import ConfigError
 from collector.store import (
     BenchRunInfo,

@@ -9,14 +9,11 @@ by the per-request timeout, so the run is bounded too.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiohttp
-import numpy as np
 
 from collector.bench.client import (
     ClientOptions,
@@ -28,8 +25,8 @@ from collector.bench.client import (
 from collector.bench.config import BenchConfig
 from collector.bench.plan import Plan, make_plan
 from collector.bench.prompts import PromptBuilder, token_counter
+from collector.bench.result import BenchResult, build_result
 from collector.records import RequestRecord
-from collector.summary import Summary, summarize
 
 START_LEAD_S = 0.05  # schedule origin a little ahead, so request 0 is not already late
 REFRESH_S = 0.5
@@ -51,48 +48,6 @@ class ProgressSink(Protocol):
     def refresh(self) -> None: ...
 
     def stop(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class BenchResult:
-    """One finished run.
-
-    Attributes:
-        records: the measured requests, in send order.
-        summary: their summary (the shared schema, with bench extras).
-        offered_rate: scheduled rate of the measured requests (None in a closed loop).
-        achieved_rate: rate at which they were actually sent.
-        config: the settings.
-        model: the model that was asked.
-        started_at: wall-clock start (epoch seconds).
-        ended_at: wall-clock end.
-        wall_offset_s: add to a record's time to get epoch seconds.
-    """
-
-    records: tuple[RequestRecord, ...]
-    summary: Summary
-    offered_rate: float | None
-    achieved_rate: float | None
-    config: BenchConfig
-    model: str
-    started_at: float
-    ended_at: float
-    wall_offset_s: float
-
-    def to_dict(self, *, with_records: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.config.name, "model": self.model,
-            "workload": self.config.workload_name, "config": self.config.to_dict(),
-            "started_at": self.started_at, "ended_at": self.ended_at,
-            "wall_offset_s": self.wall_offset_s, "summary": self.summary.to_dict(),
-        }
-        if with_records:
-            out["records"] = [_record_dict(r) for r in self.records]
-        return out
-
-
-def _record_dict(r: RequestRecord) -> dict[str, Any]:
-    return {f: getattr(r, f) for f in RequestRecord.__slots__}
 
 
 class _Run:
@@ -250,52 +205,14 @@ async def arun_benchmark(config: BenchConfig, *,
             if progress is not None:
                 progress.stop()
     results = [run.results[i] for i in sorted(run.results)]
-    return _result(config, plan, results, model, started_at, wall_offset_s,
-                   num_cooldown=len(run.cooldown_tasks))
+    return build_result(config, plan, results, model, started_at, wall_offset_s,
+                        num_cooldown=len(run.cooldown_tasks))
 
 
 async def _refresh(sink: ProgressSink) -> None:
     while True:
         await asyncio.sleep(REFRESH_S)
         sink.refresh()
-
-
-def _result(config: BenchConfig, plan: Plan, results: list[ClientResult], model: str,
-            started_at: float, wall_offset_s: float, *, num_cooldown: int) -> BenchResult:
-    records = [r.record for r in results]
-    sends = np.array([r.send_s for r in records])
-    achieved = ((len(sends) - 1) / float(sends.max() - sends.min())
-                if len(sends) > 1 and sends.max() > sends.min() else None)
-    lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
-    with_usage = [r for r in results if r.record.output_tokens is not None]
-    extra: dict[str, Any] = {
-        "target_rate": _finite(config.arrival.rate),
-        "offered_rate": plan.offered_rate,
-        "achieved_rate": achieved,
-        "send_lag_ms": _lag_ms(lags),
-        "num_warmup": min(plan.num_warmup, len(plan.trace)),
-        "num_cooldown": num_cooldown,
-        "usage_missing": sum(1 for r in records if r.is_ok and r.output_tokens is None),
-        "client_token_mismatches": sum(1 for r in with_usage
-                                       if r.client_output_tokens != r.record.output_tokens),
-    }
-    summary = summarize(records, config.slos, extra=extra)
-    return BenchResult(records=tuple(records), summary=summary,
-                       offered_rate=plan.offered_rate, achieved_rate=achieved, config=config,
-                       model=model, started_at=started_at, ended_at=time.time(),
-                       wall_offset_s=wall_offset_s)
-
-
-def _finite(rate: float | None) -> float | str | None:
-    return "inf" if rate is not None and math.isinf(rate) else rate
-
-
-def _lag_ms(lags: list[float]) -> dict[str, float] | None:
-    if not lags:
-        return None
-    a = np.asarray(lags) * 1000.0
-    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-            "max": float(a.max())}
 
 
 def run_benchmark(config: BenchConfig, *, progress: bool = False) -> BenchResult:

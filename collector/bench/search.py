@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from collector.bench.config import BenchConfig
 from collector.bench.maxrate import MaxRateResult, RatePoint, find_max_rate
-from collector.bench.runner import BenchResult, run_benchmark
+from collector.bench.result import BenchResult
+from collector.bench.runner import run_benchmark
 from collector.errors import ConfigError
 from collector.summary import Summary
 
