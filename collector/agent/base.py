@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -60,9 +60,12 @@ class SourceKind(StrEnum):
         return self in (SourceKind.VLLM, SourceKind.SGLANG, SourceKind.TRTLLM)
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One exposed value: full sample name (``..._bucket``, ``..._total``), labels, value."""
+class Sample(NamedTuple):
+    """One exposed value: full sample name (``..._bucket``, ``..._total``), labels, value.
+
+    A NamedTuple (like prometheus_client's ``Sample``): an exposition has hundreds of them
+    per scrape and tuples are the cheapest immutable record to build.
+    """
 
     name: str
     labels: Labels

@@ -140,22 +140,23 @@ def rename_histogram(fam: Family, target: str, scale: float = 1.0) -> Family:
     """
     samples = []
     has_inf: set[Labels] = set()
+    bucket, total, count = f"{target}_bucket", f"{target}_sum", f"{target}_count"
+    prefix_len = len(fam.name)
     for s in fam.samples:
-        suffix = s.name[len(fam.name):]
+        suffix = s.name[prefix_len:]
         if suffix == "_bucket":
-            labels = _scale_le(s.labels, scale)
+            labels = s.labels if scale == 1.0 else _scale_le(s.labels, scale)
             if labels is None:
                 continue
             if ("le", "+Inf") in labels:
                 has_inf.add(tuple(kv for kv in labels if kv[0] != "le"))
-            samples.append(Sample(f"{target}_bucket", labels, s.value))
+            samples.append(Sample(bucket, labels, s.value))
         elif suffix == "_sum":
-            samples.append(Sample(f"{target}_sum", s.labels, s.value * scale))
+            samples.append(Sample(total, s.labels, s.value * scale))
         elif suffix == "_count":
-            samples.append(Sample(f"{target}_count", s.labels, s.value))
-    for s in [s for s in samples if s.name == f"{target}_count" and s.labels not in has_inf]:
-        samples.append(Sample(f"{target}_bucket", tuple(sorted((*s.labels, ("le", "+Inf")))),
-                              s.value))
+            samples.append(Sample(count, s.labels, s.value))
+    for s in [s for s in samples if s.name == count and s.labels not in has_inf]:
+        samples.append(Sample(bucket, tuple(sorted((*s.labels, ("le", "+Inf")))), s.value))
     return Family(target, MetricType.HISTOGRAM, tuple(samples), CANONICAL[target].description)
 
 

@@ -25,10 +25,11 @@ from enum import StrEnum
 from typing import Protocol
 
 from collector.agent.base import Scrape, Source
+from collector.agent.encode import DEFAULT_HEARTBEAT_S, SampleEncoder
 from collector.agent.fetch import HttpFetcher
 from collector.agent.registry import make_source
 from collector.agent.targets import TargetSpec
-from collector.agent.writer import StoreWriter, to_samples
+from collector.agent.writer import StoreWriter
 from collector.errors import SourceError
 from collector.store import SampleIn
 
@@ -150,19 +151,26 @@ class Agent:
         targets: what to scrape.
         writer: the store writer.
         exporters: Prometheus / OTLP exporters.
-        timeout_s: limit for one scrape of one target (capped at its interval).
+        timeout_s: limit for one scrape of one target (capped at its interval, floor 1 s).
         clock: the agent's clock (epoch seconds).
+        heartbeat_s: longest time an unchanged cumulative series goes unwritten (see
+            :mod:`collector.agent.encode`); 0 writes every sample.
     """
 
     def __init__(self, targets: Sequence[TargetSpec], writer: StoreWriter,
                  exporters: Sequence[Exporter] = (), *, timeout_s: float = 5.0,
-                 clock: Callable[[], float] = time.time) -> None:
-        self.runners = [TargetRunner(t, make_source(t), timeout_s=min(timeout_s, t.interval_s))
+                 clock: Callable[[], float] = time.time,
+                 heartbeat_s: float = DEFAULT_HEARTBEAT_S) -> None:
+        # Like Prometheus, a scrape may not outlast its interval; but never under a second,
+        # which a loaded node needs for a 40 KB exposition.
+        self.runners = [TargetRunner(t, make_source(t),
+                                     timeout_s=min(timeout_s, max(t.interval_s, 1.0)))
                         for t in targets]
         self.writer = writer
         self.exporters = list(exporters)
         self.clock = clock
         self.timeout_s = timeout_s
+        self.encoder = SampleEncoder(heartbeat_s)
         for r in self.runners:
             writer.register(r.spec)
 
@@ -214,7 +222,7 @@ class Agent:
         outcome, scrape, ts = await runner.scrape(fetch, self.clock)
         if runner.spec is not before:
             self.writer.register(runner.spec)
-        samples = to_samples(runner.spec.name, scrape, ts) if scrape else []
+        samples = self.encoder.encode(runner.spec.name, scrape, ts) if scrape else []
         self.writer.put(samples + health_samples(outcome, ts))
         for exp in self.exporters:
             exp.update(runner.spec, scrape, ts)

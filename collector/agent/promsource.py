@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
 from collector.agent.canonical import Rule, apply_rules
-from collector.agent.promtext import parse_text
+from collector.agent.promtext import PromTextParser
 
 
 class PromTextSource(Source):
@@ -19,12 +20,17 @@ class PromTextSource(Source):
 
     rules: ClassVar[tuple[Rule, ...]] = ()
 
+    def __init__(self, urls: Iterable[str] = ()) -> None:
+        super().__init__(urls)
+        self.parsers = {url: PromTextParser() for url in self.urls}
+
     async def collect(self, fetch: Fetcher) -> Scrape:
         raw: list[Family] = []
         skipped: list[SkippedLine] = []
         for url in self.urls:
             resp = await fetch.get(url)
-            parsed = parse_text(resp.text, content_type=resp.content_type, source=url)
+            parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type,
+                                             source=url)
             raw.extend(parsed.families)
             skipped.extend(parsed.skipped)
         return self.from_families(raw, skipped)

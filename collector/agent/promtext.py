@@ -1,11 +1,15 @@
 """Prometheus text and OpenMetrics parsing into :class:`~collector.agent.base.Family` records.
 
-The whole body goes to ``prometheus_client``'s parser first (the OpenMetrics one when the
-content type or a final ``# EOF`` says so). That parser stops at the first bad line, and real
-material has them: documentation excerpts with ``...`` lines, labels cut short with ``,...}``,
-exporters that write odd values. Then a line-by-line parser takes over: every line that
-parses is kept, every other line is reported as a :class:`~collector.agent.base.SkippedLine`.
-Only a body in which not a single sample parses is an error (``SourceError``).
+Prometheus text is parsed line by line: every line that parses is kept, every other line is
+reported as a :class:`~collector.agent.base.SkippedLine` (real material has them:
+documentation excerpts with ``...`` lines, labels cut short with ``,...}``, odd values). Only
+a body in which not a single sample parses is an error (``SourceError``). A
+:class:`PromTextParser` remembers the name and labels of every series line it has seen, so
+the next scrape of the same endpoint only converts values: an engine's exposition repeats
+its series every time, and the agent parses twenty of them a second.
+``prometheus_client``'s parser, which stops at the first bad line and is several times
+slower, reads OpenMetrics bodies (by content type or a final ``# EOF``; when it refuses one,
+the line parser takes over); the tests hold the line parser to agree with it.
 
 Samples are then regrouped by family with the ``# TYPE`` lines: a name ending in ``_total``
 is *not* taken as proof of a counter (``vllm:iteration_tokens_total`` is a histogram). Samples
@@ -24,7 +28,6 @@ from dataclasses import dataclass
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
 )
-from prometheus_client.parser import text_string_to_metric_families as prometheus_families
 
 from collector.agent.base import Family, Labels, MetricType, Sample, SkippedLine
 from collector.errors import SourceError
@@ -75,37 +78,53 @@ def is_openmetrics(text: str, content_type: str = "") -> bool:
 
 
 def parse_text(text: str, *, content_type: str = "", source: str = "response") -> ParseResult:
-    """Parse a Prometheus text (0.0.4) or OpenMetrics body.
-
-    Args:
-        text: the body.
-        content_type: the HTTP Content-Type, used to recognise OpenMetrics.
-        source: where the body came from (a URL or file name), for error messages.
-
-    Returns:
-        The families and the skipped lines.
-
-    Raises:
-        SourceError: the body has lines but none of them is a metric sample.
-    """
-    flat = _flat_from_client(text, content_type)
-    if flat is None:
-        flat = _flat_line_by_line(text)
-    if not flat.samples and flat.skipped:
-        first = flat.skipped[0]
-        raise SourceError(
-            f"no metric samples in {source}: line {first.line_no} ({first.text!r}) "
-            f"{first.reason}; check that the URL serves Prometheus metrics text "
-            "(for example http://host:8000/metrics)"
-        )
-    return ParseResult(_group(flat), tuple(flat.skipped))
+    """Parse a Prometheus text (0.0.4) or OpenMetrics body (see :meth:`PromTextParser.parse`)."""
+    return PromTextParser().parse(text, content_type=content_type, source=source)
 
 
-def _flat_from_client(text: str, content_type: str) -> _Flat | None:
-    parser = openmetrics_families if is_openmetrics(text, content_type) else prometheus_families
+class PromTextParser:
+    """A parser that remembers series lines between bodies (one per scraped endpoint)."""
+
+    _MAX_CACHED = 100_000
+
+    def __init__(self) -> None:
+        self._heads: dict[str, tuple[str, Labels]] = {}
+
+    def parse(self, text: str, *, content_type: str = "",
+              source: str = "response") -> ParseResult:
+        """Parse a Prometheus text (0.0.4) or OpenMetrics body.
+
+        Args:
+            text: the body.
+            content_type: the HTTP Content-Type, used to recognise OpenMetrics.
+            source: where the body came from (a URL or file name), for error messages.
+
+        Returns:
+            The families and the skipped lines.
+
+        Raises:
+            SourceError: the body has lines but none of them is a metric sample.
+        """
+        flat = _flat_from_client(text) if is_openmetrics(text, content_type) else None
+        if flat is None:
+            if len(self._heads) > self._MAX_CACHED:
+                self._heads.clear()
+            flat = _flat_line_by_line(text, self._heads)
+        if not flat.samples and flat.skipped:
+            first = flat.skipped[0]
+            raise SourceError(
+                f"no metric samples in {source}: line {first.line_no} ({first.text!r}) "
+                f"{first.reason}; check that the URL serves Prometheus metrics text "
+                "(for example http://host:8000/metrics)"
+            )
+        return ParseResult(_group(flat), tuple(flat.skipped))
+
+
+def _flat_from_client(text: str) -> _Flat | None:
+    """Parse OpenMetrics with prometheus_client; None when it refuses the body."""
     flat = _Flat({}, {}, {}, [])
     try:
-        for fam in parser(text):
+        for fam in openmetrics_families(text):
             kind = _TYPES.get(fam.type, MetricType.UNTYPED)
             if kind is not MetricType.UNTYPED:
                 flat.types[fam.name] = kind
@@ -120,16 +139,25 @@ def _flat_from_client(text: str, content_type: str) -> _Flat | None:
     return flat
 
 
-def _flat_line_by_line(text: str) -> _Flat:
+def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]]) -> _Flat:
     flat = _Flat({}, {}, {}, [])
+    samples = flat.samples
     for line_no, raw_line in enumerate(text.splitlines(), start=1):
         line = raw_line.strip()
         if not line:
             continue
-        if line.startswith("#"):
+        if line[0] == "#":
             _comment(flat, line)
             continue
-        reason = _sample_line(flat, line)
+        head, _, tail = line.rpartition(" ")
+        known = heads.get(head)
+        if known is not None:
+            try:
+                samples[known] = float(tail)
+                continue
+            except ValueError:
+                pass  # the slow path names the problem
+        reason = _sample_line(flat, line, heads)
         if reason:
             flat.skipped.append(SkippedLine(line_no, line[:_MAX_REPORTED_LINE], reason))
     return flat
@@ -148,7 +176,7 @@ def _comment(flat: _Flat, line: str) -> None:
         flat.helps[name] = rest
 
 
-def _sample_line(flat: _Flat, line: str) -> str:
+def _sample_line(flat: _Flat, line: str, heads: dict[str, tuple[str, Labels]]) -> str:
     """Add one sample line; return why it was skipped, or '' when it was added."""
     m = _SAMPLE_RE.match(line)
     if not m:
@@ -163,7 +191,13 @@ def _sample_line(flat: _Flat, line: str) -> str:
         value = float(value_text)
     except ValueError:
         return f"has a value {value_text!r} that is not a number"
-    _add(flat, name, labels, value)
+    if name.endswith("_created"):
+        return ""  # creation timestamps, not values
+    value_at = m.start(3)
+    if m.group(4) is None and line[value_at - 1] == " ":
+        # what rpartition(" ") yields for this line next time: name and labels
+        heads[line[:value_at - 1]] = (name, labels)
+    flat.samples[(name, labels)] = value
     return ""
 
 
@@ -198,23 +232,32 @@ def _family_of(name: str, types: dict[str, MetricType]) -> tuple[str, MetricType
 
 
 def _group(flat: _Flat) -> tuple[Family, ...]:
-    histogram_bases = {
-        name.removesuffix("_bucket")
-        for (name, labels) in flat.samples
-        if name.endswith("_bucket") and any(k == "le" for k, _ in labels)
-    }
+    histogram_bases: set[str] | None = None
+    family_of: dict[str, tuple[str, MetricType]] = {}
     grouped: dict[str, tuple[MetricType, list[Sample]]] = {}
     for (name, labels), value in flat.samples.items():
-        found = _family_of(name, flat.types)
+        found = family_of.get(name)
         if found is None:
-            base = _untyped_histogram_base(name, histogram_bases)
-            found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNTYPED)
-        fam_name, kind = found
-        grouped.setdefault(fam_name, (kind, []))[1].append(Sample(name, labels, value))
+            found = _family_of(name, flat.types)
+            if found is None:
+                if histogram_bases is None:
+                    histogram_bases = _histogram_bases(flat)
+                base = _untyped_histogram_base(name, histogram_bases)
+                found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNTYPED)
+            family_of[name] = found
+        entry = grouped.get(found[0])
+        if entry is None:
+            entry = grouped[found[0]] = (found[1], [])
+        entry[1].append(Sample(name, labels, value))
     return tuple(
         Family(name, kind, tuple(samples), flat.helps.get(name, ""))
         for name, (kind, samples) in grouped.items()
     )
+
+
+def _histogram_bases(flat: _Flat) -> set[str]:
+    return {name.removesuffix("_bucket") for (name, labels) in flat.samples
+            if name.endswith("_bucket") and any(k == "le" for k, _ in labels)}
 
 
 def _untyped_histogram_base(name: str, bases: set[str]) -> str:

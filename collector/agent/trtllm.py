@@ -30,7 +30,6 @@ from collector.agent.base import (
 )
 from collector.agent.canonical import CANONICAL, Rule, format_le, gauge
 from collector.agent.promsource import PromTextSource
-from collector.agent.promtext import parse_text
 from collector.errors import SourceError
 
 _PROM_NAMES = (
@@ -135,7 +134,8 @@ class TrtllmSource(PromTextSource):
                 elements.extend(got)
                 has_stats = True
             else:
-                parsed = parse_text(resp.text, content_type=resp.content_type, source=url)
+                parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type,
+                                                 source=url)
                 raw.extend(parsed.families)
                 sk = list(parsed.skipped)
             skipped.extend(sk)

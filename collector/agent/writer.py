@@ -11,34 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collector.agent.base import MetricType, Scrape
 from collector.agent.spool import Spool
 from collector.agent.targets import TargetSpec
 from collector.errors import StoreError
 from collector.store import SampleIn, Store, open_store, register_target, write_samples
 
 log = logging.getLogger(__name__)
-
-_STORE_TYPES = {MetricType.UNTYPED: "unknown"}
-
-
-def to_samples(target: str, scrape: Scrape, ts: float) -> list[SampleIn]:
-    """Store samples for a scrape: raw and canonical series, all stamped ``ts``.
-
-    NaN values are left out (a database column cannot hold them portably).
-    """
-    out = []
-    for fam in (*scrape.raw, *scrape.canonical):
-        type_ = _STORE_TYPES.get(fam.type, fam.type.value)
-        for s in fam.samples:
-            if not math.isnan(s.value):
-                out.append(SampleIn(target, s.name, type_, dict(s.labels), ts, s.value))
-    return out
-
 
 @dataclass(frozen=True, slots=True)
 class WriterStats:

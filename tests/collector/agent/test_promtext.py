@@ -8,9 +8,10 @@ import pytest
 from agent_helpers import DATA, data_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families as prometheus_families
 
 from collector.agent.base import Family, MetricType, Sample
-from collector.agent.promtext import parse_text
+from collector.agent.promtext import PromTextParser, parse_text
 from collector.errors import SourceError
 
 PROM_FILES = sorted(p.name for p in DATA.glob("*.prom"))
@@ -104,3 +105,35 @@ def test_fuzz_never_crashes(text: str) -> None:
 def test_fuzz_shuffled_real_lines(lines: list[str]) -> None:
     with contextlib.suppress(SourceError):
         parse_text("\n".join(lines))
+
+
+def _flatten(families: object) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(dict(s.labels).items()))): float(s.value)
+            for f in families for s in f.samples  # type: ignore[attr-defined]
+            if not s.name.endswith("_created")}
+
+
+VALID_FILES = [n for n in PROM_FILES if "..." not in data_text(n)]
+
+
+@pytest.mark.parametrize("name", VALID_FILES)
+def test_line_parser_agrees_with_prometheus_client(name: str) -> None:
+    text = data_text(name)
+    reference = list(prometheus_families(text))
+    for fam in reference:  # prometheus_client appends _total to counters that lack it
+        fam.samples = [s._replace(name=s.name.removesuffix("_total")) if s.name not in text
+                       else s for s in fam.samples]
+    parser = PromTextParser()
+    for _ in range(2):  # the second parse goes through the series-line cache
+        ours = parser.parse(text).families
+        assert _flatten(ours) == _flatten(reference)
+        typed = {s.name: f.type for f in reference if f.type != "unknown" for s in f.samples}
+        our_types = {s.name: f.type.value for f in ours for s in f.samples}
+        assert {n: our_types[n] for n in typed} == typed
+
+
+def test_cached_series_lines_still_read_new_values_and_timestamps() -> None:
+    parser = PromTextParser()
+    parser.parse('a{x="1"} 1\nb 2\n')
+    again = parser.parse('a{x="1"} 5\nb 7 1700000000000\nb 8\n')
+    assert _flatten(again.families) == {("a", (("x", "1"),)): 5.0, ("b", ()): 8.0}
