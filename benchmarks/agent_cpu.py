@@ -121,6 +121,8 @@ def main() -> None:
     ap.add_argument("--interval", default="1s")
     ap.add_argument("--sample-every", type=float, default=10.0)
     ap.add_argument("--fake", action="store_true", help="recorded payload, one helper process")
+    ap.add_argument("--heartbeat", default="60s",
+                    help="agent --heartbeat; 0 writes every sample (as if every value changed)")
     args = ap.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="slotune-agent-bench-"))
@@ -136,7 +138,8 @@ def main() -> None:
         subprocess.run([str(BIN / "slotune"), "--db", db_url, "db", "upgrade"], check=True,
                        capture_output=True)
         agent = subprocess.Popen([str(BIN / "slotune"), "--db", db_url, "agent", "--targets",
-                                  str(targets), "--interval", args.interval, "--spool-dir",
+                                  str(targets), "--interval", args.interval, "--heartbeat",
+                                  args.heartbeat, "--spool-dir",
                                   str(workdir / "spool")],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         procs.append(agent)
@@ -154,7 +157,8 @@ def main() -> None:
             last_t, last_cpu, last_rows = now, cpu, rows
         wall = last_t - t0
         print(f"\nengines: {args.engines} ({'fake servers' if args.fake else 'slotune emulate'}),"
-              f" interval {args.interval}, measured {wall:.0f} s after {args.warmup:.0f} s warm-up")
+              f" interval {args.interval}, heartbeat {args.heartbeat}, measured {wall:.0f} s"
+              f" after {args.warmup:.0f} s warm-up")
         print(f"agent CPU: {100 * (last_cpu - cpu0) / wall:.2f} % of one core")
         print(f"samples written: {(last_rows - rows0) / wall:.0f} /s")
         print(f"RSS: {rss[0][1]:.1f} -> {rss[-1][1]:.1f} MiB; trend {slope_per_hour(rss):+.1f} "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
+from collector.agent.encode import DEFAULT_HEARTBEAT_S
 from collector.agent.export_otel import OtlpExporter
 from collector.agent.export_prom import PrometheusExporter
 from collector.agent.loop import Agent, Exporter, ScrapeOutcome
@@ -45,6 +46,8 @@ class AgentConfig:
         otlp_protocol: ``http`` or ``grpc``.
         spool_dir: where batches wait while the store is unreachable.
         timeout_s: limit for one scrape.
+        heartbeat_s: longest time an unchanged cumulative series goes unwritten (0: every
+            sample of every scrape is written).
     """
 
     target_args: tuple[str, ...] = ()
@@ -58,6 +61,7 @@ class AgentConfig:
     otlp_protocol: str = "http"
     spool_dir: Path | None = None
     timeout_s: float = 5.0
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
 
 
 def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
@@ -84,7 +88,8 @@ def build_agent(config: AgentConfig) -> Agent:
                                       node=config.node))
     if config.prometheus_port is not None:
         exporters.append(PrometheusExporter(config.prometheus_host, config.prometheus_port))
-    return Agent(targets, writer, exporters, timeout_s=config.timeout_s)
+    return Agent(targets, writer, exporters, timeout_s=config.timeout_s,
+                 heartbeat_s=config.heartbeat_s)
 
 
 def run_agent(config: AgentConfig, *, once: bool = False,

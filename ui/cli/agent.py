@@ -37,6 +37,9 @@ def agent(
     spool_dir: Annotated[Path | None, typer.Option(
         help="Where samples wait while the store is unreachable.")] = None,
     node: Annotated[str | None, typer.Option(help="Node label (default: host name).")] = None,
+    heartbeat: Annotated[str, typer.Option(
+        help="Longest time an unchanged counter/histogram value goes unwritten (0: write "
+             "every sample).")] = "60s",
     json: JsonOption = False,
 ) -> None:
     """Scrape engines and GPUs into the store; optionally export via Prometheus and OTLP."""
@@ -47,6 +50,7 @@ def agent(
         interval_s=run(parse_duration_s, interval, field_name="--interval"),
         db_url=db_url(ctx), prometheus_port=prometheus_port, prometheus_host=prometheus_host,
         otlp_endpoint=otlp_endpoint, otlp_protocol=otlp_protocol, spool_dir=spool_dir,
+        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"),
         **({"node": node} if node else {}))
     outcomes = run(run_agent, config, once=once)
     if json:
