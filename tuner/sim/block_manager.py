@@ -171,15 +171,16 @@ class BlockManager:
             return
         popitem = self._free.popitem
         hashes, cached, ref = self._hash, self._cached, self._ref_cnt
+        append = out.append
         for _ in range(count):
-            bid = popitem(last=False)[0]
+            bid = popitem(False)[0]
             h = hashes[bid]
             if h is not None:
-                if cached.get(h) == bid:
-                    del cached[h]
+                # A block carries a hash exactly when the cache maps that hash to it.
+                del cached[h]
                 hashes[bid] = None
             ref[bid] = 1
-            out.append(bid)
+            append(bid)
 
     def _leave_fifo_mode(self) -> None:
         fifo = self._fifo
@@ -194,10 +195,13 @@ class BlockManager:
     def _register(self, state: RequestState, num_tokens_with_kv: int) -> None:
         self._leave_fifo_mode()
         upto = min(len(state.block_hashes), num_tokens_with_kv // self.block_size)
+        block_hash, cached = self._hash, self._cached
+        hashes, ids = state.block_hashes, state.block_ids
         for j in range(state.num_hashed_blocks, upto):
-            h = state.block_hashes[j]
-            bid = state.block_ids[j]
-            if self._hash[bid] is None and h not in self._cached:
-                self._hash[bid] = h
-                self._cached[h] = bid
-        state.num_hashed_blocks = max(state.num_hashed_blocks, upto)
+            h = hashes[j]
+            bid = ids[j]
+            if block_hash[bid] is None and h not in cached:
+                block_hash[bid] = h
+                cached[h] = bid
+        if upto > state.num_hashed_blocks:
+            state.num_hashed_blocks = upto

@@ -108,43 +108,35 @@ class RequestState:
 def prefix_block_hashes(request: SimRequest, block_size: int) -> list[int]:
     """Prefix-chained hashes of the prompt's full blocks of ``block_size`` tokens.
 
-    Block ``j`` hashes its parent's hash with its own content, so equal hashes mean equal
-    prefixes. Trace ``hash_ids`` of another block size are mapped onto the engine's blocks:
-    the content of an engine block is the list of (trace block id, offset) pieces it covers,
-    so equal trace ids give equal engine hashes. Empty when the prompt has no identity.
+    Equal hashes mean equal prefixes. From token ids, block ``j`` hashes its parent's hash
+    with its own tokens. From trace ``hash_ids`` (equal ids = equal text, any block size),
+    the trace blocks are chained first, and engine block ``j`` is identified by the chain
+    through the trace block holding its last token plus that token's position, so equal
+    trace ids give equal engine hashes whatever the two block sizes. Empty when the prompt
+    has no identity.
     """
     num_full = request.prompt_tokens // block_size
     if request.prompt_token_ids is not None:
         ids = request.prompt_token_ids
-        contents: list[object] = [ids[j * block_size:(j + 1) * block_size]
-                                  for j in range(num_full)]
-    elif request.hash_ids and request.hash_block_size:
-        contents = _trace_block_contents(request.hash_ids, request.hash_block_size,
-                                         block_size, num_full)
-    else:
-        return []
-    hashes: list[int] = []
+        hashes: list[int] = []
+        parent = 0
+        for j in range(num_full):
+            parent = hash((parent, ids[j * block_size:(j + 1) * block_size]))
+            hashes.append(parent)
+        return hashes
+    if request.hash_ids and request.hash_block_size:
+        return _trace_block_hashes(request.hash_ids, request.hash_block_size, block_size,
+                                   num_full)
+    return []
+
+
+def _trace_block_hashes(hash_ids: tuple[int, ...], trace_block: int, block_size: int,
+                        num_full: int) -> list[int]:
+    chained: list[int] = []
     parent = 0
-    for content in contents:
-        parent = hash((parent, content))
-        hashes.append(parent)
-    return hashes
-
-
-def _trace_block_contents(hash_ids: tuple[int, ...], trace_block: int, block_size: int,
-                          num_full: int) -> list[object]:
-    covered_tokens = len(hash_ids) * trace_block
-    out: list[object] = []
-    for j in range(min(num_full, covered_tokens // block_size)):
-        start, end = j * block_size, (j + 1) * block_size
-        if start // trace_block == (end - 1) // trace_block:
-            out.append((hash_ids[start // trace_block], start % trace_block))
-            continue
-        pieces = []
-        pos = start
-        while pos < end:
-            k = pos // trace_block
-            pieces.append((hash_ids[k], pos % trace_block))
-            pos = (k + 1) * trace_block
-        out.append(tuple(pieces))
-    return out
+    for h in hash_ids:
+        parent = hash((parent, h))
+        chained.append(parent)
+    n = min(num_full, len(hash_ids) * trace_block // block_size)
+    return [hash((chained[(end - 1) // trace_block], end))
+            for end in range(block_size, (n + 1) * block_size, block_size)]
