@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_fakes import check_step_invariants, drive, fake_core
@@ -12,7 +13,7 @@ from collector.workload import Trace, TraceRequest
 from tuner.sim.config import TrtllmConfig, VllmConfig
 from tuner.sim.engine import EngineCore, StepResult
 from tuner.sim.request import SimRequest, prefix_block_hashes
-from tuner.sim.simulator import replay
+from tuner.sim.simulator import replay, trace_requests
 
 MAX_PROMPT = 300
 MAX_OUTPUT = 40
@@ -139,19 +140,32 @@ def test_trtllm_invariants(requests: list[SimRequest], policy: str, chunked: boo
 def test_decode_runs_match_step_by_step(setup: tuple[VllmConfig, int],
                                         requests: list[SimRequest]) -> None:
     config, num_blocks = setup
-    # Traces carry neither token ids nor priorities: compare on what they can express.
-    config = dataclasses.replace(config, enable_prefix_caching=False, scheduling_policy="fcfs")
-    stepwise = drive(fake_core(num_blocks, config), requests)
-    trace = Trace("t", tuple(TraceRequest(r.arrival_s, r.prompt_tokens, r.max_tokens)
-                             for r in requests))
+    # Traces carry no priorities; prefix identity travels as 32-token hash blocks.
+    config = dataclasses.replace(config, scheduling_policy="fcfs")
+    trace = Trace("t", tuple(
+        TraceRequest(r.arrival_s, r.prompt_tokens, r.max_tokens,
+                     hash_ids=_hash_blocks(r), block_size=32) for r in requests))
     fast = replay(fake_core(num_blocks, config), trace)
+    stepwise = drive(fake_core(num_blocks, config), trace_requests(trace))
     for i, r in enumerate(requests):
         record = fast.records[i]
         assert record.num_output_tokens == r.max_tokens
-        assert list(record.chunk_times_s) == _approx(stepwise[r.request_id])
+        assert list(record.chunk_times_s) == _approx(stepwise[str(i)])
+    assert fast.summary.extra["prefix_hit_rate"] == pytest.approx(
+        _hit_rate(trace, config, num_blocks))
+
+
+def _hash_blocks(r: SimRequest) -> tuple[int, ...]:
+    ids = r.prompt_token_ids or ()
+    return tuple(hash(ids[k:k + 32]) for k in range(0, len(ids), 32))
+
+
+def _hit_rate(trace: Trace, config: VllmConfig, num_blocks: int) -> float:
+    core = fake_core(num_blocks, config)
+    drive(core, trace_requests(trace))
+    stats = core.stats
+    return stats.prefix_hits / stats.prefix_queries if stats.prefix_queries else 0.0
 
 
 def _approx(values: list[float]) -> list[object]:
-    import pytest
-
     return [pytest.approx(v, rel=1e-9, abs=1e-12) for v in values]
