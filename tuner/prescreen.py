@@ -39,16 +39,19 @@ MIN_SIM_TRIALS = 40
 WITHIN = 0.03
 
 
-def prescreen_spec(spec: StudySpec) -> StudySpec:
+def prescreen_spec(spec: StudySpec, trials: int | None = None) -> StudySpec:
+    """The simulated twin of ``spec`` (``trials`` default: the rule in the module docstring)."""
+    if trials is None:
+        trials = max(MIN_SIM_TRIALS, SIM_TRIALS_PER_REAL * spec.trials)
     return dataclasses.replace(spec, name=f"{spec.name}-prescreen", backend="sim",
-                               command=None, endpoint=None, time_scale=1.0,
-                               trials=max(MIN_SIM_TRIALS, SIM_TRIALS_PER_REAL * spec.trials))
+                               command=None, endpoint=None, time_scale=1.0, trials=trials)
 
 
-def run_prescreen(spec: StudySpec, url: str, k: int, *, workers: int = 1,
-                  progress: ProgressFn | None = None) -> list[dict[str, Any]]:
+def run_prescreen(spec: StudySpec, url: str, k: int, *, trials: int | None = None,
+                  workers: int = 1, progress: ProgressFn | None = None
+                  ) -> list[dict[str, Any]]:
     """Run the simulated study of ``spec`` and return its best ``k`` distinct configs."""
-    sim_spec = prescreen_spec(spec)
+    sim_spec = prescreen_spec(spec, trials)
     create(sim_spec, url)
     run_workers(sim_spec, url, workers, progress)
     sim = load(sim_spec, url)

@@ -18,6 +18,7 @@ share a GPU, whether they come from one ``--workers N`` or from separate command
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import multiprocessing
 import time
@@ -32,7 +33,7 @@ from optuna.trial import TrialState
 
 from collector.errors import ConfigError
 from collector.slo import parse_slos
-from collector.workload import resolve_workload, retime
+from collector.workload import Trace, resolve_workload, retime
 from tuner.backends import make_backend
 from tuner.gpu_slots import GpuSlot, acquire_slot
 from tuner.objectives import ObjectiveKind
@@ -134,10 +135,15 @@ class StudySpec:
 
 def load_plan(spec: StudySpec) -> WorkloadPlan:
     """The workload of a study, cut to ``num_requests``."""
-    trace = resolve_workload(spec.workload, spec.trace_file)
-    if spec.num_requests:
-        trace = retime(trace, num_requests=spec.num_requests)
-    return WorkloadPlan(trace, spec.rate)
+    return WorkloadPlan(_trace(spec.workload, spec.trace_file, spec.num_requests), spec.rate)
+
+
+@functools.lru_cache(maxsize=8)
+def _trace(workload: str | None, trace_file: str | None, num_requests: int | None) -> Trace:
+    # Traces are immutable; reading a bundled one takes seconds, and a study needs it in
+    # creation, every worker, the re-check and the prescreen.
+    trace = resolve_workload(workload, trace_file)
+    return retime(trace, num_requests=num_requests) if num_requests else trace
 
 
 def build_space(spec: StudySpec, plan: WorkloadPlan) -> SearchSpace:

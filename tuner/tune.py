@@ -59,10 +59,12 @@ class RunOptions:
             first (0: no prescreen).
         recheck_k: re-measure the best k configurations with other seeds (0: skip).
         recheck_seeds: re-runs per re-checked configuration.
+        prescreen_trials: trials of the simulated study (None: 4x the real one, >= 40).
     """
 
     workers: int = 1
     prescreen_k: int = 0
+    prescreen_trials: int | None = None
     recheck_k: int = 3
     recheck_seeds: int = 2
 
@@ -99,8 +101,8 @@ def tune(spec: StudySpec, url: str | None, options: RunOptions = RunOptions(),
         sim_reach = None
         if options.prescreen_k > 0:
             _say(phase, f"prescreen: simulated study {spec.name}-prescreen")
-            seeds = run_prescreen(spec, db, options.prescreen_k, workers=options.workers,
-                                  progress=progress)
+            seeds = run_prescreen(spec, db, options.prescreen_k, trials=options.prescreen_trials,
+                                  workers=options.workers, progress=progress)
             sim_reach = trials_to_reach(load(prescreen_spec(spec), db).get_trials())
         study = create(spec, db)
         if options.prescreen_k > 0:
