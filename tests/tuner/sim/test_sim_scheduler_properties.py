@@ -169,3 +169,21 @@ def _hit_rate(trace: Trace, config: VllmConfig, num_blocks: int) -> float:
 
 def _approx(values: list[float]) -> list[object]:
     return [pytest.approx(v, rel=1e-9, abs=1e-12) for v in values]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests=workloads(), policy=st.sampled_from(["GUARANTEED_NO_EVICT", "MAX_UTILIZATION"]),
+       chunked=st.booleans(), extra_blocks=st.integers(0, 40))
+def test_trtllm_decode_runs_match_step_by_step(requests: list[SimRequest], policy: str,
+                                               chunked: bool, extra_blocks: int) -> None:
+    config = TrtllmConfig(model="llama-3.1-8b", gpu="h100-sxm", max_batch_size=6,
+                          max_num_tokens=512, max_seq_len=512, enable_chunked_prefill=chunked,
+                          tokens_per_block=16, capacity_scheduler_policy=policy)
+    num_blocks = -(-(MAX_PROMPT + MAX_OUTPUT) // 16) + extra_blocks
+    trace = Trace("t", tuple(
+        TraceRequest(r.arrival_s, r.prompt_tokens, r.max_tokens,
+                     hash_ids=_hash_blocks(r), block_size=32) for r in requests))
+    fast = replay(fake_core(num_blocks, config), trace)
+    stepwise = drive(fake_core(num_blocks, config), trace_requests(trace))
+    for i in range(len(requests)):
+        assert list(fast.records[i].chunk_times_s) == _approx(stepwise[str(i)])
