@@ -69,7 +69,8 @@ def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
     targets = [parse_target_arg(a, interval_s=config.interval_s, node=config.node)
                for a in config.target_args]
     if config.targets_file is not None:
-        targets += load_targets_file(config.targets_file, node=config.node)
+        targets += load_targets_file(config.targets_file, node=config.node,
+                                     interval_s=config.interval_s)
     if not targets:
         raise ConfigError("no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
                           " or --targets FILE.yaml")

@@ -4,7 +4,7 @@ A URL without a path is a server's base URL and gets the kind's known paths (``/
 TensorRT-LLM: ``/metrics`` for the JSON iteration stats and ``/prometheus/metrics``); a URL
 with a path is used as given. A YAML file lists many targets::
 
-    interval: 5s            # default for every target
+    interval: 5s            # default for its targets (else the command line's --interval)
     labels: {pool: chat}    # default labels
     targets:
       - kind: vllm
@@ -130,8 +130,12 @@ def parse_target_arg(text: str, *, interval_s: float = DEFAULT_INTERVAL_S,
     return make_target(kind, url.strip(), interval_s=interval_s, node=node)
 
 
-def load_targets_file(path: str | Path, *, node: str = "") -> list[TargetSpec]:
+def load_targets_file(path: str | Path, *, node: str = "",
+                      interval_s: float = DEFAULT_INTERVAL_S) -> list[TargetSpec]:
     """Read a targets YAML file (format in the module docstring).
+
+    Intervals: a target's own, else the file's ``interval``, else ``interval_s`` (the
+    command line's ``--interval``).
 
     Raises:
         ConfigError: unreadable file, bad YAML, unknown fields' values, duplicate names.
@@ -142,7 +146,7 @@ def load_targets_file(path: str | Path, *, node: str = "") -> list[TargetSpec]:
         raise ConfigError(f"targets file {str(path)!r} cannot be read: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("targets"), list):
         raise ConfigError(f"targets file {str(path)!r} must be a mapping with a 'targets' list")
-    default_interval = _interval(doc.get("interval"), f"{path}: interval", DEFAULT_INTERVAL_S)
+    default_interval = _interval(doc.get("interval"), f"{path}: interval", interval_s)
     default_labels = _labels(doc.get("labels"), f"{path}: labels")
     targets = [_entry(e, i, path, default_interval, default_labels, node)
                for i, e in enumerate(doc["targets"])]

@@ -57,6 +57,14 @@ def test_yaml_file_with_labels_and_intervals(tmp_path: Path) -> None:
     assert (c.kind, c.url) == (SourceKind.NVML, "fake")
 
 
+def test_command_line_interval_is_the_default_of_a_file_without_one(tmp_path: Path) -> None:
+    path = tmp_path / "targets.yaml"
+    path.write_text("targets:\n  - {kind: nvml}\n  - {kind: dcgm, url: 'http://h:1', "
+                    "interval: 3s}\n")
+    a, b = load_targets_file(path, node="n", interval_s=1.0)
+    assert (a.interval_s, b.interval_s) == (1.0, 3.0)
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("targets: 3\n", "must be a mapping with a 'targets' list"),
     ("targets:\n  - {url: 'http://h:1'}\n", r"targets\[0\] must be a mapping with at least"),
