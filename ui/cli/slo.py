@@ -41,7 +41,11 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         print_json([s.to_dict() for s in slos])
         return
-    table = Table("name", "spec", "objective", "window", "selector", "description")
+    table = Table()
+    for column in ("name", "spec", "objective", "window"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("selector")
+    table.add_column("description")
     for s in slos:
         table.add_row(s.name, s.spec, _objective(s), f"{s.window_s / 86400:g}d",
                       ", ".join(f"{k}={v}" for k, v in s.selector.as_dict().items()),
