@@ -119,9 +119,9 @@ def apply_rules(families: Iterable[Family], rules: Sequence[Rule]) -> tuple[Fami
             continue
         metric = CANONICAL[rule.target]
         if metric.type is MetricType.HISTOGRAM:
-            fam = by_family.get(rule.source)
-            if fam is not None and fam.type is MetricType.HISTOGRAM:
-                out[rule.target] = rename_histogram(fam, rule.target, rule.scale)
+            raw = by_family.get(rule.source)
+            if raw is not None and raw.type is MetricType.HISTOGRAM:
+                out[rule.target] = rename_histogram(raw, rule.target, rule.scale)
         elif rule.source in by_sample:
             samples = tuple(
                 Sample(rule.target, s.labels, s.value * rule.scale)
@@ -185,12 +185,3 @@ def gauge(name: str, labels: Labels, value: float) -> Family:
     return Family(name, MetricType.GAUGE, (Sample(name, labels, value),),
                   CANONICAL[name].description)
 
-
-def merge(families: Iterable[Family]) -> tuple[Family, ...]:
-    """Families with the same name merged into one (samples concatenated)."""
-    out: dict[str, Family] = {}
-    for fam in families:
-        prev = out.get(fam.name)
-        out[fam.name] = fam if prev is None else Family(
-            fam.name, fam.type, prev.samples + fam.samples, fam.help)
-    return tuple(out.values())

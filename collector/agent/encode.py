@@ -23,12 +23,14 @@ _CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
 _MAX_TRACKED = 1_000_000
 
 
+_CUMULATIVE_TYPES = (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
+
+
 def is_cumulative(kind: MetricType, name: str) -> bool:
     """Whether a sample only grows between resets."""
     if kind is MetricType.COUNTER:
         return True
-    return kind in (MetricType.HISTOGRAM, MetricType.SUMMARY) and name.endswith(
-        _CUMULATIVE_SUFFIXES)
+    return kind in _CUMULATIVE_TYPES and name.endswith(_CUMULATIVE_SUFFIXES)
 
 
 class SampleEncoder:
@@ -55,11 +57,14 @@ class SampleEncoder:
         last = self._last
         for fam in (*scrape.raw, *scrape.canonical):
             type_ = _STORE_TYPES.get(fam.type, fam.type.value)
+            dedup = bool(self.heartbeat_s) and fam.type in _CUMULATIVE_TYPES
+            # every sample of a counter or histogram family is cumulative; of a summary, not all
+            check_each = fam.type is MetricType.SUMMARY
             for s in fam.samples:
                 value = s.value
                 if math.isnan(value):
                     continue
-                if self.heartbeat_s and is_cumulative(fam.type, s.name):
+                if dedup and (not check_each or is_cumulative(fam.type, s.name)):
                     key = (target, s.name, s.labels)
                     prev = last.get(key)
                     if prev is not None and prev[0] == value and ts - prev[1] < self.heartbeat_s:

@@ -227,26 +227,30 @@ class OtlpExporter:
                                unit=canonical.unit)
             metrics[name] = metric
         now_ns = int(latest.ts * _NS)
-        for labels, point in _points(fam):
-            attrs = self._attributes(latest.target, labels)
-            start_ns = self._starts.get((latest.target.name, fam.name, labels), (now_ns, 0))[0]
-            if fam.type is MetricType.HISTOGRAM:
-                buckets, total, count = point
+
+        def start_of(labels: Labels) -> int:
+            return self._starts.get((latest.target.name, fam.name, labels), (now_ns, 0.0))[0]
+
+        if fam.type is MetricType.HISTOGRAM:
+            metric.histogram.aggregation_temporality = _CUMULATIVE
+            for labels, (buckets, total, count) in _histogram_points(fam):
                 explicit = bounds or tuple(le for le, _ in buckets if le != float("inf"))
-                metric.histogram.aggregation_temporality = _CUMULATIVE
                 metric.histogram.data_points.append(pb.HistogramDataPoint(
-                    attributes=attrs, start_time_unix_nano=start_ns, time_unix_nano=now_ns,
+                    attributes=self._attributes(latest.target, labels),
+                    start_time_unix_nano=start_of(labels), time_unix_nano=now_ns,
                     count=round(count), sum=total, explicit_bounds=explicit,
                     bucket_counts=rebucket(buckets, count, explicit)))
-            elif fam.type is MetricType.COUNTER:
+            return
+        for s in fam.samples:
+            point = pb.NumberDataPoint(attributes=self._attributes(latest.target, s.labels),
+                                       time_unix_nano=now_ns, as_double=s.value)
+            if fam.type is MetricType.COUNTER:
                 metric.sum.aggregation_temporality = _CUMULATIVE
                 metric.sum.is_monotonic = True
-                metric.sum.data_points.append(pb.NumberDataPoint(
-                    attributes=attrs, start_time_unix_nano=start_ns, time_unix_nano=now_ns,
-                    as_double=point))
+                point.start_time_unix_nano = start_of(s.labels)
+                metric.sum.data_points.append(point)
             else:
-                metric.gauge.data_points.append(pb.NumberDataPoint(
-                    attributes=attrs, time_unix_nano=now_ns, as_double=point))
+                metric.gauge.data_points.append(point)
 
     def _attributes(self, target: TargetSpec, labels: Labels) -> list[KeyValue]:
         attrs = {k: v for k, v in labels if k != "model_name"}
@@ -276,12 +280,11 @@ def _endpoint(endpoint: str, protocol: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-def _points(fam: Family) -> Iterable[tuple[Labels, object]]:
-    """(labels without ``le``, value) per series; histograms give (buckets, sum, count)."""
-    if fam.type is not MetricType.HISTOGRAM:
-        for s in fam.samples:
-            yield s.labels, s.value
-        return
+_HistogramPoint = tuple[list[tuple[float, float]], float, float]
+
+
+def _histogram_points(fam: Family) -> Iterable[tuple[Labels, _HistogramPoint]]:
+    """(labels without ``le``, (sorted buckets, sum, count)) per series of a histogram."""
     groups: dict[Labels, tuple[list[tuple[float, float]], list[float], list[float]]] = {}
     for s in fam.samples:
         labels = tuple((k, v) for k, v in s.labels if k != "le")
@@ -303,5 +306,5 @@ def _cumulative_values(fam: Family) -> Iterable[tuple[Labels, float]]:
         for s in fam.samples:
             yield s.labels, s.value
     elif fam.type is MetricType.HISTOGRAM:
-        for labels, point in _points(fam):
-            yield labels, point[2]  # type: ignore[index]
+        for labels, (_, _, count) in _histogram_points(fam):
+            yield labels, count

@@ -54,6 +54,7 @@ _SUFFIXES = {
     MetricType.GAUGE: ("_info",),
 }
 _MAX_REPORTED_LINE = 200
+_NOT_A_VALUE: tuple[str, Labels] = ("", ())  # cached head of a ``_created`` line
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,9 @@ class PromTextParser:
 
     def __init__(self) -> None:
         self._heads: dict[str, tuple[str, Labels]] = {}
+        self._comments: dict[str, tuple[str, str, str] | None] = {}
+        self._types: dict[str, MetricType] = {}
+        self._family_of: dict[str, tuple[str, MetricType]] = {}
 
     def parse(self, text: str, *, content_type: str = "",
               source: str = "response") -> ParseResult:
@@ -107,9 +111,10 @@ class PromTextParser:
         """
         flat = _flat_from_client(text) if is_openmetrics(text, content_type) else None
         if flat is None:
-            if len(self._heads) > self._MAX_CACHED:
+            if len(self._heads) + len(self._comments) > self._MAX_CACHED:
                 self._heads.clear()
-            flat = _flat_line_by_line(text, self._heads)
+                self._comments.clear()
+            flat = _flat_line_by_line(text, self._heads, self._comments)
         if not flat.samples and flat.skipped:
             first = flat.skipped[0]
             raise SourceError(
@@ -117,7 +122,10 @@ class PromTextParser:
                 f"{first.reason}; check that the URL serves Prometheus metrics text "
                 "(for example http://host:8000/metrics)"
             )
-        return ParseResult(_group(flat), tuple(flat.skipped))
+        if flat.types != self._types:  # family assignments depend on the # TYPE lines
+            self._types = flat.types
+            self._family_of.clear()
+        return ParseResult(_group(flat, self._family_of), tuple(flat.skipped))
 
 
 def _flat_from_client(text: str) -> _Flat | None:
@@ -139,7 +147,8 @@ def _flat_from_client(text: str) -> _Flat | None:
     return flat
 
 
-def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]]) -> _Flat:
+def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]],
+                       comments: dict[str, tuple[str, str, str] | None]) -> _Flat:
     flat = _Flat({}, {}, {}, [])
     samples = flat.samples
     for line_no, raw_line in enumerate(text.splitlines(), start=1):
@@ -147,11 +156,13 @@ def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]]) -> _Flat
         if not line:
             continue
         if line[0] == "#":
-            _comment(flat, line)
+            _comment(flat, line, comments)
             continue
         head, _, tail = line.rpartition(" ")
         known = heads.get(head)
         if known is not None:
+            if known is _NOT_A_VALUE:
+                continue
             try:
                 samples[known] = float(tail)
                 continue
@@ -163,11 +174,16 @@ def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]]) -> _Flat
     return flat
 
 
-def _comment(flat: _Flat, line: str) -> None:
-    m = _COMMENT_RE.match(line)
-    if not m:
+def _comment(flat: _Flat, line: str, comments: dict[str, tuple[str, str, str] | None]) -> None:
+    if line in comments:
+        parsed = comments[line]
+    else:
+        m = _COMMENT_RE.match(line)
+        parsed = comments[line] = (
+            (m.group(1), m.group(2), (m.group(3) or "").strip()) if m else None)
+    if parsed is None:
         return
-    keyword, name, rest = m.group(1), m.group(2), (m.group(3) or "").strip()
+    keyword, name, rest = parsed
     if keyword == "TYPE":
         kind = _TYPES.get(rest.lower(), MetricType.UNTYPED)
         if kind is not MetricType.UNTYPED:
@@ -191,13 +207,13 @@ def _sample_line(flat: _Flat, line: str, heads: dict[str, tuple[str, Labels]]) -
         value = float(value_text)
     except ValueError:
         return f"has a value {value_text!r} that is not a number"
-    if name.endswith("_created"):
-        return ""  # creation timestamps, not values
     value_at = m.start(3)
+    is_value = not name.endswith("_created")  # creation timestamps are not values
     if m.group(4) is None and line[value_at - 1] == " ":
         # what rpartition(" ") yields for this line next time: name and labels
-        heads[line[:value_at - 1]] = (name, labels)
-    flat.samples[(name, labels)] = value
+        heads[line[:value_at - 1]] = (name, labels) if is_value else _NOT_A_VALUE
+    if is_value:
+        flat.samples[(name, labels)] = value
     return ""
 
 
@@ -231,20 +247,29 @@ def _family_of(name: str, types: dict[str, MetricType]) -> tuple[str, MetricType
     return None
 
 
-def _group(flat: _Flat) -> tuple[Family, ...]:
+def _group(flat: _Flat, typed: dict[str, tuple[str, MetricType]] | None = None
+           ) -> tuple[Family, ...]:
+    """Samples grouped by family.
+
+    ``typed`` caches name -> family decided by ``# TYPE`` lines (valid while they stay the
+    same); families inferred from ``_bucket`` samples are decided per body.
+    """
+    typed = {} if typed is None else typed
+    inferred: dict[str, tuple[str, MetricType]] = {}
     histogram_bases: set[str] | None = None
-    family_of: dict[str, tuple[str, MetricType]] = {}
     grouped: dict[str, tuple[MetricType, list[Sample]]] = {}
     for (name, labels), value in flat.samples.items():
-        found = family_of.get(name)
+        found = typed.get(name) or inferred.get(name)
         if found is None:
             found = _family_of(name, flat.types)
-            if found is None:
+            if found is not None:
+                typed[name] = found
+            else:
                 if histogram_bases is None:
                     histogram_bases = _histogram_bases(flat)
                 base = _untyped_histogram_base(name, histogram_bases)
                 found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNTYPED)
-            family_of[name] = found
+                inferred[name] = found
         entry = grouped.get(found[0])
         if entry is None:
             entry = grouped[found[0]] = (found[1], [])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -39,7 +41,7 @@ class AgentConfig:
         targets_file: a targets YAML file.
         interval_s: default scrape interval.
         db_url: store URL (None: default SQLite file).
-        node: node name (default: this host's name).
+        node: node name ("": this host's name).
         prometheus_port: serve the Prometheus endpoint on this port (None: no endpoint).
         prometheus_host: address the endpoint binds.
         otlp_endpoint: push OTLP metrics there (None: no OTLP).
@@ -54,7 +56,7 @@ class AgentConfig:
     targets_file: Path | None = None
     interval_s: float = DEFAULT_INTERVAL_S
     db_url: str | None = None
-    node: str = field(default_factory=socket.gethostname)
+    node: str = ""
     prometheus_port: int | None = None
     prometheus_host: str = "127.0.0.1"
     otlp_endpoint: str | None = None
@@ -66,10 +68,11 @@ class AgentConfig:
 
 def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
     """The targets of the command line and the targets file, names checked unique."""
-    targets = [parse_target_arg(a, interval_s=config.interval_s, node=config.node)
+    node = config.node or socket.gethostname()
+    targets = [parse_target_arg(a, interval_s=config.interval_s, node=node)
                for a in config.target_args]
     if config.targets_file is not None:
-        targets += load_targets_file(config.targets_file, node=config.node,
+        targets += load_targets_file(config.targets_file, node=node,
                                      interval_s=config.interval_s)
     if not targets:
         raise ConfigError("no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
@@ -86,7 +89,7 @@ def build_agent(config: AgentConfig) -> Agent:
     exporters: list[Exporter] = []
     if config.otlp_endpoint:
         exporters.append(OtlpExporter(config.otlp_endpoint, config.otlp_protocol,
-                                      node=config.node))
+                                      node=config.node or socket.gethostname()))
     if config.prometheus_port is not None:
         exporters.append(PrometheusExporter(config.prometheus_host, config.prometheus_port))
     return Agent(targets, writer, exporters, timeout_s=config.timeout_s,
@@ -104,7 +107,17 @@ def run_agent(config: AgentConfig, *, once: bool = False,
     try:
         if once:
             return asyncio.run(agent.scrape_all_once())
-        asyncio.run(agent.run(duration_s=duration_s))
+        asyncio.run(_run_until_terminated(agent, duration_s))
         return []
     finally:
         agent.close()
+
+
+async def _run_until_terminated(agent: Agent, duration_s: float | None) -> None:
+    """Run; SIGTERM (``docker stop``, systemd) stops like Ctrl-C: scrapes finish, queue flushed."""
+    task = asyncio.current_task()
+    assert task is not None  # called by asyncio.run
+    with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows loops
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await agent.run(duration_s=duration_s)

@@ -50,8 +50,7 @@ def agent(
         interval_s=run(parse_duration_s, interval, field_name="--interval"),
         db_url=db_url(ctx), prometheus_port=prometheus_port, prometheus_host=prometheus_host,
         otlp_endpoint=otlp_endpoint, otlp_protocol=otlp_protocol, spool_dir=spool_dir,
-        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"),
-        **({"node": node} if node else {}))
+        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"), node=node or "")
     outcomes = run(run_agent, config, once=once)
     if json:
         print_json([o.to_dict() for o in outcomes])
