@@ -8,7 +8,8 @@ simulated study would measure, without re-simulating), each starting from vLLM's
 configuration as trial 0:
 
 - ``tpe``: slotune's sampler (multivariate TPE, SLO constraints through ``set_constraint``);
-- ``gp``: Optuna's GPSampler with the same constraints;
+- ``gp``: Optuna's GPSampler with the same constraints (needs PyTorch; ``--methods
+  tpe,gp,random``);
 - ``random``: random search;
 - ``auto_tune``: vLLM ``auto_tune.sh``-style grid, ``max_num_seqs`` x
   ``max_num_batched_tokens`` in the script's nested-loop order, other parameters at their
@@ -181,7 +182,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--scenario", action="append", help="only these scenario names")
-    ap.add_argument("--methods", default="tpe,gp,random")
+    # GPSampler needs PyTorch, which slotune does not depend on: add "gp" where it is installed.
+    ap.add_argument("--methods", default="tpe,random")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")

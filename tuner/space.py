@@ -44,7 +44,8 @@ class Engine(StrEnum):
 class ParamKind(StrEnum):
     INT = "int"
     FLOAT = "float"
-    CHOICE = "choice"
+    ORDINAL = "ordinal"  # ordered numeric choices (powers of two): sampled by position
+    CHOICE = "choice"  # unordered choices (booleans, policies)
     FIXED = "fixed"
 
 
@@ -61,7 +62,7 @@ class Param:
         low, high: range bounds (INT / FLOAT).
         log: sample the range on a log scale.
         step: grid step of the range (FLOAT: required for the exhaustive grid).
-        choices: ordered values (CHOICE), or the single value (FIXED).
+        choices: the values (ORDINAL: ascending; CHOICE), or the single value (FIXED).
         requires: ``(name, value)`` pairs that must hold for the parameter to exist.
         grid: values the exhaustive grid visits (default: all choices, or 4 range points).
     """
@@ -81,7 +82,7 @@ class Param:
 
     def contains(self, value: Value) -> bool:
         """Whether the sampler could propose ``value`` (Optuna can fix a trial only to those)."""
-        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE):
+        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE, ParamKind.ORDINAL):
             return value in self.choices
         assert self.low is not None and self.high is not None
         return isinstance(value, int | float) and self.low <= value <= self.high
@@ -91,6 +92,10 @@ class Param:
             return self.choices[0]
         if self.kind is ParamKind.CHOICE:
             return trial.suggest_categorical(self.name, list(self.choices))  # type: ignore[arg-type]
+        if self.kind is ParamKind.ORDINAL:
+            # By position, so the sampler sees 256 between 128 and 512 (a categorical
+            # would treat them as unrelated; benchmarks/tuner_efficiency.py measures it).
+            return self.choices[trial.suggest_int(self.name, 0, len(self.choices) - 1)]
         assert self.low is not None and self.high is not None  # guaranteed by _check
         if self.kind is ParamKind.INT:
             return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
@@ -101,10 +106,14 @@ class Param:
         # the engine should be given the decimal the step implies.
         return round(value, _decimals(self.step)) if self.step and not self.log else value
 
+    def optuna_value(self, value: Value) -> Value:
+        """The Optuna parameter value that makes :meth:`suggest` return ``value``."""
+        return self.choices.index(value) if self.kind is ParamKind.ORDINAL else value
+
     def grid_values(self) -> tuple[Value, ...]:
         if self.grid:
             return self.grid
-        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE):
+        if self.kind in (ParamKind.FIXED, ParamKind.CHOICE, ParamKind.ORDINAL):
             return self.choices
         assert self.low is not None and self.high is not None
         points = [self.low + (self.high - self.low) * i / 3 for i in range(4)]
@@ -129,8 +138,16 @@ def _decimals(step: float) -> int:
 
 def choice(name: str, values: Sequence[Value], *, requires: Mapping[str, Value] | None = None
            ) -> Param:
-    return Param(name, ParamKind.CHOICE, choices=tuple(values),
-                 requires=tuple((requires or {}).items()))
+    """Choices: ORDINAL (sorted) when they are all numbers, else CHOICE."""
+    return _choices(name, values, tuple((requires or {}).items()))
+
+
+def _choices(name: str, values: Sequence[Value], requires: tuple[tuple[str, Value], ...]
+             ) -> Param:
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    if numeric and len(set(values)) == len(values):
+        return Param(name, ParamKind.ORDINAL, choices=tuple(sorted(values)), requires=requires)
+    return Param(name, ParamKind.CHOICE, choices=tuple(values), requires=requires)
 
 
 def powers_of_two(low: int, high: int) -> tuple[int, ...]:
@@ -190,8 +207,8 @@ class SearchSpace:
 
     def default_params(self) -> dict[str, Value]:
         """Trial-0 parameters: the engine defaults that lie inside the searched ranges."""
-        return {k: v for k, v in self._defaults_of_searched().items()
-                if self._param(k).contains(v)}
+        return {k: self._param(k).optuna_value(v)
+                for k, v in self._defaults_of_searched().items() if self._param(k).contains(v)}
 
     def forced_defaults(self) -> dict[str, Value]:
         """Engine defaults outside the searched ranges (trial 0 passes them as ``forced``)."""
@@ -230,8 +247,9 @@ class SearchSpace:
 
     def params_of(self, config: Mapping[str, Value]) -> dict[str, Value]:
         """The Optuna parameters that reproduce ``config`` (for enqueueing)."""
-        return {p.name: config[p.name] for p in self.params
-                if p.kind is not ParamKind.FIXED and p.name in config and p.is_active(config)}
+        return {p.name: p.optuna_value(config[p.name]) for p in self.params
+                if p.kind is not ParamKind.FIXED and p.name in config and p.is_active(config)
+                and p.contains(config[p.name])}
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> SearchSpace:
         """Narrow, fix, remove or add parameters (the YAML file / ``--param`` forms)."""
@@ -256,7 +274,7 @@ def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
     if isinstance(spec, list):
         if not spec:
             raise ConfigError(f"{where}: an empty list of choices; give at least one value")
-        return Param(name, ParamKind.CHOICE, choices=tuple(spec), requires=requires)
+        return _choices(name, spec, requires)
     if isinstance(spec, bool | int | float | str):
         return Param(name, ParamKind.FIXED, choices=(spec,), requires=requires)
     if not isinstance(spec, Mapping):
@@ -276,7 +294,7 @@ def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
         raise ConfigError(f"{where}: low ({low}) and high ({high}) must be numbers with "
                           "low <= high")
     if spec.get("power_of_two"):
-        return Param(name, ParamKind.CHOICE, choices=powers_of_two(int(low), int(high)),
+        return Param(name, ParamKind.ORDINAL, choices=powers_of_two(int(low), int(high)),
                      requires=requires)
     is_int = isinstance(low, int) and isinstance(high, int) and not isinstance(spec.get("step"),
                                                                                 float)

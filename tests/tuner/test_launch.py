@@ -12,7 +12,7 @@ from collector.store import upgrade
 from collector.workload import named_workload, retime
 from tuner.backends.launch import LaunchBackend, failure_reason
 from tuner.objectives import ObjectiveKind
-from tuner.study import StudySpec, create, quiet_optuna
+from tuner.study import StudySpec, build_space, create, load_plan, quiet_optuna
 from tuner.trial import TrialRunner, WorkloadPlan
 from tuner.tune import RunOptions, export, show
 from tuner.tune import resume as run_study
@@ -70,9 +70,11 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
                      heartbeat_s=2)
     study = create(spec, sqlite_url)
     # A configuration the engine refuses at start: the study records it and goes on.
-    study.enqueue_trial({"max_num_seqs": 64, "max_num_batched_tokens": 2048,
-                         "enable_chunked_prefill": True, "enable_prefix_caching": True,
-                         "gpu_memory_utilization": 0.1})
+    space = build_space(spec, load_plan(spec))
+    study.enqueue_trial(space.params_of({"max_num_seqs": 64, "max_num_batched_tokens": 2048,
+                                         "enable_chunked_prefill": True,
+                                         "enable_prefix_caching": True,
+                                         "gpu_memory_utilization": 0.1}))
     report = run_study("launched", sqlite_url, RunOptions(recheck_k=1, recheck_seeds=1))
 
     with quiet_optuna():

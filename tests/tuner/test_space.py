@@ -23,15 +23,21 @@ def test_vllm_defaults_are_the_engine_defaults_and_trial_zero_params():
     assert space.defaults["max_num_batched_tokens"] == 8192
     assert space.defaults["enable_chunked_prefill"] is True
     params = space.default_params()
-    assert params["max_num_seqs"] == 1024 and params["gpu_memory_utilization"] == 0.9
+    assert params["max_num_seqs"] == 7  # position of 1024 in 8, 16, ..., 1024
+    assert params["gpu_memory_utilization"] == 0.9
     assert "max_model_len" not in params  # fixed, not searched
 
 
 def test_powers_of_two_are_choices_under_engine_names():
     space = vllm_space()
     p = {q.name: q for q in space.params}["max_num_seqs"]
-    assert p.kind is ParamKind.CHOICE
+    assert p.kind is ParamKind.ORDINAL
     assert p.choices == powers_of_two(8, 1024) == (8, 16, 32, 64, 128, 256, 512, 1024)
+    # Sampled by position: the Optuna parameter is the index, the engine gets the value.
+    study = optuna.create_study()
+    study.enqueue_trial(space.default_params())
+    trial = study.ask()
+    assert space.suggest(trial)["max_num_seqs"] == 1024 and trial.params["max_num_seqs"] == 7
 
 
 def test_long_prefill_threshold_only_with_chunked_prefill_and_budget_repaired():
@@ -77,6 +83,7 @@ def test_overrides_narrow_fix_remove_and_extend():
     assert params["tensor_parallel_size"].kind is ParamKind.FIXED
     assert space.defaults["tensor_parallel_size"] == 2
     assert params["block_size"].choices == (16, 32)
+    assert params["block_size"].kind is ParamKind.ORDINAL
     assert "long_prefill_token_threshold" not in params
 
 
@@ -114,7 +121,8 @@ def test_trtllm_space_uses_llm_api_names():
     defaults = engine_defaults("trtllm", "llama-3.1-8b", "h100-sxm", max_model_len=8192)
     space = default_space(Engine.TRTLLM, defaults, max_model_len=8192)
     assert "kv_cache_config.enable_block_reuse" in space.names()
-    assert space.default_params()["max_batch_size"] == 2048
+    assert space.forced_defaults() == {}
+    assert space.default_params()["max_batch_size"] == 8  # index of 2048 in 8..2048
     assert space.default_params()["scheduler_config.capacity_scheduler_policy"] == \
         "GUARANTEED_NO_EVICT"
 

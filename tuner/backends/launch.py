@@ -171,10 +171,13 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-class LaunchSession(EngineSession):
-    def __init__(self, engine: EngineProcess, kind: str, time_scale: float, workdir: Path
-                 ) -> None:
-        self._engine, self._kind, self._k, self._dir = engine, kind, time_scale, workdir
+class EndpointSession(EngineSession):
+    """Serves workloads against an HTTP endpoint (a launched engine, or an attached one)."""
+
+    def __init__(self, url: str, kind: str, time_scale: float, workdir: Path,
+                 process: EngineProcess | None = None) -> None:
+        self._url, self._kind, self._k, self._dir = url, kind, time_scale, workdir
+        self._process = process
         self._runs = 0
 
     def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
@@ -189,23 +192,26 @@ class LaunchSession(EngineSession):
         self._runs += 1
         path = self._dir / f"trace-{self._runs}.jsonl"
         write_trace(trace, path)
-        config = BenchConfig(url=self._engine.url,
+        config = BenchConfig(url=self._url,
                              arrival=ArrivalSpec(ArrivalKind.TRACE, time_scale=1.0 / self._k),
                              trace_file=str(path), num_requests=len(trace), cooldown=False,
                              seed=seed, timeout_s=HEALTH_TIMEOUT_S)
         result = run_benchmark(config)
-        if not self._engine.is_alive():
-            raise TrialFailed(f"engine died during the run: {self._engine.reason()} "
-                              f"(log: {self._engine.log_path})")
+        if self._process is not None and not self._process.is_alive():
+            raise TrialFailed(f"engine died during the run: {self._process.reason()} "
+                              f"(log: {self._process.log_path})")
         return [scale_record(r, self._k) for r in result.records]
 
     def engine_metrics(self) -> dict[str, Any]:
         try:
-            snap = scrape_snapshot(self._kind, self._engine.url)
+            snap = scrape_snapshot(self._kind, self._url)
         except SourceError as e:
             return {"scrape_error": str(e)}
-        return {"prefix_hit_rate": snap.prefix_hit_rate, "preemptions": snap.preemptions,
-                "kv_usage": snap.kv_usage, "log": str(self._engine.log_path)}
+        out: dict[str, Any] = {"prefix_hit_rate": snap.prefix_hit_rate,
+                               "preemptions": snap.preemptions, "kv_usage": snap.kv_usage}
+        if self._process is not None:
+            out["log"] = str(self._process.log_path)
+        return out
 
 
 class LaunchBackend(Backend):
@@ -245,7 +251,6 @@ class LaunchBackend(Backend):
                                 self.slot.env(), port)
         try:
             process.wait_healthy(self.health_timeout_s)
-            session = LaunchSession(process, self.engine, self.time_scale, workdir)
-            yield session
+            yield EndpointSession(process.url, self.engine, self.time_scale, workdir, process)
         finally:
             process.stop()

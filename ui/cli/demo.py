@@ -16,7 +16,7 @@ def demo(
     ctx: typer.Context,
     trials: Annotated[int, typer.Option(help="Tuning trials (trial 0 = vLLM defaults).")] = 6,
     num_requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 60,
-    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 20.0,
+    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 10.0,
     as_json: JsonOption = False,
 ) -> None:
     """Start an emulated engine and an agent, benchmark it, tune it, show what was found."""
