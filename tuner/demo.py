@@ -5,7 +5,9 @@
    into the store every second (``slotune agent``);
 3. benchmarks the engine's default configuration on a real trace and stores the run;
 4. runs a short tuning study through the ``launch`` backend: every trial starts its own
-   emulated engine with the trial's flags, exactly as a GPU node would start ``vllm serve``;
+   emulated engine with the trial's flags, exactly as a GPU node would start ``vllm serve``,
+   and measures its goodput under the SLOs at the same offered load (one run per trial, to
+   stay short; ``slotune tune`` defaults to the capacity objective);
 5. reports the best configuration against the default under the SLOs, and where it is stored.
 
 Every process it starts lives in its own process group and is stopped on the way out, also on
@@ -56,14 +58,17 @@ class DemoOptions:
     Attributes:
         trials: tuning trials (trial 0 = vLLM's defaults).
         num_requests: requests per measurement.
-        time_scale: the emulated GPU runs this many times faster than real time.
-        bench_rate: offered rate of the benchmark (req/s, real-GPU time).
+        time_scale: the emulated GPU runs this many times faster than real time. Client
+            timing noise is multiplied by it too (a 5 ms scheduling hiccup reads as 20 ms of
+            ITL at 4x, and one such gap makes a request miss an ``itl:p99`` SLO), so it stays
+            small enough for a busy two-core machine.
+        rate: offered load (req/s, real-GPU time) of the benchmark and of every trial.
     """
 
     trials: int = 6
-    num_requests: int = 60
-    time_scale: float = 10.0
-    bench_rate: float = 4.0
+    num_requests: int = 40
+    time_scale: float = 2.0
+    rate: float = 4.0
 
 
 def slotune_argv() -> list[str]:
@@ -128,7 +133,7 @@ def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
             [*cli, "--db", url, "agent", "--target", f"vllm={engine.url}", "--interval", "1s"],
             logs / "agent.log", env))
         say(f"benchmark: {options.num_requests} requests of {WORKLOAD} at "
-            f"{options.bench_rate:g} req/s against the default configuration")
+            f"{options.rate:g} req/s against the default configuration")
         bench = _benchmark(engine.url, url, options)
         say(f"  ttft p99 {bench['ttft_p99_ms']:.0f} ms, itl p99 {bench['itl_p99_ms']:.1f} ms, "
             f"goodput {bench['goodput']:.2f} req/s (stored as run {bench['run_id']})")
@@ -139,17 +144,19 @@ def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
                     f"--time-scale {k:g} {{engine_args}}")
         spec = StudySpec(name=name, backend="launch", engine="vllm", model=MODEL, gpu=GPU,
                          workload=WORKLOAD, trace_file=None, slos=SLOS,
+                         objective="goodput", rate=options.rate,
                          trials=options.trials, num_requests=options.num_requests,
                          command=template, time_scale=k, seed=0,
                          space=DEMO_SPACE)
         report = tune(spec, db_url, RunOptions(recheck_k=1, recheck_seeds=1), progress, say)
     return {"study": name, "db": url, "report": report, "bench": bench,
-            "logs": str(logs), "duration_s": time.monotonic() - started}
+            "logs": str(logs), "rate": options.rate,
+            "duration_s": time.monotonic() - started}
 
 
 def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:
     k = options.time_scale
-    config = BenchConfig(url=engine_url, arrival=ArrivalSpec.from_rate(options.bench_rate * k),
+    config = BenchConfig(url=engine_url, arrival=ArrivalSpec.from_rate(options.rate * k),
                          workload=WORKLOAD, num_requests=options.num_requests, cooldown=False,
                          name="demo-default")
     result = run_benchmark(config)

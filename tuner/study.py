@@ -202,9 +202,10 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
     if spec.name in {s.study_name for s in optuna.get_all_study_summaries(storage)}:
         raise ConfigError(f"a study named {spec.name!r} already exists; resume it with "
                           f"`slotune tune resume {spec.name}` or pick another --study name")
-    study = optuna.create_study(storage=storage, study_name=spec.name,
-                                directions=spec.kind.directions,
-                                sampler=make_sampler(spec.sampler, spec.seed))
+    with quiet_optuna():
+        study = optuna.create_study(storage=storage, study_name=spec.name,
+                                    directions=spec.kind.directions,
+                                    sampler=make_sampler(spec.sampler, spec.seed))
     study.set_user_attr(SPEC_ATTR, spec.to_json())
     space = build_space(spec, load_plan(spec))
     study.enqueue_trial(space.default_params(),

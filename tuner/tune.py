@@ -136,7 +136,8 @@ def _run(spec: StudySpec, db: str, store: Any, options: RunOptions,
         save_study(store, _info(spec, StudyStatus.STOPPED))
         raise
     study = load(spec, db)
-    if options.recheck_k > 0 and spec.kind is not ObjectiveKind.PARETO:
+    if options.recheck_k > 0 and spec.kind is not ObjectiveKind.PARETO \
+            and study_report(study, spec, details=False)["feasible"]:
         _say(phase, f"re-checking the best {options.recheck_k} configurations with "
                     f"{options.recheck_seeds} other seeds")
         plan = load_plan(spec)

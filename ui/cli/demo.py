@@ -15,8 +15,9 @@ from ui.cli._common import JsonOption, console, db_url, err_console, print_json,
 def demo(
     ctx: typer.Context,
     trials: Annotated[int, typer.Option(help="Tuning trials (trial 0 = vLLM defaults).")] = 6,
-    num_requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 60,
-    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 10.0,
+    num_requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 40,
+    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 2.0,
+    rate: Annotated[float, typer.Option(help="Offered load, req/s.")] = 4.0,
     as_json: JsonOption = False,
 ) -> None:
     """Start an emulated engine and an agent, benchmark it, tune it, show what was found."""
@@ -26,13 +27,14 @@ def demo(
     task = bar.add_task("trials", total=trials, best="")
 
     def on_progress(p: StudyProgress) -> None:
-        best = f"best {p.best_value:.2f} req/s" if p.best_value is not None else ""
+        best = f"best goodput {p.best_value:.2f} req/s" if p.best_value is not None else ""
         bar.update(task, completed=p.completed, total=p.target, best=best)
 
     def say(line: str) -> None:
         bar.console.print(f"[bold]›[/] {line}")
 
-    options = DemoOptions(trials=trials, num_requests=num_requests, time_scale=time_scale)
+    options = DemoOptions(trials=trials, num_requests=num_requests, time_scale=time_scale,
+                          rate=rate)
     with bar:
         result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)
     if as_json:
@@ -45,23 +47,32 @@ def _render(result: dict) -> None:
     r = result["report"]
     best, default = r["best"], r["default"]
     console.print()
-    console.print(f"[bold]SLOs[/]: {', '.join(r['slos'])}  (capacity = highest request rate "
-                  "with every SLO holding)")
+    console.print(f"[bold]SLOs[/]: {', '.join(r['slos'])}; goodput = requests/s meeting "
+                  f"every SLO at {result['rate']:g} req/s offered")
     if default:
-        state = "" if default["feasible"] else f"  [red]{r['gain_note']}[/]"
-        console.print(f"default configuration: {_v(default['value'])} req/s{state}")
+        state = "" if default["feasible"] else "  [red](breaks an SLO)[/]"
+        console.print(f"vLLM default configuration: goodput {_v(default['value'])} req/s{state}")
+        console.print("    " + _params(default["params"]))
     if best:
-        console.print(f"best configuration:    {_v(best['value'])} req/s (trial {best['number']})")
-        for k, v in best["params"].items():
-            console.print(f"    {k} = {v}")
+        console.print(f"best configuration found:   goodput {_v(best['value'])} req/s "
+                      f"(trial {best['number']}, every SLO held)")
+        console.print("    " + _params(best["params"]))
+    else:
+        console.print("[red]no configuration met every SLO[/]")
     if r["gain"] is not None:
         console.print(f"[bold green]gain over default: {r['gain']:.2f}×[/]")
+    elif r["gain_note"]:
+        console.print(f"gain over default: - ({r['gain_note']})")
     console.print(f"\nstored in {result['db']} as study [bold]{result['study']}[/] "
                   f"(and benchmark run {result['bench']['run_id']}, agent samples)")
     console.print(f"  slotune tune show {result['study']}\n"
                   f"  slotune tune export {result['study']} --format vllm\n"
                   f"  engine and agent logs: {result['logs']}")
     console.print(f"demo took {result['duration_s']:.0f} s")
+
+
+def _params(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def _v(x: float | None) -> str:
