@@ -122,7 +122,7 @@ def main() -> None:
     ap.add_argument("--sample-every", type=float, default=10.0)
     ap.add_argument("--fake", action="store_true", help="recorded payload, one helper process")
     ap.add_argument("--heartbeat", default="60s",
-                    help="agent --heartbeat; 0 writes every sample (as if every value changed)")
+                    help="agent --heartbeat; 0s writes every sample (as if every value changed)")
     args = ap.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="slotune-agent-bench-"))
@@ -135,21 +135,26 @@ def main() -> None:
             f"  - {{kind: vllm, url: 'http://127.0.0.1:{p}', labels: {{model: llama}}}}\n"
             for p in ports))
         db_url = f"sqlite:///{db}"
+        agent_log = (workdir / "agent.log").open("w")
         subprocess.run([str(BIN / "slotune"), "--db", db_url, "db", "upgrade"], check=True,
                        capture_output=True)
         agent = subprocess.Popen([str(BIN / "slotune"), "--db", db_url, "agent", "--targets",
                                   str(targets), "--interval", args.interval, "--heartbeat",
                                   args.heartbeat, "--spool-dir",
                                   str(workdir / "spool")],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.DEVNULL, stderr=agent_log, text=True)
         procs.append(agent)
         time.sleep(args.warmup)
+        if agent.poll() is not None:
+            raise SystemExit(f"the agent exited: {(workdir / 'agent.log').read_text()[-2000:]}")
         t0, cpu0, rows0 = time.monotonic(), cpu_seconds(agent.pid), num_samples(db)
         rss: list[tuple[float, float]] = [(0.0, rss_mib(agent.pid))]
         print(f"{'t (s)':>6} {'CPU % (window)':>15} {'RSS MiB':>8} {'samples/s':>10}")
         last_t, last_cpu, last_rows = t0, cpu0, rows0
         while time.monotonic() - t0 < args.duration:
             time.sleep(args.sample_every)
+            if agent.poll() is not None:
+                raise SystemExit(f"the agent exited: {(workdir / 'agent.log').read_text()[-2000:]}")
             now, cpu, rows = time.monotonic(), cpu_seconds(agent.pid), num_samples(db)
             rss.append((now - t0, rss_mib(agent.pid)))
             print(f"{now - t0:6.0f} {100 * (cpu - last_cpu) / (now - last_t):15.2f} "

@@ -38,7 +38,7 @@ def agent(
         help="Where samples wait while the store is unreachable.")] = None,
     node: Annotated[str | None, typer.Option(help="Node label (default: host name).")] = None,
     heartbeat: Annotated[str, typer.Option(
-        help="Longest time an unchanged counter/histogram value goes unwritten (0: write "
+        help="Longest time an unchanged counter/histogram value goes unwritten (0s: write "
              "every sample).")] = "60s",
     json: JsonOption = False,
 ) -> None:
