@@ -232,13 +232,16 @@ def _print_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     methods = args.methods.split(",")
     head = ["scenario", "configs", "grid s", "oracle req/s", "default req/s", "oracle/default",
             *[f"{m} (n/{args.seeds})" for m in methods], "auto_tune grid"]
-    print(f"\nmedian trials to reach within {WITHIN:.0%} of the oracle "
-          f"(budget {args.budget}, {args.seeds} seeds; n = seeds that got there)\n")
+    print(f"\nmedian trials (trial 0 = default included) to reach within {WITHIN:.0%} of the "
+          f"oracle (budget {args.budget}, {args.seeds} seeds; n = seeds that got there; "
+          "'-' = never)\n")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
+        ratio = ("inf (default infeasible)" if not r["default"]
+                 else _fmt(r["best_over_default"]))
         cells = [r["scenario"], str(r["configs"]), f"{r['grid_wall_s']:.0f}",
-                 _fmt(r["oracle"]), _fmt(r["default"]), _fmt(r["best_over_default"])]
+                 _fmt(r["oracle"]), _fmt(r["default"]), ratio]
         cells += [f"{_fmt(r[m])} ({r[f'{m}_reached']})" for m in methods]
         cells.append(_fmt(r["auto_tune"]))
         print(" | ".join(cells))

@@ -186,6 +186,6 @@ def _gain(best: dict[str, Any] | None, default: dict[str, Any] | None
     if default is None:
         return None, "the default configuration has not been measured yet"
     if not default["feasible"] or not default["value"]:
-        why = default.get("failure") or "it broke an SLO at every rate tried"
+        why = default.get("failure") or "it broke an SLO"
         return None, f"the default configuration is infeasible ({why})"
     return best["value"] / default["value"], None

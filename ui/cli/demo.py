@@ -49,14 +49,17 @@ def _render(result: dict) -> None:
     console.print()
     console.print(f"[bold]SLOs[/]: {', '.join(r['slos'])}; goodput = requests/s meeting "
                   f"every SLO at {result['rate']:g} req/s offered")
+    details = {t["number"]: t for t in r["trial_details"]}
     if default:
         state = "" if default["feasible"] else "  [red](breaks an SLO)[/]"
         console.print(f"vLLM default configuration: goodput {_v(default['value'])} req/s{state}")
         console.print("    " + _params(default["params"]))
+        console.print("    " + _attainment(details[default["number"]]))
     if best:
         console.print(f"best configuration found:   goodput {_v(best['value'])} req/s "
                       f"(trial {best['number']}, every SLO held)")
         console.print("    " + _params(best["params"]))
+        console.print("    " + _attainment(details[best["number"]]))
     else:
         console.print("[red]no configuration met every SLO[/]")
     if r["gain"] is not None:
@@ -69,6 +72,12 @@ def _render(result: dict) -> None:
                   f"  slotune tune export {result['study']} --format vllm\n"
                   f"  engine and agent logs: {result['logs']}")
     console.print(f"demo took {result['duration_s']:.0f} s")
+
+
+def _attainment(trial: dict) -> str:
+    atts = trial["measurement"].get("slo_attainment", [])
+    return "; ".join(f"{a['spec']}: {a['attainment']:.0%} of requests within "
+                     f"(needs {a['objective']:.0%}), observed {a['value']:.0f} ms" for a in atts)
 
 
 def _params(params: dict) -> str:
