@@ -78,16 +78,18 @@ def slotune_argv() -> list[str]:
 
 
 @contextmanager
-def _terminate_on_sigterm() -> Iterator[None]:
-    # SIGTERM becomes KeyboardInterrupt so the same clean-up path runs as for Ctrl-C.
+def _interrupt_on_signals() -> Iterator[None]:
+    # SIGTERM and SIGINT both become KeyboardInterrupt, so one clean-up path runs; SIGINT is
+    # set explicitly because a shell starts background jobs with it ignored.
     def handler(_sig: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @contextmanager
@@ -120,7 +122,7 @@ def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
     env = {"SLOTUNE_DB": url}
     cli = slotune_argv()
     k = options.time_scale
-    with _terminate_on_sigterm(), ExitStack() as stack:
+    with _interrupt_on_signals(), ExitStack() as stack:
         port = free_port()
         say(f"starting an emulated vLLM engine ({MODEL} on {GPU}, {k:g}x real time) "
             f"on 127.0.0.1:{port}")
