@@ -105,7 +105,8 @@ def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> No
         timings_path = Path(tmp) / "timings.jsonl"
         port = free_port()
         emulator = start_emulator(port, timings_path, args.time_scale)
-        pinned = pin(emulator.pid, 1) and pin(0, 0)
+        cores = os.sched_getaffinity(0)
+        pinned = not args.no_pin and pin(emulator.pid, 1) and pin(0, 0)
         load = os.getloadavg()[0]
         try:
             config = BenchConfig(
@@ -118,6 +119,7 @@ def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> No
             client_cpu = (time.process_time() - cpu0) / wall
             engine_cpu = (proc_cpu_s(emulator.pid) - emu0) / wall
         finally:
+            os.sched_setaffinity(0, cores)
             emulator.terminate()
             emulator.communicate(timeout=30)
         engine = {t["request_id"]: t
@@ -159,6 +161,8 @@ def main() -> None:
     parser.add_argument("--input-len", default="512")
     parser.add_argument("--output-len", default="uniform:64,192")
     parser.add_argument("--time-scale", type=float, default=1.0)
+    parser.add_argument("--no-pin", action="store_true",
+                        help="leave placement to the OS (better when other work shares core 0)")
     args = parser.parse_args()
     for c in (int(x) for x in args.concurrency.split(",")):
         measure(c, c * args.requests_per_stream, args)

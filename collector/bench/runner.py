@@ -9,7 +9,10 @@ by the per-request timeout, so the run is bounded too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Protocol
 
@@ -198,7 +201,8 @@ async def arun_benchmark(config: BenchConfig, *,
         if progress is not None:
             progress.start(plan.num_measured, config.duration_s)
         try:
-            await (_open_loop(run) if config.arrival.is_open_loop else _closed_loop(run))
+            with _no_gc_pauses():
+                await (_open_loop(run) if config.arrival.is_open_loop else _closed_loop(run))
         finally:
             if refresher is not None:
                 refresher.cancel()
@@ -207,6 +211,25 @@ async def arun_benchmark(config: BenchConfig, *,
     results = [run.results[i] for i in sorted(run.results)]
     return build_result(config, plan, results, model, started_at, wall_offset_s,
                         num_cooldown=len(run.cooldown_tasks))
+
+
+@contextlib.contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Keep the cyclic garbage collector from stopping the loop while requests stream.
+
+    A full collection over a run's records takes milliseconds, and every chunk that arrives
+    meanwhile would be stamped late. Records and chunk lists hold no reference cycles, so
+    reference counting still frees them; whatever cycles the run leaves are collected after.
+    """
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
 
 
 async def _refresh(sink: ProgressSink) -> None:
