@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from optuna.study import StudyDirection
+
 from collector.slo import SLI, SLO, Attainment
 from collector.summary import Summary
 
@@ -45,10 +47,10 @@ class ObjectiveKind(StrEnum):
     PARETO = "pareto"
 
     @property
-    def directions(self) -> list[str]:
+    def directions(self) -> list[StudyDirection]:
         if self is ObjectiveKind.PARETO:
-            return ["maximize", "minimize"]
-        return ["maximize"]
+            return [StudyDirection.MAXIMIZE, StudyDirection.MINIMIZE]
+        return [StudyDirection.MAXIMIZE]
 
     @property
     def value_names(self) -> list[str]:

@@ -146,7 +146,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
     if default is not None:
         default_entry = {"number": default.number, "params": trial_params(default),
                          "config": default.user_attrs.get(CONFIG_ATTR, {}),
-                         "value": _json_values(default.values)[0] if default.values else None,
+                         "value": (_json_values(default.values) or [None])[0],
                          "feasible": is_feasible(default),
                          "failure": (default.user_attrs.get(MEASUREMENT_ATTR) or {}).get(
                              "failure")}

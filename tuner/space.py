@@ -91,7 +91,9 @@ class Param:
         if self.kind is ParamKind.FIXED:
             return self.choices[0]
         if self.kind is ParamKind.CHOICE:
-            return trial.suggest_categorical(self.name, list(self.choices))  # type: ignore[arg-type]
+            value = trial.suggest_categorical(self.name, list(self.choices))
+            assert value is not None  # None is never among the choices
+            return value
         if self.kind is ParamKind.ORDINAL:
             # By position, so the sampler sees 256 between 128 and 512 (a categorical
             # would treat them as unrelated; benchmarks/tuner_efficiency.py measures it).

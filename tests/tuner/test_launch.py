@@ -1,6 +1,7 @@
 """The launch backend against real ``slotune emulate`` processes."""
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from optuna.trial import TrialState
 from collector.slo import parse_slos
 from collector.store import upgrade
 from collector.workload import named_workload, retime
-from tuner.backends.launch import LaunchBackend, failure_reason
+from tuner.backends.attach import AttachBackend
+from tuner.backends.launch import EngineProcess, LaunchBackend, failure_reason, free_port
 from tuner.objectives import ObjectiveKind
 from tuner.study import StudySpec, build_space, create, load_plan, quiet_optuna
 from tuner.trial import TrialRunner, WorkloadPlan
@@ -97,3 +99,26 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     # The best configuration was re-measured with another seed through a fresh engine.
     assert len(report["robustness"]) == 1
     assert set(report["robustness"][0]["values_by_seed"]) == {"0", "1"}
+
+
+def test_attach_measures_a_running_engine_as_it_is(tmp_path):
+    port = free_port()
+    engine = EngineProcess(shlex.split(TEMPLATE.format(model="llama-3.1-8b", gpu="h100-sxm",
+                                                       port=port, engine_args="")),
+                           tmp_path / "engine.log", {}, port)
+    try:
+        engine.wait_healthy(60)
+        trace = retime(named_workload("azure-conv"), num_requests=8)
+        runner = TrialRunner(AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+                             WorkloadPlan(trace, rate=2.0),
+                             tuple(parse_slos(["ttft:p99<=5s"])), ObjectiveKind.GOODPUT)
+        m = runner.measure({})
+        assert m.failure is None and m.summary is not None
+        assert m.summary["num_requests"] == 8 and m.values[0] > 0
+        assert engine.is_alive()  # attached, never restarted
+    finally:
+        engine.stop()
+    gone = TrialRunner(AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+                       WorkloadPlan(trace, rate=2.0), tuple(parse_slos(["ttft:p99<=5s"])),
+                       ObjectiveKind.GOODPUT).measure({})
+    assert "cannot reach" in (gone.failure or "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -43,7 +43,7 @@ def demo(
     _render(result)
 
 
-def _render(result: dict) -> None:
+def _render(result: dict[str, Any]) -> None:
     r = result["report"]
     best, default = r["best"], r["default"]
     console.print()
@@ -74,13 +74,13 @@ def _render(result: dict) -> None:
     console.print(f"demo took {result['duration_s']:.0f} s")
 
 
-def _attainment(trial: dict) -> str:
+def _attainment(trial: dict[str, Any]) -> str:
     atts = trial["measurement"].get("slo_attainment", [])
     return "; ".join(f"{a['spec']}: {a['attainment']:.0%} of requests within "
                      f"(needs {a['objective']:.0%}), observed {a['value']:.0f} ms" for a in atts)
 
 
-def _params(params: dict) -> str:
+def _params(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
