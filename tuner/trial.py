@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from collector.slo import SLO
 from collector.summary import Summary
@@ -35,10 +37,21 @@ class WorkloadPlan:
         return mean if math.isfinite(mean) and mean > 0 else 1.0
 
     def at(self, rate: float | None, seed: int) -> Trace:
-        """The trace re-timed as a Poisson process at ``rate`` (None: unchanged)."""
-        if rate is None:
+        """The trace re-timed as a Poisson process at ``rate`` seeded by ``seed``.
+
+        With ``rate`` None the trace keeps its own timestamps; seed 0 keeps its order too,
+        other seeds deal its requests to those timestamps in another order (the re-check's
+        "other arrival order").
+        """
+        if rate is not None:
+            return retime(self.trace, rate=rate, seed=seed)
+        if seed == 0:
             return self.trace
-        return retime(self.trace, rate=rate, seed=seed)
+        reqs = self.trace.requests
+        order = np.random.default_rng(seed).permutation(len(reqs))
+        shuffled = tuple(replace(reqs[int(i)], timestamp_s=r.timestamp_s)
+                         for i, r in zip(order, reqs, strict=True))
+        return replace(self.trace, requests=shuffled)
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,3 +73,19 @@ def test_failed_configuration_is_infeasible_with_reason():
     assert not m.is_feasible and m.failure == "ValueError: bad"
     assert m.constraints[LAUNCH_CONSTRAINT] == 1.0
     assert failed(ObjectiveKind.PARETO, SLOS, "x").values == (0.0, math.inf)
+
+
+def test_other_seeds_are_other_arrival_orders():
+    from collector.workload import named_workload, retime
+    from tuner.trial import WorkloadPlan
+
+    trace = retime(named_workload("azure-code"), num_requests=20)
+    own = WorkloadPlan(trace)
+    assert own.at(None, 0) == trace
+    other = own.at(None, 1)
+    assert [r.timestamp_s for r in other.requests] == [r.timestamp_s for r in trace.requests]
+    assert sorted(r.input_tokens for r in other.requests) == \
+        sorted(r.input_tokens for r in trace.requests)
+    assert [r.input_tokens for r in other.requests] != [r.input_tokens for r in trace.requests]
+    poisson = WorkloadPlan(trace, rate=3.0)
+    assert poisson.at(3.0, 1) != poisson.at(3.0, 2)
