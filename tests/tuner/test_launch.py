@@ -2,7 +2,9 @@
 
 import os
 import shlex
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -122,3 +124,28 @@ def test_attach_measures_a_running_engine_as_it_is(tmp_path):
                        WorkloadPlan(trace, rate=2.0), tuple(parse_slos(["ttft:p99<=5s"])),
                        ObjectiveKind.GOODPUT).measure({})
     assert "cannot reach" in (gone.failure or "")
+
+
+def test_engine_dies_with_a_killed_worker(tmp_path):
+    worker = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from pathlib import Path
+from tuner.backends.launch import EngineProcess, free_port
+port = free_port()
+e = EngineProcess({shlex.split(TEMPLATE)!r}[:1] + ["emulate", "--model", "llama-3.1-8b",
+                  "--port", str(port), "--seed", "{MARKER_SEED}"],
+                  Path({str(tmp_path / "engine.log")!r}), {{}}, port)
+e.wait_healthy(60)
+print("up", flush=True)
+time.sleep(600)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "up"
+        assert len(engines_left()) == 1
+    finally:
+        worker.kill()
+        worker.wait(10)
+    deadline = time.monotonic() + 20
+    while engines_left() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert engines_left() == []

@@ -23,6 +23,7 @@ comparable to the SLOs and to the simulator.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -32,7 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
@@ -121,7 +122,7 @@ class EngineProcess:
         self._log: IO[bytes] = log_path.open("wb")
         try:
             self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         stdin=subprocess.DEVNULL, preexec_fn=_detach,
                                          env={**os.environ, **env})
         except OSError as e:
             self._log.close()
@@ -164,6 +165,25 @@ class EngineProcess:
             _signal_group(self.proc.pid, signal.SIGKILL)
         finally:
             self._log.close()
+
+
+_PR_SET_PDEATHSIG = 1
+# Looked up once here: between fork and exec (with the heartbeat thread running) the child
+# must not load libraries or take locks.
+_prctl: Callable[..., int] | None
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+
+
+def _detach() -> None:
+    """In the child before exec: its own process group (so the whole group can be stopped),
+    and SIGTERM when the worker that started it dies, even by SIGKILL (Linux), so a killed
+    study leaves no engine holding a GPU and a port."""
+    os.setsid()
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
