@@ -23,7 +23,8 @@ Usage::
 
     .venv/bin/python benchmarks/tuner_efficiency.py [--seeds 5] [--budget 100] [--jobs 2]
 
-The grid tables are cached in ``benchmarks/.cache/`` (delete it after changing the simulator).
+The grid tables are cached in the user cache directory (``~/.cache/slotune/tuner_efficiency``
+on Linux); delete it after changing the simulator.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import platformdirs
 
 from collector.slo import parse_slos
 from collector.workload import named_workload, retime
@@ -50,7 +52,7 @@ from tuner.space import SearchSpace, default_space, engine_defaults
 from tuner.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
-CACHE = Path(__file__).resolve().parent / ".cache"
+CACHE = Path(platformdirs.user_cache_dir("slotune")) / "tuner_efficiency"
 AUTO_TUNE_SEQS = (128, 256)
 AUTO_TUNE_TOKENS = (512, 1024, 2048, 4096)
 
@@ -109,7 +111,7 @@ def _measure(args: tuple[Scenario, dict[str, Any]]) -> tuple[str, float, bool, f
 
 def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, tuple[float, bool]], dict[str, float]]:
     """Capacity of every grid configuration (cached), and timing figures."""
-    CACHE.mkdir(exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"{sc.name}-n{sc.num_requests}.json"
     if path.exists():
         data = json.loads(path.read_text())

@@ -12,7 +12,8 @@ Objectives (all measured on one opened engine, see :mod:`tuner.backends.base`):
   ms (minimise); the study reports the Pareto front.
 
 Constraints: one per SLO, named after it, ``objective - attainment`` (<= 0 holds, so a
-trial is feasible exactly when ``Summary.all_slos_met``), and ``launch`` (1 when the engine did
+trial is feasible exactly when ``Summary.all_slos_met``), plus, when broken, the relative
+excess of the observed percentile over the threshold; and ``launch`` (1 when the engine did
 not start or the run failed, else 0). Every trial carries the same keys.
 """
 
@@ -125,7 +126,13 @@ def _violation(att: Attainment) -> float:
     if att.slo.sli is SLI.ERROR_RATE:
         return (att.value or 0.0) - att.slo.threshold
     # Attainment.is_met allows 1e-12 of float noise; the constraint must agree with it.
-    return att.slo.objective - att.attainment - 1e-12
+    gap = att.slo.objective - att.attainment - 1e-12
+    if gap <= 0 or att.value is None:
+        return gap
+    # Broken: also say by how much the observed percentile exceeds the threshold, so the
+    # sampler can tell a near miss from a configuration far off (attainment alone moves in
+    # steps of one request).
+    return gap + max(0.0, att.value / att.slo.threshold - 1.0)
 
 
 def failed(kind: ObjectiveKind, slos: Sequence[SLO], reason: str) -> Measurement:

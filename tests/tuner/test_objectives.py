@@ -38,6 +38,8 @@ def test_constraints_agree_with_slos_met():
     assert ok.all_slos_met and all(v <= 0 for v in c_ok.values())
     assert not bad.all_slos_met
     assert c_bad["ttft-p99"] > 0 and c_bad["itl-p99"] <= 0
+    # 98 % within 500 ms (needs 99 %), observed p99 about 900 ms: 0.01 + 0.8.
+    assert c_bad["ttft-p99"] > 0.5
     assert set(c_ok) == {"ttft-p99", "itl-p99", LAUNCH_CONSTRAINT}
 
 
