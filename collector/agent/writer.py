@@ -1,7 +1,8 @@
 """Batched store writes that survive store outages through the :mod:`spool`.
 
 Scrapes put their samples on an in-memory queue; one task takes up to ``batch_max`` samples
-(or what arrived within ``flush_interval_s``) and writes them in a worker thread. While the
+(what arrived within ``flush_interval_s``, or at once when a backlog is waiting) and writes
+them in a worker thread. While the
 store is unreachable every batch goes to the spool, and while the spool holds anything new
 batches queue behind it, so samples reach the store in the order they were scraped. When a
 write succeeds again the spool is replayed first.
@@ -71,7 +72,8 @@ class StoreWriter:
         try:
             while True:
                 held = list(await self._queue.get())
-                await asyncio.sleep(self.flush_interval_s)
+                if self._queue.empty():  # no backlog: let one interval's scrapes gather
+                    await asyncio.sleep(self.flush_interval_s)
                 held.extend(self._drain(self.batch_max - len(held)))
                 inflight = asyncio.ensure_future(asyncio.to_thread(self.write_now, held))
                 held = []
