@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from collector.agent.spool import Spool
 from collector.agent.targets import TargetSpec
-from collector.errors import StoreError
+from collector.errors import ConfigError, StoreError
 from collector.store import SampleIn, Store, open_store, register_target, write_samples
 
 log = logging.getLogger(__name__)
@@ -102,10 +102,10 @@ class StoreWriter:
             store = self._open()
             self._register_targets(store)
             if not self.spool.is_empty():
-                replayed = self.spool.replay(lambda b: write_samples(store, b))
+                replayed = self.spool.replay(lambda b: self._write(store, b))
                 self._replayed += replayed
                 log.info("store reachable again: replayed %d spooled batches", replayed)
-            self._written += write_samples(store, batch) if batch else 0
+            self._write(store, batch)
             if not self._is_up:
                 log.info("store %s is back", store.url)
             self._is_up = True
@@ -116,6 +116,16 @@ class StoreWriter:
                 log.warning("store unavailable, spooling to %s: %s", self.spool.directory, e)
             self._is_up = False
             self._drop_store()
+
+    def _write(self, store: Store, batch: Sequence[SampleIn]) -> None:
+        if not batch:
+            return
+        try:
+            self._written += write_samples(store, batch)
+        except ConfigError as e:
+            # The store refuses the batch itself (not an outage): retrying cannot help, and
+            # holding it would stop every later write.
+            log.error("store refused a batch of %d samples, dropped: %s", len(batch), e)
 
     def _open(self) -> Store:
         if self._store is None:

@@ -134,3 +134,19 @@ def test_make_target_rejects_a_non_positive_interval() -> None:
 
     with pytest.raises(ConfigError, match="interval must be positive"):
         make_target(parse_target_arg("nvml", node="n").kind, "", interval_s=0, node="n")
+
+
+def test_a_batch_the_store_refuses_is_logged_and_later_batches_still_go_in(
+        agent_db: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from collector.store import SampleIn
+
+    writer = StoreWriter(agent_db, Spool(tmp_path / "spool"))
+    try:
+        writer.write_now([SampleIn("t", "m", "nonsense-type", {}, 1.0, 1.0)])
+        writer.write_now([SampleIn("t", "m", "gauge", {}, 2.0, 5.0)])
+    finally:
+        writer.close()
+    assert "store refused a batch of 1 samples" in caplog.text
+    with open_store(agent_db) as store:
+        assert latest_value(store, "t", "m") == 5.0
+    assert Spool(tmp_path / "spool").is_empty()
