@@ -65,8 +65,11 @@ def register(app: typer.Typer) -> None:
                           "exit.")] = False,
         json_: JsonOption = False,
     ) -> None:
-        """Simulate a vLLM / TensorRT-LLM engine serving a workload; engine flags by the
-        engine's own names (e.g. --max-num-seqs 128 --no-enable-prefix-caching)."""
+        """Simulate a vLLM / TensorRT-LLM engine serving a workload, in seconds on a CPU.
+
+        Engine flags take the engine's own names, e.g. --max-num-seqs 128
+        --no-enable-prefix-caching.
+        """
         with cli_errors():
             for path in catalog or ():
                 load_catalog_file(path)
