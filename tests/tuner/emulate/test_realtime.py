@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from pathlib import Path
 
 import aiohttp
 import httpx
-from emulate_helpers import MODEL, make_emulator, stream
+from emulate_helpers import MODEL, FakeCore, make_emulator, new_request, stream
 
 from collector.workload.tokens import count_tokens
+from tuner.sim.emulate.events import FinishedRequest, StepReport
+from tuner.sim.emulate.realtime import RealtimeEngine
 
 
 def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
@@ -108,3 +111,44 @@ def test_a_dead_engine_loop_stops_the_server() -> None:
                    json={"prompt": "x", "max_tokens": 2})
     running.join()
     assert isinstance(running.error, RuntimeError)
+
+
+class _Finished:
+    def __init__(self) -> None:
+        self.records: list[FinishedRequest] = []
+
+    def on_step(self, report: StepReport) -> None:
+        pass
+
+    def on_finished(self, request: FinishedRequest) -> None:
+        self.records.append(request)
+
+
+async def _stream_with_late_writes(observer: _Finished) -> tuple[list[float], int]:
+    engine = RealtimeEngine(FakeCore(step_s=0.005), new_request, observers=[observer])
+    loop_task = asyncio.create_task(engine.run())
+    handle = engine.submit("r1", "client-1", (1, 2, 3), max_tokens=3, streamed=True)
+    written = []
+    async for delivery in handle.deliveries():
+        written_s = time.time() + 1.0  # as if the write happened a second after the step
+        handle.written(delivery.num_tokens, written_s)
+        written += [written_s] * delivery.num_tokens
+    held = len(observer.records)
+    handle.close()
+    engine.stop()
+    await loop_task
+    return written, held
+
+
+def test_a_streamed_request_is_timed_when_its_tokens_are_written() -> None:
+    observer = _Finished()
+    written, held = asyncio.run(_stream_with_late_writes(observer))
+    assert held == 0  # finished in the engine, but reported only once the server is done
+    (record,) = observer.records
+    line = record.to_timing_line()
+    assert line["request_id"] == "client-1"
+    assert line["token_times_s"] == written
+    assert line["first_token_s"] == written[0]
+    assert line["completion_tokens"] == 3
+    # The metrics keep the engine's own step times.
+    assert record.token_times_s[-1] < written[-1] - 0.5

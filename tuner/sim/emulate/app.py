@@ -26,6 +26,7 @@ from tuner.sim.emulate.openai_api import (
     parse_request,
 )
 from tuner.sim.emulate.prompts import output_text
+from tuner.sim.emulate.read_site import ReadTimes
 from tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
 from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics
 from tuner.sim.emulate.vllm_metrics import VllmMetrics
@@ -47,8 +48,9 @@ class ServedModel:
 
 class _Routes:
     def __init__(self, engine: RealtimeEngine, model: ServedModel,
-                 metrics: VllmMetrics | TrtllmMetrics, seed: int) -> None:
+                 metrics: VllmMetrics | TrtllmMetrics, seed: int, reads: ReadTimes | None) -> None:
         self._engine = engine
+        self._reads = reads
         self._model = model
         self._metrics = metrics
         self._seed = seed
@@ -88,7 +90,8 @@ class _Routes:
         return await self._generate(request, ApiKind.CHAT)
 
     async def _generate(self, request: web.Request, kind: ApiKind) -> web.StreamResponse:
-        received = Arrival.now()
+        received = (self._reads.arrival_of(request.transport) if self._reads is not None
+                    else Arrival.now())
         prefix = "cmpl-" if kind is ApiKind.COMPLETION else "chatcmpl-"
         response_id = prefix + uuid.uuid4().hex
         try:
@@ -108,15 +111,15 @@ class _Routes:
                 return await _stream(request, handle, frame, text_seed, parsed.include_usage)
             return await _collect(handle, frame, text_seed)
         finally:
-            if not handle.is_finished:
-                self._engine.abort(handle.request_id)
+            handle.close()
 
     def _submit(self, request: web.Request, response_id: str, parsed: GenerationRequest,
                 received: Arrival) -> RequestHandle:
         timing_id = request.headers.get("X-Request-Id") or response_id
         try:
             return self._engine.submit(response_id, timing_id, parsed.prompt_token_ids,
-                                       parsed.max_tokens, parsed.min_tokens, received)
+                                       parsed.max_tokens, parsed.min_tokens, received,
+                                       streamed=parsed.stream)
         except RequestRejected as e:
             raise bad_request(str(e)) from e
 
@@ -141,7 +144,11 @@ async def _stream(request: web.Request, handle: RequestHandle, frame: ResponseFr
             text = output_text(seed, sent, delivery.num_tokens)
             events.append(frame.chunk(text, finish))
         sent += delivery.num_tokens
-        await response.write(b"".join(events))
+        data = b"".join(events)
+        # Stamped as the bytes go to the socket: no client can read them before this.
+        written_s = time.time()
+        await response.write(data)
+        handle.written(delivery.num_tokens, written_s)
     if include_usage:
         await response.write(frame.usage_chunk(handle.prompt_tokens, sent))
     await response.write(DONE)
@@ -159,7 +166,8 @@ async def _collect(handle: RequestHandle, frame: ResponseFrame, seed: int) -> we
 
 
 def create_app(engine: RealtimeEngine, model: ServedModel,
-               metrics: VllmMetrics | TrtllmMetrics, seed: int = 0) -> web.Application:
+               metrics: VllmMetrics | TrtllmMetrics, seed: int = 0,
+               reads: ReadTimes | None = None) -> web.Application:
     """The aiohttp application serving ``engine`` under ``model``'s name.
 
     Args:
@@ -167,8 +175,11 @@ def create_app(engine: RealtimeEngine, model: ServedModel,
         model: names and limits shown by ``/v1/models``.
         metrics: the exporter whose routes to serve (vLLM or TensorRT-LLM).
         seed: seeds the output words (equal prompts give equal outputs).
+        reads: when each connection last read bytes (served through
+            :class:`~tuner.sim.emulate.read_site.ReadStampingSite`); requests then arrive when
+            their bytes were read, else when their handler starts.
     """
-    routes = _Routes(engine, model, metrics, seed)
+    routes = _Routes(engine, model, metrics, seed, reads)
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_get("/health", routes.health)
     app.router.add_get("/version", routes.version)

@@ -55,12 +55,27 @@ class StepReport:
 
 
 @dataclass(frozen=True, slots=True)
+class WireTimes:
+    """When the server wrote a streamed request's output to its socket (``time.time()``).
+
+    Attributes:
+        token_times_s: for each output token, when the chunk carrying it was written.
+        end_s: when the end of the stream (``[DONE]``) was written, or the stream was cut.
+    """
+
+    token_times_s: tuple[float, ...]
+    end_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class FinishedRequest:
     """A request that left the engine, with its server-side timeline.
 
     Times are ``time.time()`` seconds. ``first_scheduled_s`` is the start of the first step
     that worked on the request; it is None (like the token times) for a request aborted
-    before it was scheduled.
+    before it was scheduled. ``token_times_s`` are the ends of the steps that produced the
+    tokens (what the metrics observe, as vLLM observes its engine's outputs); ``wire``, for a
+    streamed request, says when each token was written to the client.
     """
 
     request_id: str
@@ -73,6 +88,7 @@ class FinishedRequest:
     first_token_s: float | None
     token_times_s: tuple[float, ...]
     end_s: float
+    wire: WireTimes | None = None
 
     @property
     def completion_tokens(self) -> int:
@@ -111,14 +127,15 @@ class FinishedRequest:
         return self.decode_s / (self.completion_tokens - 1)
 
     def to_timing_line(self) -> dict[str, object]:
-        """The ``--timings-file`` JSON object for this request."""
+        """The ``--timings-file`` JSON object: token times as written to the client if known."""
+        token_times_s = self.wire.token_times_s if self.wire else self.token_times_s
         return {
             "request_id": self.timing_id,
             "arrival_s": self.arrival_s,
-            "first_token_s": self.first_token_s,
-            "token_times_s": list(self.token_times_s),
-            "end_s": self.end_s,
+            "first_token_s": token_times_s[0] if token_times_s else None,
+            "token_times_s": list(token_times_s),
+            "end_s": self.wire.end_s if self.wire else self.end_s,
             "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
+            "completion_tokens": len(token_times_s),
             "finish_reason": self.finish_reason.value,
         }

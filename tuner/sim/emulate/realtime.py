@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tuner.sim.emulate.core_view import EngineCoreLike, EngineCounters, StepLike, read_counters
-from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
 
 _SPIN_MARGIN_S = 0.0015
 # Behind the wall clock by more than this, the loop stops catching up and restarts its
@@ -79,13 +79,24 @@ class _Flight:
     last_token_perf_s: float | None = None
     token_times_s: list[float] = field(default_factory=list)
     is_finished: bool = False
+    streamed: bool = False
+    """The server reports each write (:meth:`RequestHandle.written`); the finished record
+    waits for :meth:`RequestHandle.close` so that it carries the wire times."""
+    wire_times_s: list[float] = field(default_factory=list)
+    is_closed: bool = False
+    held: Callable[[], None] | None = None
 
 
 class RequestHandle:
-    """The server's view of one submitted request: iterate it to receive tokens."""
+    """The server's view of one submitted request: iterate it to receive tokens.
 
-    def __init__(self, flight: _Flight) -> None:
+    The server calls :meth:`written` after writing each delivery of a streamed request and
+    :meth:`close` when it is done with the request, whatever happened.
+    """
+
+    def __init__(self, flight: _Flight, close: Callable[[_Flight], None]) -> None:
         self._flight = flight
+        self._close = close
 
     @property
     def request_id(self) -> str:
@@ -95,10 +106,6 @@ class RequestHandle:
     def prompt_tokens(self) -> int:
         return self._flight.prompt_tokens
 
-    @property
-    def is_finished(self) -> bool:
-        return self._flight.is_finished
-
     async def deliveries(self) -> AsyncIterator[Delivery]:
         """Token deliveries in order, ending with the one marked finished."""
         while True:
@@ -106,6 +113,15 @@ class RequestHandle:
             yield delivery
             if delivery.is_finished:
                 return
+
+    def written(self, num_tokens: int, wall_s: float) -> None:
+        """``num_tokens`` new tokens went to the client's socket at ``wall_s`` (time.time)."""
+        if num_tokens > 0:
+            self._flight.wire_times_s.extend([wall_s] * num_tokens)
+
+    def close(self) -> None:
+        """The server is done with the request: abort it if unfinished, report it."""
+        self._close(self._flight)
 
 
 class RealtimeEngine:
@@ -157,6 +173,7 @@ class RealtimeEngine:
         max_tokens: int,
         min_tokens: int = 0,
         received: Arrival | None = None,
+        streamed: bool = False,
     ) -> RequestHandle:
         """Hand a request to the engine; it joins the next scheduler step.
 
@@ -168,6 +185,8 @@ class RealtimeEngine:
             min_tokens: accepted for the core's request; the core generates ``max_tokens``.
             received: when the server received the request (default: now); TTFT, queue
                 time and the timings file count from here, as vLLM counts from arrival.
+            streamed: the server will report each write (:meth:`RequestHandle.written`); the
+                timings file then gives the times tokens were written to the client.
 
         Raises:
             RequestRejected: the core refuses the request (too long for the engine).
@@ -181,6 +200,7 @@ class RealtimeEngine:
             max_tokens=max_tokens,
             arrival_wall_s=arrival.wall_s,
             arrival_perf_s=now_perf,
+            streamed=streamed,
         )
         arrival_s = (now_perf - self._origin_perf_s) * self._time_scale
         self._core.add_request(
@@ -188,7 +208,7 @@ class RealtimeEngine:
         )
         self._flights[request_id] = flight
         self._wake.set()
-        return RequestHandle(flight)
+        return RequestHandle(flight, self._close)
 
     def abort(self, request_id: str) -> None:
         """Drop a request (client went away); it is counted with finish reason ``abort``."""
@@ -198,6 +218,14 @@ class RealtimeEngine:
         self._core.abort(request_id)
         flight.is_finished = True
         self._finish(flight, FinishReason.ABORT, time.time())
+
+    def _close(self, flight: _Flight) -> None:
+        flight.is_closed = True
+        if not flight.is_finished:
+            self.abort(flight.request_id)
+        elif flight.held is not None:
+            report, flight.held = flight.held, None
+            report()
 
     def stop(self) -> None:
         """Ask :meth:`run` to return after the current step."""
@@ -271,6 +299,10 @@ class RealtimeEngine:
         self._finish(flight, FinishReason.LENGTH, end_wall_s)
 
     def _finish(self, flight: _Flight, reason: FinishReason, end_wall_s: float) -> None:
+        if flight.streamed and not flight.is_closed:
+            flight.held = lambda: self._finish(flight, reason, end_wall_s)
+            return
+        wire = WireTimes(tuple(flight.wire_times_s), time.time()) if flight.streamed else None
         record = FinishedRequest(
             request_id=flight.request_id,
             timing_id=flight.timing_id,
@@ -282,6 +314,7 @@ class RealtimeEngine:
             first_token_s=flight.token_times_s[0] if flight.token_times_s else None,
             token_times_s=tuple(flight.token_times_s),
             end_s=end_wall_s,
+            wire=wire,
         )
         for observer in self._observers:
             observer.on_finished(record)

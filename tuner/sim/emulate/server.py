@@ -24,6 +24,7 @@ from collector.errors import ConfigError
 from tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
 from tuner.sim.emulate.app import ServedModel, create_app
 from tuner.sim.emulate.core_view import EngineCoreLike
+from tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
 from tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
 from tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
 from tuner.sim.emulate.stats_log import StatsLog
@@ -59,7 +60,8 @@ class Emulator:
         if self._timings is not None:
             observers.append(self._timings)
         self.engine = RealtimeEngine(core, new_request, settings.time_scale, observers)
-        self.app = create_app(self.engine, model, metrics, settings.seed)
+        self._reads = ReadTimes()
+        self.app = create_app(self.engine, model, metrics, settings.seed, self._reads)
 
     async def serve(self, stop: asyncio.Event,
                     on_ready: Callable[[int], None] | None = None) -> None:
@@ -75,13 +77,14 @@ class Emulator:
                                shutdown_timeout=_SHUTDOWN_GRACE_S)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.settings.host, self.settings.port)
+            site = ReadStampingSite(runner, self.settings.host, self.settings.port,
+                                    self._reads)
             try:
                 await site.start()
             except OSError as e:
                 raise ConfigError(f"cannot bind {self.settings.host}:{self.settings.port} "
                                   f"({e.strerror}); pass a free --port") from e
-            port = _bound_port(site, self.settings.port)
+            port = site.port
             log.info("Starting slotune emulated %s API server on http://%s:%d",
                      "vLLM" if isinstance(self.metrics, VllmMetrics) else "TensorRT-LLM",
                      self.settings.host, port)
@@ -98,12 +101,6 @@ class Emulator:
                 await log_task
             if self._timings is not None:
                 self._timings.close()
-
-
-def _bound_port(site: web.TCPSite, requested: int) -> int:
-    server: Any = site._server  # aiohttp exposes the bound socket only here
-    sockets = getattr(server, "sockets", None) or ()
-    return int(sockets[0].getsockname()[1]) if sockets else requested
 
 
 def build_emulator(argv: Sequence[str]) -> Emulator:
