@@ -3,14 +3,19 @@
 Loads ``--days`` of 5-second scrapes of ``--targets`` vLLM-like targets, each exposing the
 TTFT histogram ``vllm:time_to_first_token_seconds`` with vLLM's 22 finite buckets + ``+Inf``
 and its ``_sum`` / ``_count`` (25 cumulative series per target, one engine restart per target
-on the third day), through ``write_samples`` in batches, then times ``histogram_quantile``
-p99 over the last hour and the last 24 hours for one target.
+on the third day), through ``write_samples`` in batches of 20,000 samples (the agent's
+default ``batch_max``: the batch size it writes whenever a backlog is waiting, i.e. whenever
+the ingest rate matters), then times ``histogram_quantile`` p99 over the last hour and the
+last 24 hours for one target.
 
     .venv/bin/python benchmarks/store_ingest.py                  # SQLite, 7 days x 10 targets
-    .venv/bin/python benchmarks/store_ingest.py --backend postgresql --days 1
+    .venv/bin/python benchmarks/store_ingest.py --quick          # SQLite, 1 day x 2 targets
+    .venv/bin/python benchmarks/store_ingest.py --backend postgresql --quick
 
 PostgreSQL: ``--pg-url`` or, when omitted, a throw-away server started with initdb/pg_ctl
-(as the test fixture does). Prints one JSON object of figures.
+(as the test fixture does). Prints one JSON object of figures. Besides the wall-clock rate
+it prints the rate per CPU second of this process (``samples_per_cpu_s``): on a machine
+shared with other jobs that one moves less; for PostgreSQL it leaves out the server's CPU.
 """
 
 from __future__ import annotations
@@ -85,20 +90,22 @@ def load(store: Store, days: int, targets: int, t0: float,
     """Write the data set day by day; returns samples written and the time write_samples took."""
     rng = np.random.default_rng(7)
     state = {f"node-{k}/vllm": (np.zeros(len(LES)), 0.0) for k in range(targets)}
-    written, seconds = 0, 0.0
+    written, seconds, cpu_s = 0, 0.0, 0.0
     for day in range(days):
         for target, (counts, total) in state.items():
             batches, last_counts, last_sum = day_of_scrapes(target, day, t0, rng, counts, total,
                                                             batch_scrapes)
             state[target] = (last_counts, last_sum)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for batch in batches:
                 written += write_samples(store, batch)
             seconds += time.perf_counter() - start
+            cpu_s += time.process_time() - start_cpu
         print(f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s",
               file=sys.stderr, flush=True)
     return {"samples": written, "batch_samples": batch_scrapes * (len(LES) + 2),
-            "write_s": seconds, "samples_per_s": written / seconds}
+            "write_s": seconds, "samples_per_s": written / seconds,
+            "write_cpu_s": cpu_s, "samples_per_cpu_s": written / cpu_s}
 
 
 def time_query(store: Store, target: str, end_ts: float, window_s: float,
@@ -164,10 +171,14 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--targets", type=int, default=10)
-    parser.add_argument("--batch-scrapes", type=int, default=64,
+    parser.add_argument("--quick", action="store_true",
+                        help="a short run: 1 day x 2 targets (overrides --days/--targets)")
+    parser.add_argument("--batch-scrapes", type=int, default=800,
                         help="scrapes of one target per write_samples call (25 samples each)")
     parser.add_argument("--pg-url", help="an empty PostgreSQL database (default: start one)")
     args = parser.parse_args()
+    if args.quick:
+        args.days, args.targets = 1, 2
     if args.backend == "sqlite":
         with tempfile.TemporaryDirectory(prefix="slotune-bench-") as tmp:
             result = run(f"sqlite:///{tmp}/bench.db", args.days, args.targets, args.batch_scrapes)

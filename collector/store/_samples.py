@@ -18,17 +18,17 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from sqlalchemy import Connection, delete, select, text
+from sqlalchemy import Connection, select
 
 from collector.errors import ConfigError
-from collector.store._models import CounterReset, MetricSeries
+from collector.store._models import MetricSeries
 from collector.store._records import MetricType, SampleIn
+from collector.store._resets import NEVER, BatchScan, insert_resets, rederive_resets, scan_batch
 from collector.store._store import SeriesKey, Store
 from collector.store._targets import ensure_target, insert_ignore, touch_targets
 
 _TYPES = {t.value for t in MetricType}
 _CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
-_NEVER = (-math.inf, -math.inf)
 
 
 def labels_hash(labels: Mapping[str, str]) -> str:
@@ -72,38 +72,54 @@ def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
         raise
 
 
+# Labels objects the fast path may hold on to: callers that build a fresh dict per sample
+# (a spool replay) would otherwise grow it without end.
+_MAX_FAST_KEYS = 200_000
+
+
 def _write(conn: Connection, store: Store, batch: Sequence[SampleIn]) -> int:
     cache = store.cache
-    ids, cumulative, last_of = cache.ids, cache.cumulative, cache.last
-    rows: list[tuple[int, float, float]] = []
-    resets: list[dict[str, float]] = []
-    rescan_from: dict[int, float] = {}
-    newest: dict[str, float] = {}
-    for s in batch:  # the hot loop of ingest: keep it lean
-        key = (s.target, s.name, tuple(sorted(s.labels.items())))
-        series_id = ids.get(key)
-        if series_id is None:
-            series_id = _ensure_series(conn, store, key, s)
-        ts, value = s.ts, s.value
-        rows.append((series_id, ts, value))
-        if ts > newest.get(s.target, -math.inf):
-            newest[s.target] = ts
-        if series_id not in cumulative:
-            continue
-        last = last_of.get(series_id)
-        if last is None or series_id in rescan_from or ts <= last[0]:
-            rescan_from[series_id] = min(rescan_from.get(series_id, math.inf), ts)
-            continue
-        if value < last[1]:
-            resets.append({"series_id": series_id, "ts": ts, "prev_value": last[1]})
-        last_of[series_id] = (ts, value)
-    inserted = _insert_samples(conn, rows)
-    if resets:
-        conn.execute(insert_ignore(conn, CounterReset), resets)
-    for series_id, since in rescan_from.items():
-        last_of[series_id] = rederive_resets(conn, series_id, since)
-    touch_targets(conn, {cache.targets[t]: ts for t, ts in newest.items()})
+    fast = cache.by_labels_obj
+    if len(fast) > _MAX_FAST_KEYS:
+        fast.clear()
+    series_ids: list[int] = []
+    append = series_ids.append
+    for s in batch:  # the one per-sample Python loop of ingest: keep it lean
+        labels = s.labels
+        hit = fast.get((s.target, s.name, id(labels)))
+        if hit is not None and hit[1] == labels:
+            append(hit[2])
+        else:
+            append(_series_id(conn, store, s))
+    scan = scan_batch(series_ids, [s.ts for s in batch], [s.value for s in batch],
+                      cache.cumulative, cache.last)
+    if conn.dialect.name == "sqlite":
+        inserted = _insert_sqlite(conn, scan)
+    else:
+        inserted = _copy_samples(conn, scan)
+    insert_resets(conn, scan.resets)
+    cache.last.update(scan.last)
+    for series_id, since in scan.rescan_from.items():
+        cache.last[series_id] = rederive_resets(conn, series_id, since)
+    newest: dict[int, float] = {}
+    for series_id, ts in scan.newest.items():
+        target_id = cache.target_of[series_id]
+        if ts > newest.get(target_id, -math.inf):
+            newest[target_id] = ts
+    touch_targets(conn, newest)
     return inserted
+
+
+def _series_id(conn: Connection, store: Store, s: SampleIn) -> int:
+    """The id of the sample's series by its full key, remembered for the fast path."""
+    cache = store.cache
+    labels = s.labels
+    key = (s.target, s.name, tuple(sorted(labels.items())))
+    series_id = cache.ids.get(key)
+    if series_id is None:
+        series_id = _ensure_series(conn, store, key, s)
+    cache.by_labels_obj[(s.target, s.name, id(labels))] = (labels, dict(labels), series_id)
+    return series_id
 
 
 def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) -> int:
@@ -123,22 +139,21 @@ def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) 
     series_id: int = found if found is not None else conn.execute(
         select(MetricSeries.id).where(*where)).scalar_one()
     store.cache.ids[key] = series_id
+    store.cache.target_of[series_id] = target_id
     if is_cumulative(s.name, s.type):
         store.cache.cumulative.add(series_id)
         if is_new:
-            store.cache.last[series_id] = _NEVER
+            store.cache.last[series_id] = NEVER
     return series_id
 
 
-def _insert_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> int:
-    for _, ts, _ in rows:
-        if not math.isfinite(ts):
-            raise ConfigError(f"sample timestamp {ts!r} is not a finite epoch time in seconds")
-    if conn.dialect.name == "sqlite":
-        result = conn.exec_driver_sql(
-            "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)", rows)
-        return max(result.rowcount, 0)
-    return _copy_samples(conn, rows)
+def _insert_sqlite(conn: Connection, scan: BatchScan) -> int:
+    # In (series, ts) order: consecutive rows land on the same B-tree leaf.
+    rows = zip(scan.series.tolist(), scan.ts.tolist(), scan.value.tolist(), strict=True)
+    driver: Any = conn.connection.driver_connection
+    cursor = driver.executemany(
+        "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)", rows)
+    return max(cursor.rowcount, 0)
 
 
 _COPY_ROW = np.dtype([("fields", ">i2"), ("len_id", ">i4"), ("series_id", ">i8"),
@@ -147,27 +162,26 @@ _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _COPY_TRAILER = struct.pack(">h", -1)
 
 
-def _copy_payload(rows: list[tuple[int, float, float]]) -> bytes:
+def _copy_payload(series: np.ndarray, ts: np.ndarray, value: np.ndarray) -> bytes:
     """Rows in PostgreSQL's binary COPY format, built with NumPy rather than row by row."""
-    columns = np.array(rows, dtype=np.float64).reshape(-1, 3)
-    out = np.empty(len(rows), dtype=_COPY_ROW)
+    out = np.empty(len(series), dtype=_COPY_ROW)
     out["fields"], out["len_id"], out["len_ts"], out["len_value"] = 3, 8, 8, 8
-    out["series_id"] = columns[:, 0]
-    out["ts"], out["value"] = columns[:, 1], columns[:, 2]
+    out["series_id"], out["ts"], out["value"] = series, ts, value
     return _COPY_HEADER + out.tobytes() + _COPY_TRAILER
 
 
-def _copy_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> int:
+def _copy_samples(conn: Connection, scan: BatchScan) -> int:
     # Live scrapes are new samples: COPY them straight into the table. A replayed (spooled)
     # batch holds samples already stored, which COPY cannot skip: the savepoint rolls back
     # and the batch goes through a staging table and INSERT ... ON CONFLICT DO NOTHING.
-    payload = _copy_payload(rows)
+    # Sorted by (series, ts), the rows extend each series' end of the primary-key index.
+    payload = _copy_payload(scan.series, scan.ts, scan.value)
     driver: Any = conn.connection.driver_connection
     try:
         with driver.transaction(), driver.cursor() as cur, \
                 cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
             cp.write(payload)
-        return len(rows)
+        return len(scan.series)
     except psycopg.errors.UniqueViolation:
         pass
     with driver.cursor() as cur:
@@ -180,24 +194,3 @@ def _copy_samples(conn: Connection, rows: list[tuple[int, float, float]]) -> int
         inserted = int(cur.rowcount)
         cur.execute("DELETE FROM sample_in")
     return max(inserted, 0)
-
-
-def rederive_resets(conn: Connection, series_id: int, since_ts: float) -> tuple[float, float]:
-    """Recompute the resets of one series from ``since_ts`` on; returns its last sample."""
-    prev = conn.execute(
-        text("SELECT ts, value FROM sample WHERE series_id = :s AND ts < :t "
-             "ORDER BY ts DESC LIMIT 1"), {"s": series_id, "t": since_ts}).first()
-    points = conn.execute(
-        text("SELECT ts, value FROM sample WHERE series_id = :s AND ts >= :t ORDER BY ts"),
-        {"s": series_id, "t": since_ts}).all()
-    conn.execute(delete(CounterReset).where(CounterReset.series_id == series_id,
-                                            CounterReset.ts >= since_ts))
-    last = (float(prev[0]), float(prev[1])) if prev is not None else _NEVER
-    resets = []
-    for ts, value in points:
-        if value < last[1]:
-            resets.append({"series_id": series_id, "ts": ts, "prev_value": last[1]})
-        last = (float(ts), float(value))
-    if resets:
-        conn.execute(insert_ignore(conn, CounterReset), resets)
-    return last

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -28,20 +28,35 @@ from collector.store._url import (
 SeriesKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
+# The writer's fast path names a series by (target, metric name, id of the labels object):
+# agents share one labels dict among every sample of a series, so this skips sorting labels.
+FastKey = tuple[str, str, int]
+
+
 @dataclass
 class SeriesCache:
-    """Per-store memory of series ids and of the last value of each cumulative series."""
+    """Per-store memory of series ids and of the last value of each cumulative series.
+
+    ``by_labels_obj`` maps a :data:`FastKey` to (the labels object, a copy of it, the series
+    id): holding the object keeps its id from being reused, and the copy catches a labels
+    dict changed in place since.
+    """
 
     ids: dict[SeriesKey, int] = field(default_factory=dict)
+    by_labels_obj: dict[FastKey, tuple[Mapping[str, str], dict[str, str], int]] = field(
+        default_factory=dict)
     cumulative: set[int] = field(default_factory=set)
     last: dict[int, tuple[float, float]] = field(default_factory=dict)
     targets: dict[str, int] = field(default_factory=dict)
+    target_of: dict[int, int] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.ids.clear()
+        self.by_labels_obj.clear()
         self.cumulative.clear()
         self.last.clear()
         self.targets.clear()
+        self.target_of.clear()
 
 
 class Store:
