@@ -1,13 +1,19 @@
 """One streaming request to an OpenAI-compatible endpoint, timed chunk by chunk.
 
-Times come from :func:`time.perf_counter` (monotonic, sub-microsecond). Each network read is
-stamped once, right after it returns, and every event it completed gets that stamp; the
-work per event is one ``json.loads`` and a token count, so the client adds microseconds,
-not milliseconds. Errors never raise: they become the record's ``error`` kind.
+Times come from :func:`time.perf_counter` (monotonic, sub-microsecond). A request's send time
+is when its bytes are handed to the socket (sessions built with :func:`timing_trace_config`;
+else just before aiohttp is asked to send it), not when the coroutine asked: on Python < 3.12
+aiohttp writes the body from a separate task, a loop turn later. Each read from the
+socket is stamped as it happens (:class:`_ReadClock`), and every event that read completed
+gets that stamp. With many streams, the event loop reads a burst of chunks off their
+sockets first and resumes each stream's reader after; stamping at the socket read keeps the
+client's own queueing out of TTFT and ITL. Errors never raise: they become the record's
+``error`` kind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -186,6 +192,76 @@ class _Stream:
         self.estimates.append(n)
 
 
+class _ReadClock(asyncio.Protocol):
+    """Sits between a connection's transport and aiohttp's protocol and notes each read.
+
+    Installed with :meth:`asyncio.Transport.set_protocol` and left there for the connection's
+    life (a pooled connection carries one request at a time), so every read of the responses
+    it carries is stamped before aiohttp parses it.
+    """
+
+    __slots__ = ("_inner", "last_read_s")
+
+    def __init__(self, inner: asyncio.BaseProtocol) -> None:
+        self._inner = inner
+        self.last_read_s: float | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.last_read_s = time.perf_counter()
+        self._inner.data_received(data)  # type: ignore[attr-defined]
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()  # type: ignore[attr-defined, no-any-return]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+
+class _SendClock:
+    """Per request: when aiohttp handed its first body bytes (and headers) to the socket."""
+
+    __slots__ = ("sent_s",)
+
+    def __init__(self) -> None:
+        self.sent_s: float | None = None
+
+
+async def _on_request_chunk_sent(_: aiohttp.ClientSession, ctx: Any,
+                                 __: aiohttp.TraceRequestChunkSentParams) -> None:
+    # aiohttp awaits this immediately before writing the chunk (with the buffered headers).
+    clock = ctx.trace_request_ctx
+    if isinstance(clock, _SendClock) and clock.sent_s is None:
+        clock.sent_s = time.perf_counter()
+
+
+def timing_trace_config() -> aiohttp.TraceConfig:
+    """Pass in ``ClientSession(trace_configs=[...])`` so that :func:`send_request` stamps a
+    request's send time as its bytes are written."""
+    config = aiohttp.TraceConfig()
+    config.on_request_chunk_sent.append(_on_request_chunk_sent)
+    config.freeze()
+    return config
+
+
+def _read_clock(resp: aiohttp.ClientResponse) -> _ReadClock | None:
+    """The clock on the response's connection, installed now if it has none yet."""
+    transport = resp.connection.transport if resp.connection is not None else None
+    if transport is None:
+        return None
+    protocol = transport.get_protocol()
+    if isinstance(protocol, _ReadClock):
+        return protocol
+    clock = _ReadClock(protocol)
+    transport.set_protocol(clock)
+    return clock
+
+
 async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
                        request_id: str, prompt: Prompt, *, scheduled_s: float | None = None,
                        counter: Callable[[str], int] = count_tokens) -> ClientResult:
@@ -198,9 +274,11 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
     status: int | None = None
     end_s: float | None = None
     timeout = aiohttp.ClientTimeout(total=options.timeout_s)
-    send_s = time.perf_counter()
+    clock = _SendClock()
+    asked_s = time.perf_counter()
     try:
-        async with session.post(url, data=data, headers=hdrs, timeout=timeout) as resp:
+        async with session.post(url, data=data, headers=hdrs, timeout=timeout,
+                                trace_request_ctx=clock) as resp:
             status = resp.status
             if status >= 400:
                 body = (await resp.read())[:300].decode("utf-8", errors="replace")
@@ -208,7 +286,7 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
                 state.error = (kind, f"HTTP {status}: {body}")
                 end_s = time.perf_counter()
             elif options.stream:
-                end_s = await _read_stream(resp, state)
+                end_s = await _read_stream(resp, state, clock.sent_s or asked_s)
             else:
                 end_s = await _read_whole(resp, state)
     except (TimeoutError, aiohttp.ServerTimeoutError) as e:
@@ -223,15 +301,23 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
         state.error = (ErrorKind.PROTOCOL, str(e)[:300])
     except aiohttp.ClientError as e:
         state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
+    send_s = clock.sent_s if clock.sent_s is not None else asked_s
     return _finish(request_id, prompt, send_s, end_s, status, state, scheduled_s)
 
 
-async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream) -> float | None:
+async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream,
+                       send_s: float) -> float | None:
     decoder = SSEDecoder()
     content = resp.content
+    clock = _read_clock(resp)
     while True:
         data = await content.readany()
         t = time.perf_counter()
+        # The read that completed ``data`` is the connection's latest; one before the send
+        # belongs to an earlier request (a new connection's first bytes reach aiohttp before
+        # the clock is installed), and then the return of readany is the best stamp.
+        if clock is not None and clock.last_read_s is not None and clock.last_read_s >= send_s:
+            t = clock.last_read_s
         if not data:
             break
         for payload in decoder.feed(data):

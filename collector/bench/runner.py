@@ -24,6 +24,7 @@ from collector.bench.client import (
     Prompt,
     discover_model,
     send_request,
+    timing_trace_config,
 )
 from collector.bench.config import BenchConfig
 from collector.bench.plan import Plan, make_plan
@@ -190,7 +191,7 @@ async def arun_benchmark(config: BenchConfig, *,
     started_at = time.time()
     wall_offset_s = started_at - time.perf_counter()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-    async with aiohttp.ClientSession(connector=connector,
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[timing_trace_config()],
                                      timeout=aiohttp.ClientTimeout(total=None)) as session:
         model = config.model or await discover_model(session, config.url, config.api_key)
         options = ClientOptions(base_url=config.url, model=model, endpoint=config.endpoint,
