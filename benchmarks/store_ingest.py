@@ -101,8 +101,8 @@ def load(store: Store, days: int, targets: int, t0: float,
                 written += write_samples(store, batch)
             seconds += time.perf_counter() - start
             cpu_s += time.process_time() - start_cpu
-        print(f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s",
-              file=sys.stderr, flush=True)
+        print(f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s, "
+              f"{written / cpu_s:,.0f}/CPU-s", file=sys.stderr, flush=True)
     return {"samples": written, "batch_samples": batch_scrapes * (len(LES) + 2),
             "write_s": seconds, "samples_per_s": written / seconds,
             "write_cpu_s": cpu_s, "samples_per_cpu_s": written / cpu_s}
