@@ -153,14 +153,24 @@ async def discover_model(session: aiohttp.ClientSession, base_url: str,
     return str(models[0]["id"])
 
 
-class _Stream:
-    """Mutable per-request state while a response streams in."""
+_PARSE_BATCH = 16  # events parsed per event-loop turn once a stream has ended
 
-    __slots__ = ("counter", "done_s", "error", "estimates", "explicit", "finish", "times",
-                 "usage")
+
+class _Stream:
+    """Mutable per-request state while a response streams in.
+
+    Events are kept with their stamps as they arrive and parsed once the stream has ended
+    (:meth:`parse`, a few at a time between which the reader yields): while chunks of many
+    streams arrive together, the event loop then gets back to reading the other sockets
+    sooner, so their reads are stamped sooner.
+    """
+
+    __slots__ = ("counter", "done_s", "error", "estimates", "explicit", "finish", "received",
+                 "times", "usage")
 
     def __init__(self, counter: Callable[[str], int]) -> None:
         self.counter = counter
+        self.received: list[tuple[str, float]] = []
         self.times: list[float] = []
         self.estimates: list[int] = []
         self.explicit = True
@@ -172,7 +182,22 @@ class _Stream:
     def event(self, payload: str, t: float) -> None:
         if payload.strip() == DONE:
             self.done_s = t
-            return
+        else:
+            self.received.append((payload, t))
+
+    def parse(self, limit: int | None = None) -> bool:
+        """Read the oldest ``limit`` kept events (all by default); True if some remain.
+
+        Raises:
+            ProtocolError: an event is not the JSON an OpenAI-compatible server sends.
+        """
+        batch = self.received[:limit]
+        del self.received[:limit]
+        for payload, t in batch:
+            self._parse_event(payload, t)
+        return bool(self.received)
+
+    def _parse_event(self, payload: str, t: float) -> None:
         chunk = parse_chunk(payload)
         if chunk.error is not None:
             code = chunk.error_code or 500
@@ -301,6 +326,10 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
         state.error = (ErrorKind.PROTOCOL, str(e)[:300])
     except aiohttp.ClientError as e:
         state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
+    try:
+        state.parse()  # a stream cut short: the chunks that came before still count
+    except ProtocolError as e:
+        state.error = state.error or (ErrorKind.PROTOCOL, str(e)[:300])
     send_s = clock.sent_s if clock.sent_s is not None else asked_s
     return _finish(request_id, prompt, send_s, end_s, status, state, scheduled_s)
 
@@ -325,6 +354,8 @@ async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream,
     eof_s = time.perf_counter()
     for payload in decoder.close():
         state.event(payload, eof_s)
+    while state.parse(_PARSE_BATCH):
+        await asyncio.sleep(0)  # let other streams' reads in between
     if state.error is not None:
         return None
     if state.done_s is None and state.finish is None:
@@ -337,6 +368,7 @@ async def _read_whole(resp: aiohttp.ClientResponse, state: _Stream) -> float:
     raw = await resp.read()
     end_s = time.perf_counter()
     state.event(raw.decode("utf-8"), end_s)
+    state.parse()
     return end_s
 
 

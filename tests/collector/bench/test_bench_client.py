@@ -138,3 +138,11 @@ def test_chunk_tokens_are_reconciled_with_usage(estimates: list[int], explicit: 
                                                  usage: int | None,
                                                  expected: tuple[int, ...]) -> None:
     assert assign_chunk_tokens(estimates, explicit, usage) == expected
+
+
+def test_a_dropped_stream_keeps_the_chunks_that_came_before(
+        fake_engine: Callable[..., FakeEngine]) -> None:
+    engine = fake_engine(mode_of=lambda _rid: Mode.DROP)
+    r = _send(engine, timeout_s=2.0).record
+    assert r.error == "disconnect"
+    assert r.chunk_times_s and r.first_token_s is not None and r.send_s < r.first_token_s
