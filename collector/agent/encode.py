@@ -50,7 +50,7 @@ class SampleEncoder:
 
     def encode(self, target: str, scrape: Scrape, ts: float) -> list[SampleIn]:
         """Samples of one scrape, stamped ``ts``; NaN values are left out."""
-        if len(self._last) > _MAX_TRACKED:
+        if len(self._last) > _MAX_TRACKED or len(self._label_dicts) > _MAX_TRACKED:
             self._last.clear()
             self._label_dicts.clear()
         out: list[SampleIn] = []
@@ -75,7 +75,8 @@ class SampleEncoder:
         return out
 
     def _labels(self, labels: Labels) -> dict[str, str]:
-        # One dict per label set, shared by its samples: the store only reads them.
+        # One dict per label set, shared by its samples and kept across scrapes: the store
+        # only reads it, and recognises a series by the identity of its labels object.
         found = self._label_dicts.get(labels)
         if found is None:
             found = self._label_dicts[labels] = dict(labels)

@@ -137,10 +137,17 @@ class TargetRunner:
             self._model_known = True
 
 
+# One labels object for every health sample: the store recognises a series by the identity
+# of its labels object before it sorts labels, so a fresh {} per sample would cost a cache
+# entry per scrape.
+_NO_LABELS: dict[str, str] = {}
+
+
 def health_samples(outcome: ScrapeOutcome, ts: float) -> list[SampleIn]:
     """``up`` and ``scrape_duration_seconds`` of one attempt."""
-    return [SampleIn(outcome.target, "up", "gauge", {}, ts, 1.0 if outcome.is_up else 0.0),
-            SampleIn(outcome.target, "scrape_duration_seconds", "gauge", {}, ts,
+    return [SampleIn(outcome.target, "up", "gauge", _NO_LABELS, ts,
+                     1.0 if outcome.is_up else 0.0),
+            SampleIn(outcome.target, "scrape_duration_seconds", "gauge", _NO_LABELS, ts,
                      outcome.duration_s)]
 
 
