@@ -13,12 +13,14 @@ import hashlib
 import json
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg
 from sqlalchemy import Connection, select
+from sqlalchemy.exc import DBAPIError
 
 from collector.errors import ConfigError
 from collector.store._models import MetricSeries
@@ -72,9 +74,10 @@ def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
         raise
 
 
-# Labels objects the fast path may hold on to: callers that build a fresh dict per sample
-# (a spool replay) would otherwise grow it without end.
-_MAX_FAST_KEYS = 200_000
+# Labels objects the fast path may hold on to (a few hundred bytes each): enough for every
+# series of a large node, while callers that build a fresh dict per sample (a spool replay)
+# cannot grow it without end.
+_MAX_FAST_KEYS = 50_000
 
 
 def _write(conn: Connection, store: Store, batch: Sequence[SampleIn]) -> int:
@@ -150,10 +153,9 @@ def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) 
 def _insert_sqlite(conn: Connection, scan: BatchScan) -> int:
     # In (series, ts) order: consecutive rows land on the same B-tree leaf.
     rows = zip(scan.series.tolist(), scan.ts.tolist(), scan.value.tolist(), strict=True)
-    driver: Any = conn.connection.driver_connection
-    cursor = driver.executemany(
-        "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)", rows)
-    return max(cursor.rowcount, 0)
+    sql = "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)"
+    with _driver(conn, sql) as driver:
+        return max(driver.executemany(sql, rows).rowcount, 0)
 
 
 _COPY_ROW = np.dtype([("fields", ">i2"), ("len_id", ">i4"), ("series_id", ">i8"),
@@ -176,21 +178,37 @@ def _copy_samples(conn: Connection, scan: BatchScan) -> int:
     # and the batch goes through a staging table and INSERT ... ON CONFLICT DO NOTHING.
     # Sorted by (series, ts), the rows extend each series' end of the primary-key index.
     payload = _copy_payload(scan.series, scan.ts, scan.value)
-    driver: Any = conn.connection.driver_connection
+    with _driver(conn, "COPY sample") as driver:
+        try:
+            with driver.transaction(), driver.cursor() as cur, \
+                    cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
+                             ) as cp:
+                cp.write(payload)
+            return len(scan.series)
+        except psycopg.errors.UniqueViolation:
+            pass
+        with driver.cursor() as cur:
+            cur.execute("CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
+                        "ts double precision, value double precision) ON COMMIT DELETE ROWS")
+            with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
+                          ) as cp:
+                cp.write(payload)
+            cur.execute("INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
+                        "FROM sample_in ON CONFLICT DO NOTHING")
+            inserted = int(cur.rowcount)
+            cur.execute("DELETE FROM sample_in")
+        return max(inserted, 0)
+
+
+@contextmanager
+def _driver(conn: Connection, statement: str) -> Iterator[Any]:
+    """The DB-API connection under ``conn`` for bulk calls SQLAlchemy would slow down.
+
+    Its errors are raised as SQLAlchemy's, which the store turns into StoreUnavailable /
+    StoreError like those of any other statement.
+    """
+    dbapi_error: type[Exception] = conn.dialect.loaded_dbapi.Error
     try:
-        with driver.transaction(), driver.cursor() as cur, \
-                cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
-            cp.write(payload)
-        return len(scan.series)
-    except psycopg.errors.UniqueViolation:
-        pass
-    with driver.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
-                    "ts double precision, value double precision) ON COMMIT DELETE ROWS")
-        with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
-            cp.write(payload)
-        cur.execute("INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
-                    "FROM sample_in ON CONFLICT DO NOTHING")
-        inserted = int(cur.rowcount)
-        cur.execute("DELETE FROM sample_in")
-    return max(inserted, 0)
+        yield conn.connection.driver_connection
+    except dbapi_error as e:
+        raise DBAPIError.instance(statement, None, e, dbapi_error, dialect=conn.dialect) from e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from collector.errors import StoreUnavailable
 from collector.store import (
     SampleIn,
     Store,
@@ -89,3 +91,21 @@ def test_conflicting_repeat_in_a_batch_keeps_the_first_value(store: Store) -> No
     assert write_samples(store, batch) == 2
     assert stored(store, "e1", "sample", "value") == [(T0, 5.0), (T0 + 5, 4.0)]
     assert stored(store, "e1", "counter_reset", "prev_value") == [(T0 + 5, 5.0)]
+
+
+def test_locked_file_on_a_known_series_is_store_unavailable(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    labels = {"model": "m"}
+    with open_store(sqlite_url + "?timeout=0.2") as store:
+        write_samples(store, [SampleIn("e1", "reqs_total", "counter", labels, T0, 1.0)])
+        holder = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(StoreUnavailable, match="locked by another process"):
+                write_samples(store, [SampleIn("e1", "reqs_total", "counter", labels,
+                                               T0 + 5, 2.0)])
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert write_samples(store, [SampleIn("e1", "reqs_total", "counter", labels,
+                                              T0 + 5, 2.0)]) == 1
