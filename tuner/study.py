@@ -37,6 +37,7 @@ from collector.workload import Trace, resolve_workload, retime
 from tuner.backends import make_backend
 from tuner.gpu_slots import GpuSlot, acquire_slot
 from tuner.objectives import ObjectiveKind
+from tuner.sampler import DistinctTPESampler
 from tuner.space import SearchSpace, default_space, engine_defaults
 from tuner.trial import TrialRunner, WorkloadPlan
 
@@ -69,7 +70,7 @@ class StudySpec:
         time_scale: emulated-engine speed-up (launch backend).
         space: search-space overrides (YAML file / ``--param`` forms, merged).
         seed: sampler and arrival seed.
-        sampler: ``tpe``, ``gp`` or ``random``.
+        sampler: ``tpe``, ``optuna-tpe``, ``gp`` or ``random`` (see :func:`make_sampler`).
         heartbeat_s: worker heartbeat; a trial is stale after 3 missed beats.
         gpus_per_worker: GPUs one engine needs (its tensor-parallel size).
     """
@@ -184,15 +185,22 @@ def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.sto
             **kwargs)
 
 
-def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
-    """The sampler of a study (choice justified by ``benchmarks/tuner_efficiency.py``)."""
-    if name == "tpe":
+def make_sampler(name: str, seed: int | None, space: SearchSpace, *,
+                 multi_objective: bool = False) -> optuna.samplers.BaseSampler:
+    """The sampler of a study (choice justified by ``benchmarks/tuner_efficiency.py``).
+
+    ``tpe`` is slotune's :class:`~tuner.sampler.DistinctTPESampler` (Optuna's multivariate
+    TPE for the two-objective ``pareto``); ``optuna-tpe`` is Optuna's TPE as it is.
+    """
+    if name == "tpe" and not multi_objective:
+        return DistinctTPESampler(space, seed=seed, forced_attr=FORCED_ATTR)
+    if name in ("tpe", "optuna-tpe"):
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=5)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=5)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    raise ConfigError(f"sampler {name!r}: use tpe, gp or random")
+    raise ConfigError(f"sampler {name!r}: use tpe, optuna-tpe, gp or random")
 
 
 def create(spec: StudySpec, url: str) -> optuna.Study:
@@ -202,12 +210,12 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
     if spec.name in {s.study_name for s in optuna.get_all_study_summaries(storage)}:
         raise ConfigError(f"a study named {spec.name!r} already exists; resume it with "
                           f"`slotune tune resume {spec.name}` or pick another --study name")
+    space = build_space(spec, load_plan(spec))
     with quiet_optuna():
         study = optuna.create_study(storage=storage, study_name=spec.name,
                                     directions=spec.kind.directions,
-                                    sampler=make_sampler(spec.sampler, spec.seed))
+                                    sampler=_sampler_of(spec, spec.seed, space))
     study.set_user_attr(SPEC_ATTR, spec.to_json())
-    space = build_space(spec, load_plan(spec))
     study.enqueue_trial(space.default_params(),
                         user_attrs={SOURCE_ATTR: "default", FORCED_ATTR: space.forced_defaults()})
     return study
@@ -230,7 +238,14 @@ def load_spec(name: str, url: str) -> StudySpec:
 
 def load(spec: StudySpec, url: str, *, sampler_seed: int | None = None) -> optuna.Study:
     return optuna.load_study(study_name=spec.name, storage=open_storage(url, spec.heartbeat_s),
-                             sampler=make_sampler(spec.sampler, sampler_seed))
+                             sampler=_sampler_of(spec, sampler_seed,
+                                                 build_space(spec, load_plan(spec))))
+
+
+def _sampler_of(spec: StudySpec, seed: int | None, space: SearchSpace
+                ) -> optuna.samplers.BaseSampler:
+    return make_sampler(spec.sampler, seed, space,
+                        multi_objective=len(spec.kind.directions) > 1)
 
 
 def count_states(study: optuna.Study) -> dict[TrialState, int]:

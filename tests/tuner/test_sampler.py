@@ -1,0 +1,91 @@
+"""slotune's sampler: distinct configurations, feasible-first model, study integration."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from tuner.sampler import DistinctTPESampler
+from tuner.space import SearchSpace, default_space, engine_defaults
+from tuner.study import make_sampler
+
+SMALL = {
+    "max_num_seqs": [64, 128, 256],
+    "max_num_batched_tokens": [512, 1024, 2048, 4096],
+    "enable_chunked_prefill": [True, False],
+    "enable_prefix_caching": None,
+    "gpu_memory_utilization": None,
+    "long_prefill_token_threshold": [0, 512],
+}
+
+
+def small_space() -> SearchSpace:
+    defaults = engine_defaults("vllm", "llama-3.1-8b", "h100-sxm", max_model_len=8192)
+    return default_space("vllm", defaults, max_model_len=8192).with_overrides(SMALL)
+
+
+def key(config: dict[str, object]) -> str:
+    return json.dumps(sorted(config.items()))
+
+
+def capacity(config: dict[str, object]) -> tuple[float, float]:
+    """A toy landscape: best at 1024 tokens with chunked prefill; no chunking is infeasible."""
+    if not config["enable_chunked_prefill"]:
+        return 0.0, 0.5
+    tokens = int(config["max_num_batched_tokens"])  # type: ignore[call-overload]
+    return 10.0 - abs(tokens.bit_length() - 11) - int(config["max_num_seqs"]) / 1000, -1.0
+
+
+@pytest.fixture(autouse=True)
+def quiet() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def run_study(space: SearchSpace, trials: int, seed: int = 0) -> list[str]:
+    study = optuna.create_study(direction="maximize",
+                                sampler=DistinctTPESampler(space, seed=seed))
+    study.enqueue_trial(space.default_params())
+    seen: list[str] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        config = space.suggest(trial)
+        seen.append(key(config))
+        value, violation = capacity(config)
+        trial.set_constraint("slos", violation)
+        return value
+
+    study.optimize(objective, n_trials=trials)
+    return seen
+
+
+def test_never_measures_a_configuration_twice_until_the_space_is_exhausted() -> None:
+    space = small_space()
+    distinct = len(space.grid())
+    seen = run_study(space, distinct)
+    assert len(set(seen)) == distinct
+
+
+def test_finds_the_best_configuration_of_a_small_space() -> None:
+    space = small_space()
+    best = max(capacity(c)[0] for c in space.grid())
+    for seed in range(3):
+        seen = run_study(space, 12, seed)
+        values = [capacity(dict(json.loads(k)))[0] for k in seen]
+        assert max(values) == best
+
+
+def test_running_trials_are_not_proposed_again() -> None:
+    space = small_space()
+    study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=1))
+    configs = [key(space.suggest(study.ask())) for _ in range(6)]
+    assert len(set(configs)) == 6
+
+
+def test_product_sampler_choice() -> None:
+    space = small_space()
+    assert isinstance(make_sampler("tpe", 0, space), DistinctTPESampler)
+    pareto = make_sampler("tpe", 0, space, multi_objective=True)
+    assert isinstance(pareto, optuna.samplers.TPESampler)
+    assert isinstance(make_sampler("optuna-tpe", 0, space), optuna.samplers.TPESampler)

@@ -1,0 +1,240 @@
+"""slotune's sampler: a TPE-style density ratio scored over distinct configurations.
+
+Why not Optuna's ``TPESampler`` as it is: engine spaces are small and discrete (powers of two,
+booleans, a handful of thresholds), and every trial costs a full capacity search. TPE draws
+its candidates from a kernel density around the best trials, so it keeps proposing
+configurations already measured (a wasted trial each time), and the parameter that exists
+only under a condition (``long_prefill_token_threshold`` with chunked prefill on) is sampled
+apart from the rest. This sampler keeps TPE's model — good trials (the best feasible ones,
+else the least violating) against the others, a kernel per parameter over its *positions*
+for ordered values — but scores whole engine configurations, never proposes one the study
+has already measured or is measuring, and starts from a space-filling design instead of
+random points. ``benchmarks/tuner_efficiency.py`` measures the difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.space import Param, ParamKind, SearchSpace, Value
+
+_CONSTRAINTS_KEY = "constraints"
+_NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter
+
+
+class _Recorder:
+    """Stands in for an Optuna trial while drawing one random configuration."""
+
+    def __init__(self, rng: np.random.Generator, fixed: Mapping[str, Value] | None = None):
+        self.rng = rng
+        self.fixed = fixed
+        self.params: dict[str, Value] = {}
+
+    def _take(self, name: str, draw: Any) -> Any:
+        value = self.fixed[name] if self.fixed is not None else draw()
+        self.params[name] = value
+        return value
+
+    def suggest_categorical(self, name: str, choices: Sequence[Value]) -> Value:
+        return self._take(name, lambda: choices[int(self.rng.integers(len(choices)))])
+
+    def suggest_int(self, name: str, low: int, high: int, log: bool = False,
+                    step: int = 1) -> int:
+        def draw() -> int:
+            if log:
+                return round(math.exp(self.rng.uniform(math.log(low), math.log(high))))
+            return low + step * int(self.rng.integers((high - low) // step + 1))
+        return int(self._take(name, draw))
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False,
+                      step: float | None = None) -> float:
+        def draw() -> float:
+            if log:
+                return math.exp(self.rng.uniform(math.log(low), math.log(high)))
+            if step:
+                return low + step * int(self.rng.integers(round((high - low) / step) + 1))
+            return float(self.rng.uniform(low, high))
+        return float(self._take(name, draw))
+
+
+def _config_key(config: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
+    return tuple(sorted(config.items()))
+
+
+class DistinctTPESampler(optuna.samplers.BaseSampler):
+    """Density-ratio sampler over the distinct configurations of a :class:`SearchSpace`.
+
+    Args:
+        space: the study's search space (the sampler proposes whole configurations of it).
+        seed: random seed.
+        n_startup_trials: sampled trials placed by the space-filling design before the model
+            takes over (enqueued trials, such as the engine default, count as measured points).
+        gamma: fraction of the trials that form the "good" group (at least one).
+        n_candidates: random configurations scored per trial.
+    """
+
+    def __init__(self, space: SearchSpace, seed: int | None = None, *,
+                 n_startup_trials: int = 2, gamma: float = 0.25,
+                 n_candidates: int = 1024, n_ei_candidates: int | None = 8,
+                 forced_attr: str = "forced_params") -> None:
+        self._space = space
+        self._forced_attr = forced_attr
+        self._rng = np.random.default_rng(seed)
+        self._n_startup = n_startup_trials
+        self._gamma = gamma
+        self._n_candidates = n_candidates
+        self._n_ei = n_ei_candidates
+        self._searched = [p for p in space.params if p.kind is not ParamKind.FIXED]
+        self._fallback = optuna.samplers.RandomSampler(seed=seed)
+
+    def reseed_rng(self) -> None:
+        self._rng = np.random.default_rng()
+        self._fallback.reseed_rng()
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
+                                    ) -> dict[str, BaseDistribution]:
+        return {p.name: _distribution(p) for p in self._searched}
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        trials = study.get_trials(deepcopy=False)
+        measured = [t for t in trials if t.state is TrialState.COMPLETE]
+        taken = {self._key_of(t) for t in trials
+                 if t.number != trial.number and t.state is not TrialState.FAIL}
+        candidates = self._candidates(taken)
+        if not candidates:
+            return {}  # every configuration was measured: let the fallback repeat one
+        feats = np.array([self._features(c) for c in candidates])
+        sampled = sum(1 for t in measured if "fixed_params" not in t.system_attrs)
+        if sampled < self._n_startup or not measured:
+            points = [self._features(t.params) for t in trials if t.number != trial.number]
+            return candidates[_farthest(feats, np.array(points) if points else None)]
+        good, bad = self._split(study, measured)
+        log_l = self._log_density(feats, good)
+        score = log_l - self._log_density(feats, bad)
+        pool = np.arange(len(candidates))
+        if self._n_ei is not None and len(pool) > self._n_ei:
+            # Like TPE: candidates drawn from the good density, the best ratio among them.
+            w = np.exp(log_l - log_l.max())
+            pool = self._rng.choice(pool, size=self._n_ei, replace=False, p=w / w.sum())
+        best = pool[score[pool] >= score[pool].max() - 1e-12]
+        return candidates[int(self._rng.choice(best))]
+
+    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+
+    def _candidates(self, taken: set[tuple[tuple[str, Value], ...]]) -> list[dict[str, Value]]:
+        out: dict[tuple[tuple[str, Value], ...], dict[str, Value]] = {}
+        for _ in range(self._n_candidates):
+            rec = _Recorder(self._rng)
+            key = _config_key(self._space.suggest(rec))  # type: ignore[arg-type]
+            if key not in taken and key not in out:
+                out[key] = rec.params
+        return list(out.values())
+
+    def _key_of(self, t: FrozenTrial) -> tuple[tuple[str, Value], ...]:
+        rec = _Recorder(self._rng, fixed=t.params)
+        try:
+            config = self._space.suggest(rec, t.user_attrs.get(self._forced_attr))  # type: ignore[arg-type]
+        except KeyError:
+            return (("trial", t.number),)  # parameters of another space: never equal
+        return _config_key(config)
+
+    def _split(self, study: optuna.Study, measured: list[FrozenTrial]
+               ) -> tuple[np.ndarray, np.ndarray]:
+        sign = -1.0 if study.direction is optuna.study.StudyDirection.MAXIMIZE else 1.0
+
+        def rank(t: FrozenTrial) -> tuple[int, float]:
+            violation = sum(max(0.0, c) for c in _constraints(t))
+            if violation > 0:
+                return 1, violation
+            return 0, sign * float(t.value if t.value is not None else math.inf)
+
+        ordered = sorted(measured, key=rank)
+        n_good = max(1, math.ceil(self._gamma * len(ordered)))
+
+        feats = [self._features(t.params) for t in ordered]
+        return np.array(feats[:n_good]), np.array(feats[n_good:]).reshape(-1, len(self._searched))
+
+    def _features(self, params: Mapping[str, Any]) -> list[float]:
+        """Each searched parameter in [0, 1] (ordered) or as a choice index; NaN if absent."""
+        out = []
+        for p in self._searched:
+            v = params.get(p.name)
+            if v is None:
+                out.append(math.nan)
+            elif p.kind is ParamKind.CHOICE:
+                out.append(float(p.choices.index(v)) if v in p.choices else math.nan)
+            elif p.kind is ParamKind.ORDINAL:
+                out.append(float(v) / max(1, len(p.choices) - 1))
+            else:
+                out.append(_unit(p, float(v)))
+        return out
+
+    def _log_density(self, x: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """log of a mixture: the uniform prior plus one product kernel per point."""
+        total = np.ones(len(x))  # the prior's weight: one point's worth of uniform density
+        for y in points:
+            k = np.ones(len(x))
+            for d, p in enumerate(self._searched):
+                k *= _kernel(p, x[:, d], y[d])
+            total += k
+        return np.log(total / (len(points) + 1))
+
+
+def _kernel(p: Param, x: np.ndarray, y: float) -> np.ndarray:
+    """Density of ``x`` under a kernel at ``y`` relative to the uniform (1 = no preference)."""
+    absent = np.isnan(x) | math.isnan(y)
+    if p.kind is ParamKind.CHOICE:
+        m = len(p.choices)
+        k = np.where(x == y, _NOMINAL_MATCH * m, (1 - _NOMINAL_MATCH) * m / max(1, m - 1))
+    else:
+        levels = len(p.choices) if p.kind is ParamKind.ORDINAL else 8
+        h = 1.0 / max(1, levels - 1)  # one position either side
+        grid = np.linspace(0.0, 1.0, levels)
+        norm = np.exp(-0.5 * ((grid[:, None] - grid[None, :]) / h) ** 2).sum(axis=0).mean()
+        k = np.exp(-0.5 * ((x - y) / h) ** 2) * levels / norm
+    return np.where(absent, 1.0, k)
+
+
+def _farthest(feats: np.ndarray, points: np.ndarray | None) -> int:
+    """The candidate farthest from every measured point (a space-filling design)."""
+    if points is None or len(points) == 0:
+        return 0
+    f = np.nan_to_num(feats, nan=-1.0)
+    pts = np.nan_to_num(points, nan=-1.0)
+    dist = np.abs(f[:, None, :] - pts[None, :, :]).sum(axis=2).min(axis=1)
+    return int(np.argmax(dist))
+
+
+def _unit(p: Param, v: float) -> float:
+    assert p.low is not None and p.high is not None
+    if p.log:
+        return (math.log(v) - math.log(p.low)) / max(1e-12, math.log(p.high) - math.log(p.low))
+    return (v - p.low) / max(1e-12, p.high - p.low)
+
+
+def _distribution(p: Param) -> BaseDistribution:
+    if p.kind is ParamKind.CHOICE:
+        return optuna.distributions.CategoricalDistribution(list(p.choices))
+    if p.kind is ParamKind.ORDINAL:
+        return optuna.distributions.IntDistribution(0, len(p.choices) - 1)
+    assert p.low is not None and p.high is not None
+    if p.kind is ParamKind.INT:
+        return optuna.distributions.IntDistribution(int(p.low), int(p.high), log=p.log,
+                                                    step=1 if p.log else int(p.step or 1))
+    return optuna.distributions.FloatDistribution(p.low, p.high, log=p.log,
+                                                  step=None if p.log else p.step)
+
+
+def _constraints(t: FrozenTrial) -> list[float]:
+    return [float(v) for k, v in t.system_attrs.items()
+            if k.startswith(f"{_CONSTRAINTS_KEY}:")]
