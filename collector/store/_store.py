@@ -23,8 +23,7 @@ from collector.store._url import (
     sqlite_file,
 )
 
-# How the writer's cache names a series: (target, metric name, sorted label items). A plain
-# tuple: it is built once per ingested sample.
+# How the writer's cache names a series: (target, metric name, sorted label items).
 SeriesKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
