@@ -35,7 +35,6 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from collector.workload import named_workload, retime
 from tuner.backends.sim import SimBackend
 from tuner.objectives import ObjectiveKind
 from tuner.space import SearchSpace, default_space, engine_defaults
+from tuner.study import make_sampler
 from tuner.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
@@ -99,31 +99,36 @@ def key_of(config: dict[str, Any]) -> str:
     return json.dumps(sorted(config.items()))
 
 
-def _measure(args: tuple[Scenario, dict[str, Any]]) -> tuple[str, float, bool, float]:
+Row = tuple[float, bool, dict[str, float]]  # capacity, feasible, constraint values
+
+
+def _measure(args: tuple[Scenario, dict[str, Any]]
+             ) -> tuple[str, float, bool, dict[str, float], float]:
     sc, config = args
     trace = retime(named_workload(sc.workload), num_requests=sc.num_requests)
     runner = TrialRunner(SimBackend("vllm", sc.model, sc.gpu), WorkloadPlan(trace),
                          tuple(parse_slos(sc.slos)), ObjectiveKind.CAPACITY)
     t0 = time.perf_counter()
     m = runner.measure(config)
-    return key_of(config), m.values[0], m.is_feasible, time.perf_counter() - t0
+    return (key_of(config), m.values[0], m.is_feasible, dict(m.constraints),
+            time.perf_counter() - t0)
 
 
-def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, tuple[float, bool]], dict[str, float]]:
-    """Capacity of every grid configuration (cached), and timing figures."""
+def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, Row], dict[str, float]]:
+    """Capacity, feasibility and constraint values of every grid configuration (cached)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"{sc.name}-n{sc.num_requests}.json"
+    path = CACHE / f"{sc.name}-n{sc.num_requests}-constraints.json"
     if path.exists():
         data = json.loads(path.read_text())
-        return {k: (v[0], v[1]) for k, v in data["table"].items()}, data["timing"]
+        return {k: (v[0], v[1], v[2]) for k, v in data["table"].items()}, data["timing"]
     configs = space_of(sc).grid()
     t0 = time.perf_counter()
     with ProcessPoolExecutor(jobs) as pool:
         results = list(pool.map(_measure, [(sc, c) for c in configs], chunksize=4))
     wall = time.perf_counter() - t0
-    table = {k: (v, ok) for k, v, ok, _ in results}
+    table = {k: (v, ok, cons) for k, v, ok, cons, _ in results}
     timing = {"configs": len(configs), "wall_s": wall,
-              "trial_s_mean": statistics.mean(r[3] for r in results)}
+              "trial_s_mean": statistics.mean(r[4] for r in results)}
     path.write_text(json.dumps({"table": {k: list(v) for k, v in table.items()},
                                 "timing": timing}))
     return table, timing
@@ -138,24 +143,32 @@ def trials_to_reach(values: list[float], oracle: float) -> int | None:
     return None
 
 
-def run_sampler(space: SearchSpace, table: dict[str, tuple[float, bool]],
-                sampler: optuna.samplers.BaseSampler, budget: int) -> list[float]:
-    """Feasible values in trial order of one study whose objective is a table lookup."""
+def run_sampler(space: SearchSpace, table: dict[str, Row],
+                sampler: optuna.samplers.BaseSampler, budget: int, oracle: float) -> list[float]:
+    """Feasible values in trial order of one study whose objective is a table lookup.
+
+    Each trial carries the constraint values the simulated trial measured (by how much each
+    SLO was missed), as in a real study. The study stops once it is within reach of the oracle:
+    later trials cannot change the count.
+    """
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial(space.default_params())
     found: list[float] = []
 
     def objective(trial: optuna.Trial) -> float:
-        value, ok = table[key_of(space.suggest(trial))]
-        trial.set_constraint("slos", 0.0 if ok else 1.0)
+        value, ok, constraints = table[key_of(space.suggest(trial))]
+        for name, c in constraints.items():
+            trial.set_constraint(name, c)
         found.append(value if ok else 0.0)
+        if max(found) >= (1 - WITHIN) * oracle:
+            study.stop()
         return value
 
     study.optimize(objective, n_trials=budget)
     return found
 
 
-def auto_tune_order(space: SearchSpace, table: dict[str, tuple[float, bool]]) -> list[float]:
+def auto_tune_order(space: SearchSpace, table: dict[str, Row]) -> list[float]:
     out = [_lookup(space, table, {})]
     for seqs in AUTO_TUNE_SEQS:
         for tokens in AUTO_TUNE_TOKENS:
@@ -164,28 +177,23 @@ def auto_tune_order(space: SearchSpace, table: dict[str, tuple[float, bool]]) ->
     return out
 
 
-def _lookup(space: SearchSpace, table: dict[str, tuple[float, bool]],
-            changes: dict[str, Any]) -> float:
+def _lookup(space: SearchSpace, table: dict[str, Row], changes: dict[str, Any]) -> float:
     config = space.repair({**space.defaults, **changes})
-    value, ok = table.get(key_of(config), (0.0, False))
+    value, ok, _ = table.get(key_of(config), (0.0, False, {}))
     return value if ok else 0.0
-
-
-SAMPLERS: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
-    "tpe": lambda s: optuna.samplers.TPESampler(seed=s, multivariate=True, n_startup_trials=5),
-    "gp": lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=5),
-    "random": lambda s: optuna.samplers.RandomSampler(seed=s),
-}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=50)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed .. first-seed+seeds-1 (another range: a held-out check)")
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--scenario", action="append", help="only these scenario names")
-    # GPSampler needs PyTorch, which slotune does not depend on: add "gp" where it is installed.
-    ap.add_argument("--methods", default="tpe,random")
+    # Names of tuner.study.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
+    # PyTorch, which slotune does not depend on: add "gp" where it is installed.
+    ap.add_argument("--methods", default="tpe,optuna-tpe,random")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
@@ -195,7 +203,7 @@ def main() -> None:
             continue
         table, timing = grid_table(sc, args.jobs)
         space = space_of(sc)
-        feasible = [v for v, ok in table.values() if ok]
+        feasible = [v for v, ok, _ in table.values() if ok]
         oracle = max(feasible) if feasible else 0.0
         default = _lookup(space, table, {})
         row: dict[str, Any] = {"scenario": sc.name, "configs": timing["configs"],
@@ -205,9 +213,11 @@ def main() -> None:
                                "best_over_default": oracle / default if default else None}
         for method in args.methods.split(","):
             t0 = time.perf_counter()
-            reach = [trials_to_reach(run_sampler(space, table, SAMPLERS[method](seed),
-                                                 args.budget), oracle)
-                     for seed in range(args.seeds)]
+            seeds = range(args.first_seed, args.first_seed + args.seeds)
+            reach = [trials_to_reach(run_sampler(space, table,
+                                                 make_sampler(method, seed, space),
+                                                 args.budget, oracle), oracle)
+                     for seed in seeds]
             row[method] = _median(reach, args.budget)
             row[f"{method}_reached"] = sum(r is not None for r in reach)
             row[f"{method}_s"] = time.perf_counter() - t0
@@ -235,7 +245,8 @@ def _print_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     head = ["scenario", "configs", "grid s", "oracle req/s", "default req/s", "oracle/default",
             *[f"{m} (n/{args.seeds})" for m in methods], "auto_tune grid"]
     print(f"\nmedian trials (trial 0 = default included) to reach within {WITHIN:.0%} of the "
-          f"oracle (budget {args.budget}, {args.seeds} seeds; n = seeds that got there; "
+          f"oracle (budget {args.budget}, seeds {args.first_seed}..."
+          f"{args.first_seed + args.seeds - 1}; n = seeds that got there; "
           "'-' = never)\n")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
