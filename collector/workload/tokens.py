@@ -16,12 +16,15 @@ import numpy as np
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 # A fixed vocabulary of short words: synthetic prompts are deterministic for a seed.
-_VOCAB = tuple(
-    "the of and to in is was for on with as by at from that this it be are or an which "
-    "data model token cache batch prefill decode latency memory block server request time "
-    "value system user query answer context layer head vector kernel queue engine graph "
-    "rate load node pool trace budget window metric score stream chunk prompt output input "
-    "alpha beta gamma delta omega north south east west red green blue black white".split()
+_VOCAB = (
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "with", "as", "by", "at", "from",
+    "that", "this", "it", "be", "are", "or", "an", "which", "data", "model", "token", "cache",
+    "batch", "prefill", "decode", "latency", "memory", "block", "server", "request", "time",
+    "value", "system", "user", "query", "answer", "context", "layer", "head", "vector",
+    "kernel", "queue", "engine", "graph", "rate", "load", "node", "pool", "trace", "budget",
+    "window", "metric", "score", "stream", "chunk", "prompt", "output", "input", "alpha",
+    "beta", "gamma", "delta", "omega", "north", "south", "east", "west", "red", "green",
+    "blue", "black", "white",
 )
 
 
