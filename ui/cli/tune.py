@@ -84,7 +84,8 @@ def tune_command(
                           ] = 1.0,
     num_requests: Annotated[int | None, typer.Option(help="First N requests of the trace.")
                             ] = None,
-    sampler: Annotated[str, typer.Option(help="tpe | gp | random")] = "tpe",
+    sampler: Annotated[str, typer.Option(help="tpe (slotune's own, see docs/tune.md) | "
+                                         "optuna-tpe | gp | random")] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler and arrival seed.")] = 0,
     heartbeat: Annotated[int, typer.Option(help="Worker heartbeat (s); a trial silent for 3x "
                                            "this is failed and retried.")] = 10,
