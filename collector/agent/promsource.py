@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
 from collector.agent.canonical import Rule, apply_rules
-from collector.agent.promtext import PromTextParser
+from collector.agent.promtext import PromTextParser, reuse_unchanged
 
 
 class PromTextSource(Source):
@@ -23,6 +23,10 @@ class PromTextSource(Source):
     def __init__(self, urls: Iterable[str] = ()) -> None:
         super().__init__(urls)
         self.parsers = {url: PromTextParser() for url in self.urls}
+        self._last_raw: tuple[Family, ...] = ()
+        self._last_scrape: Scrape | None = None
+        # raw family name -> (raw, cleaned, normalised) objects of the previous scrape
+        self._prepared: dict[str, tuple[Family, Family, Family]] = {}
 
     async def collect(self, fetch: Fetcher) -> Scrape:
         raw: list[Family] = []
@@ -36,11 +40,34 @@ class PromTextSource(Source):
         return self.from_families(raw, skipped)
 
     def from_families(self, raw: list[Family], skipped: list[SkippedLine] | None = None) -> Scrape:
-        """Build the scrape from already parsed families (also used on files in tests)."""
-        cleaned = tuple(self.clean(f) for f in raw)
-        families = tuple(self.normalise(f) for f in cleaned)
+        """Build the scrape from already parsed families (also used on files in tests).
+
+        The mapping depends on the families alone, so when every family is the very object
+        the previous scrape had (the parser reuses unchanged ones) so is the result.
+        """
+        skipped_t = tuple(skipped or ())
+        last = self._last_scrape
+        if (last is not None and last.skipped == skipped_t and len(raw) == len(self._last_raw)
+                and all(a is b for a, b in zip(raw, self._last_raw, strict=True))):
+            return last
+        prepared = [self._prepare(f) for f in raw]
+        self._prepared = {p[0].name: p for p in prepared}
+        cleaned = tuple(p[1] for p in prepared)
+        families = tuple(p[2] for p in prepared)
         canonical = apply_rules(families, self.rules_for(families)) + self.derive(families)
-        return Scrape(cleaned, canonical, tuple(skipped or ()))
+        if last is not None:  # unchanged canonical families keep their identity too
+            canonical = reuse_unchanged(canonical, {f.name: f for f in last.canonical})
+        self._last_raw = tuple(raw)
+        self._last_scrape = Scrape(cleaned, canonical, skipped_t)
+        return self._last_scrape
+
+    def _prepare(self, family: Family) -> tuple[Family, Family, Family]:
+        """(raw, cleaned, normalised), the previous objects when the raw family is unchanged."""
+        prev = self._prepared.get(family.name)
+        if prev is not None and prev[0] is family:
+            return prev
+        cleaned = self.clean(family)
+        return family, cleaned, self.normalise(cleaned)
 
     def rules_for(self, families: tuple[Family, ...]) -> tuple[Rule, ...]:
         """The rules for this exposition (default: ``rules``; versions may differ)."""
@@ -57,3 +84,4 @@ class PromTextSource(Source):
     def derive(self, families: tuple[Family, ...]) -> tuple[Family, ...]:
         """Canonical families computed from several raw ones (default: none)."""
         return ()
+

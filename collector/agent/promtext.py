@@ -93,6 +93,9 @@ class PromTextParser:
         self._comments: dict[str, tuple[str, str, str] | None] = {}
         self._types: dict[str, MetricType] = {}
         self._family_of: dict[str, tuple[str, MetricType]] = {}
+        self._last_body: tuple[str, str] = ("", "")
+        self._last_result: ParseResult | None = None
+        self._last_families: dict[str, Family] = {}
 
     def parse(self, text: str, *, content_type: str = "",
               source: str = "response") -> ParseResult:
@@ -109,6 +112,9 @@ class PromTextParser:
         Raises:
             SourceError: the body has lines but none of them is a metric sample.
         """
+        # An idle engine serves the same body scrape after scrape: same body, same result.
+        if self._last_result is not None and self._last_body == (text, content_type):
+            return self._last_result
         flat = _flat_from_client(text) if is_openmetrics(text, content_type) else None
         if flat is None:
             if len(self._heads) + len(self._comments) > self._MAX_CACHED:
@@ -125,7 +131,25 @@ class PromTextParser:
         if flat.types != self._types:  # family assignments depend on the # TYPE lines
             self._types = flat.types
             self._family_of.clear()
-        return ParseResult(_group(flat, self._family_of), tuple(flat.skipped))
+        families = reuse_unchanged(_group(flat, self._family_of), self._last_families)
+        self._last_families = {f.name: f for f in families}
+        result = ParseResult(families, tuple(flat.skipped))
+        self._last_body, self._last_result = (text, content_type), result
+        return result
+
+
+def reuse_unchanged(families: tuple[Family, ...], last: dict[str, Family]
+                     ) -> tuple[Family, ...]:
+    """The previous body's Family object wherever a family did not change.
+
+    Later stages (canonical mapping, the encoder) recognise an unchanged family by identity
+    and skip their per-sample work for it.
+    """
+    out = []
+    for fam in families:
+        prev = last.get(fam.name)
+        out.append(prev if prev is not None and prev == fam else fam)
+    return tuple(out)
 
 
 def _flat_from_client(text: str) -> _Flat | None:

@@ -137,3 +137,13 @@ def test_cached_series_lines_still_read_new_values_and_timestamps() -> None:
     parser.parse('a{x="1"} 1\nb 2\n')
     again = parser.parse('a{x="1"} 5\nb 7 1700000000000\nb 8\n')
     assert _flatten(again.families) == {("a", (("x", "1"),)): 5.0, ("b", ()): 8.0}
+
+
+def test_unchanged_body_and_families_come_back_as_the_same_objects() -> None:
+    parser = PromTextParser()
+    body = '# TYPE a counter\na_total{x="1"} 1\n# TYPE g gauge\ng 2\n'
+    first = parser.parse(body)
+    assert parser.parse(body) is first
+    changed = parser.parse(body.replace("g 2", "g 3"))
+    assert _family(changed.families, "a") is _family(first.families, "a")
+    assert _flatten(changed.families) == {("a_total", (("x", "1"),)): 1.0, ("g", ()): 3.0}

@@ -247,3 +247,15 @@ def test_fuzz_trtllm_iteration_stats(text: str) -> None:
 @given(st.text())
 def test_fuzz_dcgm_counters_csv(text: str) -> None:
     assert all(isinstance(t, MetricType) for t in parse_counters_csv(text).values())
+
+
+def test_an_unchanged_exposition_maps_to_the_same_scrape_and_a_change_shows() -> None:
+    body = data_text("vllm_v1_design_doc_example.prom")
+    source = VllmSource(["m"])
+    first = asyncio.run(source.collect(FileFetcher({"m": body})))
+    assert asyncio.run(source.collect(FileFetcher({"m": body}))) is first
+    line = next(x for x in body.splitlines() if x.startswith("vllm:num_requests_running"))
+    changed_body = body.replace(line, line.rsplit(" ", 1)[0] + " 42")
+    changed = asyncio.run(source.collect(FileFetcher({"m": changed_body})))
+    assert values(canonical(changed)["requests_running"]) == [42.0]
+    assert canonical(changed)["ttft"] == canonical(first)["ttft"]
