@@ -95,11 +95,19 @@ def start_engines(n: int, fake: bool, workdir: Path) -> tuple[list[int], Procs]:
                                       stderr=subprocess.PIPE, text=True))
         wait_ready(procs[0], "ready")
         return ports, procs
-    for port in ports:
-        proc = subprocess.Popen([str(BIN / "slotune"), "emulate", "--model", "llama-3.1-8b",
-                                 "--gpu", "h100-sxm", "--port", str(port)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_ready(proc, "Starting slotune emulated")
+    for i in range(n):
+        for attempt in range(3):  # a free port can be taken by another process meanwhile
+            proc = subprocess.Popen([str(BIN / "slotune"), "emulate", "--model", "llama-3.1-8b",
+                                     "--gpu", "h100-sxm", "--port", str(ports[i])],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                wait_ready(proc, "Starting slotune emulated")
+                break
+            except SystemExit:
+                proc.wait()
+                if attempt == 2:
+                    raise
+                ports[i] = free_port()
         procs.append(proc)
     return ports, procs
 
