@@ -106,6 +106,9 @@ def start_engines(n: int, fake: bool, workdir: Path) -> tuple[list[int], Procs]:
             except SystemExit:
                 proc.wait()
                 if attempt == 2:
+                    for started in procs:  # do not leave the engines already running behind
+                        started.terminate()
+                        started.wait(timeout=20)
                     raise
                 ports[i] = free_port()
         procs.append(proc)
