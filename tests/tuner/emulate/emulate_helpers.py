@@ -8,6 +8,7 @@ simulator's core so these tests exercise the HTTP, SSE, metrics and real-time la
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -22,6 +23,7 @@ from tuner.sim.emulate.server import Emulator
 from tuner.sim.emulate.settings import ServerSettings
 from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
 from tuner.sim.emulate.vllm_metrics import VllmMetrics
+from tuner.sim.engine import EngineStats
 from tuner.sim.request import SimRequest
 
 MODEL = "test-model"
@@ -40,6 +42,8 @@ class FakeStats:
     generation_tokens: int = 0
     kv_blocks: int = 1000
     kv_tokens: int = 16000
+    num_steps: int = 0
+    last_step_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,16 @@ class FakeCore:
         self.step_s = step_s
         self.waiting: list[SimRequest] = []
         self.running: dict[str, list[int]] = {}  # id -> [generated, max_tokens]
-        self.stats = FakeStats()
+        self._stats = FakeStats()
+
+    @property
+    def stats(self) -> EngineStats:
+        """A frozen snapshot, as the real core gives."""
+        return EngineStats(**dataclasses.asdict(self._stats))
 
     def add_request(self, request: SimRequest) -> None:
         self.waiting.append(request)
-        self.stats.num_waiting = len(self.waiting)
+        self._stats.num_waiting = len(self.waiting)
 
     def abort(self, request_id: str) -> None:
         self.waiting = [r for r in self.waiting if r.request_id != request_id]
@@ -75,8 +84,8 @@ class FakeCore:
         started = [r.request_id for r in self.waiting]
         for r in self.waiting:
             self.running[r.request_id] = [0, r.max_tokens]
-            self.stats.prompt_tokens += r.prompt_tokens
-            self.stats.prefix_queries += r.prompt_tokens
+            self._stats.prompt_tokens += r.prompt_tokens
+            self._stats.prefix_queries += r.prompt_tokens
         self.waiting = []
         tokens, finished = [], []
         for rid, state in list(self.running.items()):
@@ -85,10 +94,10 @@ class FakeCore:
             if state[0] >= state[1]:
                 finished.append(rid)
                 del self.running[rid]
-        self.stats.generation_tokens += len(tokens)
-        self.stats.num_running = len(self.running)
-        self.stats.num_waiting = 0
-        self.stats.kv_usage = min(1.0, len(self.running) / 100)
+        self._stats.generation_tokens += len(tokens)
+        self._stats.num_running = len(self.running)
+        self._stats.num_waiting = 0
+        self._stats.kv_usage = min(1.0, len(self.running) / 100)
         return FakeStep(self.step_s, tokens, finished, started)
 
 

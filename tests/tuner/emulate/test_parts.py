@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from collector.errors import ConfigError
-from tuner.sim.emulate.core_view import EngineCounters
 from tuner.sim.emulate.events import StepReport
 from tuner.sim.emulate.prompts import output_text, render_chat, token_ids_of_text
 from tuner.sim.emulate.settings import ServerSettings, parse_server_args
 from tuner.sim.emulate.stats_log import StatsLog
 from tuner.sim.emulate.timings import TimingsFile
+from tuner.sim.engine import EngineStats
 
 
 def test_server_flags_are_split_from_engine_flags() -> None:
@@ -41,9 +41,10 @@ def test_shared_prefixes_give_shared_token_ids() -> None:
 
 
 def _report(prompt_tokens: int, generation_tokens: int) -> StepReport:
-    counters = EngineCounters(num_running=3, num_waiting=1, kv_usage=0.25, prefix_queries=200,
-                              prefix_hits=50, preemptions=0, prompt_tokens=0,
-                              generation_tokens=0, kv_blocks=100, kv_tokens=1600)
+    counters = EngineStats(num_running=3, num_waiting=1, kv_usage=0.25, prefix_queries=200,
+                           prefix_hits=50, preemptions=0, prompt_tokens=0,
+                           generation_tokens=0, kv_blocks=100, kv_tokens=1600,
+                           num_steps=1, last_step_tokens=3)
     return StepReport(index=1, duration_s=0.01, counters=counters, prompt_tokens=prompt_tokens,
                       generation_tokens=generation_tokens, preemptions=0, prefix_queries=0,
                       prefix_hits=0, new_requests_queue_s=(), num_context_requests=0,

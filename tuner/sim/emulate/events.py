@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tuner.sim.emulate.core_view import EngineCounters
+from tuner.sim.engine import EngineStats
 
 
 class FinishReason(StrEnum):
@@ -40,7 +40,7 @@ class StepReport:
 
     index: int
     duration_s: float
-    counters: EngineCounters
+    counters: EngineStats
     prompt_tokens: int
     generation_tokens: int
     preemptions: int

@@ -22,8 +22,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tuner.sim.emulate.core_view import EngineCoreLike, EngineCounters, StepLike, read_counters
+from tuner.sim.emulate.core_view import EngineCoreLike, StepLike
 from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
+from tuner.sim.engine import EngineStats
 
 _SPIN_MARGIN_S = 0.0015
 # Behind the wall clock by more than this, the loop stops catching up and restarts its
@@ -151,13 +152,13 @@ class RealtimeEngine:
         self._wake = asyncio.Event()
         self._stopping = False
         self._origin_perf_s = time.perf_counter()
-        self._counters = read_counters(core.stats)
+        self._counters = core.stats
         self._step_index = 0
         self.lateness_s: deque[float] = deque(maxlen=100_000)
         """Seconds each step ended after its deadline (the loop's scheduling jitter)."""
 
     @property
-    def counters(self) -> EngineCounters:
+    def counters(self) -> EngineStats:
         """The core's gauges and counters after the last step."""
         return self._counters
 
@@ -328,7 +329,7 @@ class RealtimeEngine:
         num_completed: int,
     ) -> None:
         before = self._counters
-        after = read_counters(self._core.stats)
+        after = self._core.stats
         self._counters = after
         self._step_index += 1
         report = StepReport(
