@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
 import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +53,29 @@ def require_binary(name: str, debian_package: str, search: tuple[str, ...] = ())
                 return candidate
     missing_tool(name, debian_package)
     raise AssertionError("unreachable")  # pytest.skip / pytest.fail raise
+
+
+@contextlib.contextmanager
+def running_emulator(timings: Path, *, time_scale: float) -> Iterator[str]:
+    """``slotune emulate`` (llama-3.1-8b on h100-sxm) as a subprocess; yields its base URL.
+
+    It is started as a process, not imported, so tests under collector/ keep the layer rule.
+    """
+    port = free_port()
+    slotune = str(Path(sys.executable).parent / "slotune")
+    proc = subprocess.Popen([slotune, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                             "--port", str(port), "--time-scale", str(time_scale),
+                             "--timings-file", str(timings)],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    for line in proc.stdout:
+        if "Starting slotune emulated" in line:
+            break
+    else:
+        raise AssertionError(f"emulator did not start: {proc.stderr.read()}")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _tools import free_port
+from _tools import running_emulator
 
 from collector.agent.loop import Agent
 from collector.agent.snapshot import scrape_snapshot
@@ -23,26 +21,12 @@ from collector.agent.writer import StoreWriter
 from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from collector.store import bucket_quantile, counter_increase, open_store
 
-SLOTUNE = str(Path(sys.executable).parent / "slotune")
-REPO = Path(__file__).resolve().parents[3]
-
 
 @pytest.fixture
 def emulated_engine(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port, timings = free_port(), tmp_path / "timings.jsonl"
-    proc = subprocess.Popen([SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
-                             "--port", str(port), "--time-scale", "20",
-                             "--timings-file", str(timings)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "Starting slotune emulated" in line:
-            break
-    else:
-        raise AssertionError(f"emulator did not start: {proc.stderr.read()}")  # type: ignore
-    yield f"http://127.0.0.1:{port}", timings
-    proc.terminate()
-    proc.communicate(timeout=15)
+    timings = tmp_path / "timings.jsonl"
+    with running_emulator(timings, time_scale=20) as url:
+        yield url, timings
 
 
 def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(

@@ -4,13 +4,13 @@ emulated engine (``slotune emulate``) checked against the engine's own timings f
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _tools import running_emulator
 from bench_fakes import FakeEngine
 
 from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
@@ -69,28 +69,11 @@ def test_bad_invocations_exit_1_with_one_line(args: list[str], message: str) -> 
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port, timings = _free_port(), tmp_path / "timings.jsonl"
-    proc = subprocess.Popen([SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu",
-                             "h100-sxm", "--port", str(port), "--time-scale", "4",
-                             "--timings-file", str(timings)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "Starting slotune emulated" in line:
-            break
-    else:
-        raise AssertionError(f"emulator did not start: {proc.stderr.read()}")  # type: ignore
-    yield f"http://127.0.0.1:{port}", timings
-    proc.terminate()
-    proc.communicate(timeout=15)
+    timings = tmp_path / "timings.jsonl"
+    with running_emulator(timings, time_scale=4) as url:
+        yield url, timings
 
 
 def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path]) -> None:
