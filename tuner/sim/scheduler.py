@@ -125,9 +125,25 @@ class Scheduler(ABC):
         return bool(self.waiting or self.running)
 
     # one step
-    @abstractmethod
     def schedule(self) -> ScheduledBatch:
-        """Choose this step's requests and token counts, allocating their KV blocks."""
+        """Choose this step's requests and token counts, allocating their KV blocks.
+
+        Running requests come first; waiting ones are admitted only in a step that preempted
+        nobody, with the token budget the running ones left.
+        """
+        batch = ScheduledBatch()
+        budget = self._schedule_running(batch, self.token_budget)
+        if not batch.preempted:
+            self._schedule_waiting(batch, budget)
+        return batch
+
+    @abstractmethod
+    def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:
+        """Schedule running requests into ``batch``; return the token budget left."""
+
+    @abstractmethod
+    def _schedule_waiting(self, batch: ScheduledBatch, budget: int) -> None:
+        """Admit waiting requests into ``batch`` within ``budget`` tokens."""
 
     def update(self, batch: ScheduledBatch) -> StepOutcome:
         """Apply a computed step: sample a token where a request caught up, retire finished."""

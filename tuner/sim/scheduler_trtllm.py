@@ -32,13 +32,6 @@ class TrtllmScheduler(Scheduler):
         self.chunked = config.enable_chunked_prefill
         self.is_guaranteed = config.capacity_scheduler_policy == "GUARANTEED_NO_EVICT"
 
-    def schedule(self) -> ScheduledBatch:
-        batch = ScheduledBatch()
-        budget = self._schedule_running(batch, self.token_budget)
-        if not batch.preempted:
-            self._schedule_waiting(batch, budget)
-        return batch
-
     # generation first, then contexts already under way
     def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:
         decoding = [s for s in self.running if not s.is_prefilling]

@@ -53,13 +53,6 @@ class VllmScheduler(Scheduler):
         else:
             self.waiting.appendleft(state)
 
-    def schedule(self) -> ScheduledBatch:
-        batch = ScheduledBatch()
-        budget = self._schedule_running(batch, self.token_budget)
-        if not batch.preempted:
-            self._schedule_waiting(batch, budget)
-        return batch
-
     # running requests
     def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:
         bm = self.block_manager
