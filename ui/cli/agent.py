@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from collector.agent import AgentConfig, run_agent
-from collector.slo import parse_duration_s
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+# Library modules are imported inside the command: building the CLI (every slotune run, shell
+# completion) must not load the store, numpy or aiohttp.
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +44,9 @@ def agent(
     json: JsonOption = False,
 ) -> None:
     """Scrape engines and GPUs into the store; optionally export via Prometheus and OTLP."""
+    from collector.agent import AgentConfig, run_agent
+    from collector.slo import parse_duration_s
+
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("collector.agent").setLevel(logging.INFO)
     config = AgentConfig(

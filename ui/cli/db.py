@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from collector.slo import parse_duration_s
-from collector.store import open_store, prune, rollup, schema_status, upgrade
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+# Library modules are imported inside the commands: building the CLI (every slotune run, shell
+# completion) must not load the store (SQLAlchemy, Alembic) or numpy.
 
 db_app = typer.Typer(help="Create, upgrade and prune the store (SQLite file or PostgreSQL).",
                      no_args_is_help=True)
@@ -17,6 +18,8 @@ db_app = typer.Typer(help="Create, upgrade and prune the store (SQLite file or P
 @db_app.command("upgrade")
 def upgrade_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Create the schema or migrate it to this slotune's revision."""
+    from collector.store import schema_status, upgrade
+
     revision = run(upgrade, db_url(ctx))
     status = run(schema_status, db_url(ctx))
     if json:
@@ -29,6 +32,8 @@ def upgrade_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
 @db_app.command("current")
 def current_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Show the database's schema revision and the one this slotune expects."""
+    from collector.store import schema_status
+
     status = run(schema_status, db_url(ctx))
     if json:
         print_json(status.to_dict())
@@ -51,6 +56,9 @@ def prune_cmd(
     json: JsonOption = False,
 ) -> None:
     """Delete old telemetry and roll up older samples; runs, SLOs and studies are kept."""
+    from collector.slo import parse_duration_s
+    from collector.store import open_store, prune, rollup
+
     older_s = run(parse_duration_s, older_than, field_name="--older-than")
     after_s = None if rollup_after is None else run(parse_duration_s, rollup_after,
                                                     field_name="--rollup-after")

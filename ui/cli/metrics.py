@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from collector.agent import TargetMetricsSummary, summarize_metrics
-from collector.slo import parse_duration_s
-from collector.store import open_store
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+if TYPE_CHECKING:
+    from collector.agent import TargetMetricsSummary
+
+# Library modules are imported inside the command: building the CLI (every slotune run, shell
+# completion) must not load the store, numpy or aiohttp.
 
 metrics_app = typer.Typer(help="Read back what agents stored (see docs/agent.md).",
                           no_args_is_help=True)
@@ -29,6 +32,10 @@ def summary_cmd(
     json: JsonOption = False,
 ) -> None:
     """Percentiles from bucket deltas, throughput, queue, KV, prefix hits, VRAM, power."""
+    from collector.agent import summarize_metrics
+    from collector.slo import parse_duration_s
+    from collector.store import open_store
+
     window_s = run(parse_duration_s, window, field_name="--window")
     with run(open_store, db_url(ctx)) as store:
         summaries = run(summarize_metrics, store, target=target, window_s=window_s)

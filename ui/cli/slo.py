@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from collector.slo import SLI, SLO, load_slo_file
-from collector.store import delete_slo, list_slos, open_store, save_slos
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+if TYPE_CHECKING:
+    from collector.slo import SLO
+
+# Library modules are imported inside the commands: building the CLI (every slotune run, shell
+# completion) must not load the store (SQLAlchemy, Alembic) or numpy.
 
 slo_app = typer.Typer(help="Declare service-level objectives (see docs/slo.md).",
                       no_args_is_help=True)
@@ -23,6 +27,9 @@ def apply_cmd(
     json: JsonOption = False,
 ) -> None:
     """Create or replace the SLOs of a YAML file (all of them or none)."""
+    from collector.slo import load_slo_file
+    from collector.store import open_store, save_slos
+
     slos = run(load_slo_file, file)
     with run(open_store, db_url(ctx)) as store:
         run(save_slos, store, slos)
@@ -36,6 +43,8 @@ def apply_cmd(
 @slo_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the stored SLOs."""
+    from collector.store import list_slos, open_store
+
     with run(open_store, db_url(ctx)) as store:
         slos = run(list_slos, store)
     if json:
@@ -54,6 +63,8 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
 
 
 def _objective(slo: SLO) -> str:
+    from collector.slo import SLI
+
     if slo.sli is SLI.ERROR_RATE:
         return f"{slo.objective * 100:g}% ok"
     return f"{slo.objective * 100:g}% good"
@@ -65,6 +76,8 @@ def delete_cmd(
     name: Annotated[str, typer.Argument(help="Name of the SLO to delete.")],
 ) -> None:
     """Delete one SLO by name."""
+    from collector.store import delete_slo, open_store
+
     with run(open_store, db_url(ctx)) as store:
         run(delete_slo, store, name)
     console.print(f"deleted SLO {name}", highlight=False)

@@ -7,8 +7,10 @@ import time
 import typer
 from rich.table import Table
 
-from collector.store import list_targets, open_store
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+# The store is imported inside the command: building the CLI (every slotune run, shell
+# completion) must not load SQLAlchemy and Alembic.
 
 targets_app = typer.Typer(help="Targets that agents scrape.", no_args_is_help=True)
 
@@ -20,6 +22,8 @@ def register(app: typer.Typer) -> None:
 @targets_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the registered targets with their labels and when they were last seen."""
+    from collector.store import list_targets, open_store
+
     with run(open_store, db_url(ctx)) as store:
         targets = run(list_targets, store)
     if json:
