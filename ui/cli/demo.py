@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tuner import StudyProgress
-from tuner.demo import DemoOptions, run_demo
 from ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+
+if TYPE_CHECKING:
+    from tuner import StudyProgress
+
+# The tuner is imported inside the command: building the CLI (every slotune run, shell
+# completion) must not load Optuna, SQLAlchemy or numpy.
 
 
 def demo(
@@ -21,6 +25,8 @@ def demo(
     as_json: JsonOption = False,
 ) -> None:
     """Start an emulated engine and an agent, benchmark it, tune it, show what was found."""
+    from tuner.demo import DemoOptions, run_demo
+
     bar = Progress(TextColumn("  trials"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=err_console,
                    transient=True)

@@ -4,30 +4,49 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperCommand
 
-from collector.bench.render import summary_table
-from collector.slo import parse_slos
-from tuner.sim import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP, SimResult, parse_engine_flags, simulate
-from tuner.sim.catalog import list_gpus, list_models, load_catalog_file
-from tuner.sim.simulator import ProgressCallback, load_workload
 from ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
+
+if TYPE_CHECKING:
+    from tuner.sim import SimResult
+    from tuner.sim.simulator import ProgressCallback
+
+# The simulator is imported inside the command: importing tuner.sim loads the whole tuner
+# (Optuna, SQLAlchemy, numpy), which building the CLI (every slotune run, shell completion)
+# must not do.
 
 _W = "workload"
 _PROGRESS_MIN_REQUESTS = 2000
 
 
+class _SimCommand(TyperCommand):
+    """``slotune sim``: its epilog lists every engine flag, read from the simulator only when
+    the help shows it (Typer builds every command on each slotune run)."""
+
+    @property
+    def epilog(self) -> str | None:
+        from tuner.sim import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
+
+        return (f"{VLLM_FLAGS_HELP}\n\n{TRTLLM_FLAGS_HELP}\n\nExample: slotune sim --model "
+                "llama-3.1-8b --gpu h100-sxm --workload azure-conv --max-num-seqs 128 "
+                "--slo ttft:p99<=500ms --json. See docs/simulator.md.")
+
+    @epilog.setter
+    def epilog(self, value: str | None) -> None:
+        """Keep the getter's epilog: the constructor sets the one Typer was given (none)."""
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "sim",
+        cls=_SimCommand,
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        epilog=f"{VLLM_FLAGS_HELP}\n\n{TRTLLM_FLAGS_HELP}\n\nExample: slotune sim --model "
-        "llama-3.1-8b --gpu h100-sxm --workload azure-conv --max-num-seqs 128 "
-        "--slo ttft:p99<=500ms --json. See docs/simulator.md.",
     )
     def sim(
         ctx: typer.Context,
@@ -70,6 +89,11 @@ def register(app: typer.Typer) -> None:
         Engine flags take the engine's own names, e.g. --max-num-seqs 128
         --no-enable-prefix-caching.
         """
+        from collector.slo import parse_slos
+        from tuner.sim import parse_engine_flags, simulate
+        from tuner.sim.catalog import load_catalog_file
+        from tuner.sim.simulator import load_workload
+
         with cli_errors():
             for path in catalog or ():
                 load_catalog_file(path)
@@ -112,6 +136,8 @@ class _ProgressBar:
 
 
 def _render(result: SimResult) -> None:
+    from collector.bench.render import summary_table
+
     for line in result.kv_log:
         console.print(f"[dim]{line}[/]", highlight=False)
     summary = result.summary.to_dict()
@@ -136,6 +162,8 @@ def _render(result: SimResult) -> None:
 
 
 def _print_catalog(*, gpus: bool, as_json: bool) -> None:
+    from tuner.sim.catalog import list_gpus, list_models
+
     entries: list[Any] = list_gpus() if gpus else list_models()
     if as_json:
         print_json([dataclasses.asdict(e) for e in entries])

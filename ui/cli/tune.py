@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tuner import (
-    RunOptions,
-    StudyProgress,
-    export_study,
-    list_studies_report,
-    resume_study,
-    show_study,
-    spec_from_options,
-    tune,
-)
 from ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+
+if TYPE_CHECKING:
+    from tuner import StudyProgress
+
+# The tuner is imported inside the commands: building the CLI (every slotune run, each
+# `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
 
 app = typer.Typer(help="Search engine parameters that serve the most traffic within the SLOs.",
                   no_args_is_help=False, invoke_without_command=True)
@@ -94,6 +90,8 @@ def tune_command(
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
+    from tuner import RunOptions, spec_from_options, tune
+
     spec = run(spec_from_options, name=study, backend=backend, engine=engine, model=model,
                gpu=gpu, workload=workload, trace_file=trace, slos=slo or [],
                objective=objective, trials=trials, rate=rate, num_requests=num_requests,
@@ -113,6 +111,8 @@ def resume_command(ctx: typer.Context, name: Name,
                    recheck: Annotated[int, typer.Option(help="Re-check the best K.")] = 3,
                    as_json: JsonOption = False) -> None:
     """Continue a killed or unfinished study up to its trial target."""
+    from tuner import RunOptions, resume_study
+
     with _progress(not as_json) as (on_progress, on_phase):
         report = run(resume_study, name, db_url(ctx),
                      RunOptions(workers=workers, recheck_k=recheck), on_progress, on_phase)
@@ -122,6 +122,8 @@ def resume_command(ctx: typer.Context, name: Name,
 @app.command("show")
 def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) -> None:
     """Trials, best vs default, Pareto front and parameter importance of a study."""
+    from tuner import show_study
+
     report = run(show_study, name, db_url(ctx))
     if as_json:
         print_json(report)
@@ -135,12 +137,16 @@ def export_command(ctx: typer.Context, name: Name,
                    fmt: Annotated[str, typer.Option("--format", help="vllm | trtllm")] = "vllm"
                    ) -> None:
     """Print the best configuration as a `vllm serve` command or `trtllm-serve` YAML."""
+    from tuner import export_study
+
     typer.echo(run(export_study, name, db_url(ctx), fmt), nl=False)
 
 
 @app.command("list")
 def list_command(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Stored studies, newest first."""
+    from tuner import list_studies_report
+
     rows = run(list_studies_report, db_url(ctx))
     if as_json:
         print_json(rows)
