@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from collector.bench import BenchConfig, BenchResult, Endpoint, run_benchmark
-from collector.bench.arrivals import arrival_from_flags
-from collector.bench.compare import compare_summaries
-from collector.bench.persist import check_store, list_runs, resolve_run, run_name, store_run
-from collector.bench.render import compare_table, max_rate_table, runs_table, summary_table
-from collector.bench.search import search_max_rate
-from collector.slo import parse_slos
 from ui.cli._common import JsonOption, console, db_url, print_json, run
+
+if TYPE_CHECKING:
+    from collector.bench import BenchConfig, BenchResult
+
+# collector.bench is imported inside the commands: building the CLI (every slotune run, shell
+# completion) must not load aiohttp, the store (SQLAlchemy, Alembic) or numpy. So --endpoint
+# takes the values of collector.bench.Endpoint spelled out here (tests/ui/test_cli_imports.py
+# checks that they match).
+EndpointName = Literal["completions", "chat"]
 
 bench_app = typer.Typer(invoke_without_command=True, help=(
     "Benchmark an OpenAI-compatible server (vLLM, SGLang, TensorRT-LLM, the emulated engine): "
@@ -37,7 +39,7 @@ def bench(
     = None,
     model: Annotated[str | None, typer.Option(help="Model name (default: first in /v1/models).")]
     = None,
-    endpoint: Annotated[Endpoint, typer.Option(help="API to call.")] = Endpoint.COMPLETIONS,
+    endpoint: Annotated[EndpointName, typer.Option(help="API to call.")] = "completions",
     workload: Annotated[str | None, typer.Option(help="Bundled trace: azure-code, azure-conv, "
                         "mooncake-conversation, mooncake-synthetic.", rich_help_panel=_W)] = None,
     trace: Annotated[Path | None, typer.Option(help="Trace file (canonical JSONL, Azure CSV, "
@@ -96,9 +98,14 @@ def bench(
     if url is None:
         console.print(ctx.get_help())
         raise typer.Exit(code=2)
+    from collector.bench import BenchConfig, Endpoint, run_benchmark
+    from collector.bench.arrivals import arrival_from_flags
+    from collector.bench.persist import check_store, store_run
+    from collector.slo import parse_slos
+
     arrival = run(arrival_from_flags, rate=rate, burstiness=burstiness, concurrency=concurrency,
                   trace_timing=trace_timing, time_scale=time_scale)
-    config = run(BenchConfig, url=url, arrival=arrival, model=model, endpoint=endpoint,
+    config = run(BenchConfig, url=url, arrival=arrival, model=model, endpoint=Endpoint(endpoint),
                  workload=workload, trace_file=str(trace) if trace else None,
                  input_len=input_len, output_len=output_len, shared_prefix_tokens=shared_prefix,
                  turns=turns, num_requests=num_requests, duration_s=duration, warmup=warmup,
@@ -121,6 +128,10 @@ def bench(
 
 def _max_rate(ctx: typer.Context, config: BenchConfig, tolerance: float, steps: int,
               no_store: bool, save: Path | None, json: bool) -> None:
+    from collector.bench.persist import run_name, store_run
+    from collector.bench.render import max_rate_table
+    from collector.bench.search import search_max_rate
+
     found = run(search_max_rate, config, rel_tolerance=tolerance, max_steps=steps,
                 progress=not json)
     run_ids = [] if no_store else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)")
@@ -139,6 +150,9 @@ def _emit(data: dict[str, Any], save: Path | None) -> None:
 
 
 def _print_run(result: BenchResult, run_id: int | None) -> None:
+    from collector.bench.persist import run_name
+    from collector.bench.render import summary_table
+
     title = f"{run_name(result)} | {result.config.workload_name}"
     console.print(summary_table(result.summary.to_dict(), title=title))
     if run_id is not None:
@@ -153,6 +167,10 @@ def compare_cmd(
     json: JsonOption = False,
 ) -> None:
     """Show two runs side by side with the relative change."""
+    from collector.bench.compare import compare_summaries
+    from collector.bench.persist import resolve_run
+    from collector.bench.render import compare_table
+
     a = run(resolve_run, db_url(ctx), run_a)
     b = run(resolve_run, db_url(ctx), run_b)
     rows = compare_summaries(a.summary, b.summary)
@@ -165,6 +183,9 @@ def compare_cmd(
 @bench_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List stored benchmark runs, newest first."""
+    from collector.bench.persist import list_runs
+    from collector.bench.render import runs_table
+
     infos = run(list_runs, db_url(ctx))
     if json:
         print_json([{"run_id": i.run_id, "name": i.meta.name, "model": i.meta.model,
