@@ -21,7 +21,7 @@ within 3 % of the oracle ("-" when a method never gets there within ``--budget``
 
 Usage::
 
-    .venv/bin/python benchmarks/tuner_efficiency.py [--seeds 5] [--budget 100] [--jobs 2]
+    .venv/bin/python benchmarks/tuner_efficiency.py [--seeds 100] [--budget 100] [--jobs 2]
 
 The grid tables are cached in the user cache directory (``~/.cache/slotune/tuner_efficiency``
 on Linux); delete it after changing the simulator.
@@ -185,7 +185,7 @@ def _lookup(space: SearchSpace, table: dict[str, Row], changes: dict[str, Any]) 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=50)
+    ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seeds first-seed .. first-seed+seeds-1 (another range: a held-out check)")
     ap.add_argument("--budget", type=int, default=100)

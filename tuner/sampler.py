@@ -8,8 +8,11 @@ only under a condition (``long_prefill_token_threshold`` with chunked prefill on
 apart from the rest. This sampler keeps TPE's model — good trials (the best feasible ones,
 else the least violating) against the others, a kernel per parameter over its *positions*
 for ordered values — but scores whole engine configurations, never proposes one the study
-has already measured or is measuring, and starts from a space-filling design instead of
-random points. ``benchmarks/tuner_efficiency.py`` measures the difference.
+has already measured or is measuring, nor one the engine refuses at start-up
+(:meth:`SearchSpace.invalid_reason`), and has no random start: from trial 1 on, the engine
+default (trial 0) is the model's first good point, so the search begins in its neighbourhood,
+where a tuned configuration usually differs in one or two parameters.
+``benchmarks/tuner_efficiency.py`` measures the difference.
 """
 
 from __future__ import annotations
@@ -74,23 +77,20 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
     Args:
         space: the study's search space (the sampler proposes whole configurations of it).
         seed: random seed.
-        n_startup_trials: sampled trials placed by the space-filling design before the model
-            takes over (enqueued trials, such as the engine default, count as measured points).
         gamma: fraction of the trials that form the "good" group (at least one).
         n_candidates: random configurations scored per trial.
+        forced_attr: the trial user attribute holding values passed to the engine outside the
+            searched ranges (an engine default), so such a trial's configuration is known.
     """
 
     def __init__(self, space: SearchSpace, seed: int | None = None, *,
-                 n_startup_trials: int = 2, gamma: float = 0.25,
-                 n_candidates: int = 1024, n_ei_candidates: int | None = 8,
+                 gamma: float = 0.15, n_candidates: int = 1024,
                  forced_attr: str = "forced_params") -> None:
         self._space = space
         self._forced_attr = forced_attr
         self._rng = np.random.default_rng(seed)
-        self._n_startup = n_startup_trials
         self._gamma = gamma
         self._n_candidates = n_candidates
-        self._n_ei = n_ei_candidates
         self._searched = [p for p in space.params if p.kind is not ParamKind.FIXED]
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
 
@@ -111,20 +111,12 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         candidates = self._candidates(taken)
         if not candidates:
             return {}  # every configuration was measured: let the fallback repeat one
+        if not measured:  # trial 0 still running (several workers): any valid configuration
+            return candidates[int(self._rng.integers(len(candidates)))]
         feats = np.array([self._features(c) for c in candidates])
-        sampled = sum(1 for t in measured if "fixed_params" not in t.system_attrs)
-        if sampled < self._n_startup or not measured:
-            points = [self._features(t.params) for t in trials if t.number != trial.number]
-            return candidates[_farthest(feats, np.array(points) if points else None)]
         good, bad = self._split(study, measured)
-        log_l = self._log_density(feats, good)
-        score = log_l - self._log_density(feats, bad)
-        pool = np.arange(len(candidates))
-        if self._n_ei is not None and len(pool) > self._n_ei:
-            # Like TPE: candidates drawn from the good density, the best ratio among them.
-            w = np.exp(log_l - log_l.max())
-            pool = self._rng.choice(pool, size=self._n_ei, replace=False, p=w / w.sum())
-        best = pool[score[pool] >= score[pool].max() - 1e-12]
+        score = self._log_density(feats, good) - self._log_density(feats, bad)
+        best = np.flatnonzero(score >= score.max() - 1e-12)
         return candidates[int(self._rng.choice(best))]
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
@@ -135,8 +127,9 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         out: dict[tuple[tuple[str, Value], ...], dict[str, Value]] = {}
         for _ in range(self._n_candidates):
             rec = _Recorder(self._rng)
-            key = _config_key(self._space.suggest(rec))  # type: ignore[arg-type]
-            if key not in taken and key not in out:
+            config = self._space.suggest(rec)  # type: ignore[arg-type]
+            key = _config_key(config)
+            if key not in taken and key not in out and not self._space.invalid_reason(config):
                 out[key] = rec.params
         return list(out.values())
 
@@ -203,16 +196,6 @@ def _kernel(p: Param, x: np.ndarray, y: float) -> np.ndarray:
         norm = np.exp(-0.5 * ((grid[:, None] - grid[None, :]) / h) ** 2).sum(axis=0).mean()
         k = np.exp(-0.5 * ((x - y) / h) ** 2) * levels / norm
     return np.where(absent, 1.0, k)
-
-
-def _farthest(feats: np.ndarray, points: np.ndarray | None) -> int:
-    """The candidate farthest from every measured point (a space-filling design)."""
-    if points is None or len(points) == 0:
-        return 0
-    f = np.nan_to_num(feats, nan=-1.0)
-    pts = np.nan_to_num(points, nan=-1.0)
-    dist = np.abs(f[:, None, :] - pts[None, :, :]).sum(axis=2).min(axis=1)
-    return int(np.argmax(dist))
 
 
 def _unit(p: Param, v: float) -> float:

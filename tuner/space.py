@@ -207,6 +207,19 @@ class SearchSpace:
                                            self.max_model_len)
         return config
 
+    def invalid_reason(self, config: Mapping[str, Value]) -> str | None:
+        """Why the engine refuses ``config`` when it parses its arguments, else None.
+
+        Only rules the engine checks before touching a GPU (vLLM's ``SchedulerConfig``), so a
+        study need not spend an engine launch to learn them.
+        """
+        if self.engine is Engine.VLLM:
+            seqs, tokens = config.get("max_num_seqs"), config.get("max_num_batched_tokens")
+            if isinstance(seqs, int) and isinstance(tokens, int) and tokens < seqs:
+                return (f"max_num_batched_tokens ({tokens}) must be greater than or equal to "
+                        f"max_num_seqs ({seqs})")
+        return None
+
     def default_params(self) -> dict[str, Value]:
         """Trial-0 parameters: the engine defaults that lie inside the searched ranges."""
         return {k: self._param(k).optuna_value(v)

@@ -76,6 +76,15 @@ def test_finds_the_best_configuration_of_a_small_space() -> None:
         assert max(values) == best
 
 
+def test_never_proposes_a_configuration_the_engine_refuses() -> None:
+    space = small_space().with_overrides({"max_num_seqs": [256, 512, 1024]})
+    refused = [c for c in space.grid() if space.invalid_reason(c)]
+    assert refused  # 1024 sequences with a 512-token budget
+    seen = run_study(space, len(space.grid()) - len(refused))
+    assert not [k for k in seen[1:] if space.invalid_reason(dict(json.loads(k)))]
+    assert len(set(seen)) == len(seen)
+
+
 def test_running_trials_are_not_proposed_again() -> None:
     space = small_space()
     study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=1))

@@ -58,6 +58,16 @@ def test_long_prefill_threshold_only_with_chunked_prefill_and_budget_repaired():
     assert seen_off
 
 
+def test_configurations_vllm_refuses_at_startup_are_named():
+    space = vllm_space()
+    refused = {**space.defaults, "max_num_seqs": 1024, "max_num_batched_tokens": 512}
+    reason = space.invalid_reason(refused)
+    assert reason is not None and "max_num_batched_tokens (512)" in reason
+    assert "max_num_seqs (1024)" in reason
+    assert space.invalid_reason(space.defaults) is None
+    assert space.invalid_reason({**refused, "max_num_seqs": 512}) is None
+
+
 def test_grid_respects_conditions_and_has_no_duplicates():
     space = vllm_space().with_overrides({"gpu_memory_utilization": None,
                                          "max_num_seqs": [64, 256],
