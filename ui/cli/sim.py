@@ -17,9 +17,8 @@ if TYPE_CHECKING:
     from tuner.sim import SimResult
     from tuner.sim.simulator import ProgressCallback
 
-# The simulator is imported inside the command: importing tuner.sim loads the whole tuner
-# (Optuna, SQLAlchemy, numpy), which building the CLI (every slotune run, shell completion)
-# must not do.
+# The simulator is imported inside the command: importing tuner.sim loads numpy and the
+# catalogs, which building the CLI (every slotune run, shell completion) must not do.
 
 _W = "workload"
 _PROGRESS_MIN_REQUESTS = 2000
