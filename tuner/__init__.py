@@ -3,7 +3,8 @@
 The public surface is listed in ``__all__``; everything else is an implementation detail.
 Names are imported on first use (PEP 562), so a process that needs only the simulator or the
 emulated engine (``slotune emulate``, started once per trial by the launch backend) does not
-load the store, SQLAlchemy and Optuna.
+load the store, SQLAlchemy and Optuna. (``tune_study`` is ``tuner.tune.tune`` under another
+name: the submodule ``tuner.tune`` is an attribute of the package once imported.)
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ if TYPE_CHECKING:
     from tuner.space import Param, ParamKind, SearchSpace, default_space, engine_defaults
     from tuner.study import Progress as StudyProgress
     from tuner.study import StudySpec
-    from tuner.tune import RunOptions, spec_from_options, tune
+    from tuner.tune import RunOptions, spec_from_options
     from tuner.tune import export as export_study
     from tuner.tune import list_all as list_studies_report
     from tuner.tune import resume as resume_study
     from tuner.tune import show as show_study
+    from tuner.tune import tune as tune_study
 
 # public name -> (module, attribute)
 _LAZY = {
@@ -44,7 +46,7 @@ _LAZY = {
     "StudySpec": ("tuner.study", "StudySpec"),
     "RunOptions": ("tuner.tune", "RunOptions"),
     "spec_from_options": ("tuner.tune", "spec_from_options"),
-    "tune": ("tuner.tune", "tune"),
+    "tune_study": ("tuner.tune", "tune"),
     "export_study": ("tuner.tune", "export"),
     "list_studies_report": ("tuner.tune", "list_all"),
     "resume_study": ("tuner.tune", "resume"),
@@ -73,7 +75,7 @@ __all__ = [
     "show_study",
     "spec_from_options",
     "study_report",
-    "tune",
+    "tune_study",
 ]
 
 

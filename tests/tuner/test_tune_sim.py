@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from collector.errors import ConfigError
 from collector.store import get_study, open_store, upgrade
-from tuner import RunOptions, spec_from_options, tune
+from tuner import RunOptions, spec_from_options, tune_study
 from tuner.tune import export, list_all, show
 from ui.cli import app
 
@@ -30,7 +30,7 @@ def db(sqlite_url):
 
 
 def test_sim_study_reports_best_default_gain_and_robust_value(db):
-    report = tune(sim_spec("s", objective="capacity", rate=None, trials=4), db,
+    report = tune_study(sim_spec("s", objective="capacity", rate=None, trials=4), db,
                   RunOptions(recheck_k=2, recheck_seeds=1))
     assert report["trials"] == 4
     assert report["default"]["number"] == 0
@@ -54,7 +54,7 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
 
 
 def test_prescreen_seeds_the_study_with_simulated_best(db):
-    report = tune(sim_spec("p", trials=4, prescreen="sim"), db,
+    report = tune_study(sim_spec("p", trials=4, prescreen="sim"), db,
                   RunOptions(prescreen_k=2, prescreen_trials=6, recheck_k=0))
     sources = [t["source"] for t in report["trial_details"]]
     assert sources[0] == "default" and sources.count("prescreen") >= 1
@@ -63,7 +63,7 @@ def test_prescreen_seeds_the_study_with_simulated_best(db):
 
 
 def test_pareto_objective_reports_a_front(db):
-    report = tune(sim_spec("f", objective="pareto", rate=4.0, trials=4,
+    report = tune_study(sim_spec("f", objective="pareto", rate=4.0, trials=4,
                            slos=["ttft:p99<=2s"]), db, RunOptions(recheck_k=0))
     assert report["value_names"] == ["output_token_throughput", "ttft_p99_ms"]
     front = report["pareto_front"]
@@ -71,9 +71,9 @@ def test_pareto_objective_reports_a_front(db):
 
 
 def test_same_name_twice_is_refused_with_the_fix(db):
-    tune(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
+    tune_study(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
     with pytest.raises(ConfigError, match="resume"):
-        tune(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
+        tune_study(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -90,7 +90,7 @@ def tune_command(
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
-    from tuner import RunOptions, spec_from_options, tune
+    from tuner import RunOptions, spec_from_options, tune_study
 
     spec = run(spec_from_options, name=study, backend=backend, engine=engine, model=model,
                gpu=gpu, workload=workload, trace_file=trace, slos=slo or [],
@@ -101,7 +101,7 @@ def tune_command(
     options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0,
                          recheck_k=recheck)
     with _progress(not as_json) as (on_progress, on_phase):
-        report = run(tune, spec, db_url(ctx), options, on_progress, on_phase)
+        report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
 
 
