@@ -63,5 +63,5 @@ def test_public_surface():
         "RunOptions", "SearchSpace", "StudyProgress", "StudySpec", "TrialFailed",
         "default_space", "engine_defaults", "export_config", "export_study",
         "list_studies_report", "make_backend", "resume_study", "show_study",
-        "spec_from_options", "study_report", "tune"]
+        "spec_from_options", "study_report", "tune_study"]
     assert all(hasattr(tuner, name) for name in tuner.__all__)
