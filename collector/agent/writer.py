@@ -6,12 +6,19 @@ them in a worker thread. While the
 store is unreachable every batch goes to the spool, and while the spool holds anything new
 batches queue behind it, so samples reach the store in the order they were scraped. When a
 write succeeds again the spool is replayed first.
+
+The in-memory backlog is bounded (``max_queued`` samples): a store that stays reachable but
+slower than the scrapes would otherwise grow the agent without limit. Past the bound the
+oldest queued batches are dropped, as the spool drops its oldest segments, counted and
+logged (at most once a minute).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +29,9 @@ from collector.store import SampleIn, Store, open_store, register_target, write_
 
 log = logging.getLogger(__name__)
 
+_DROP_LOG_INTERVAL_S = 60.0
+
+
 @dataclass(frozen=True, slots=True)
 class WriterStats:
     """Counts since the writer started."""
@@ -29,6 +39,7 @@ class WriterStats:
     num_written: int
     num_spooled: int
     num_replayed_batches: int
+    num_dropped: int
     is_store_up: bool
 
 
@@ -40,15 +51,24 @@ class StoreWriter:
         spool: where batches wait during outages.
         batch_max: most samples per write.
         flush_interval_s: longest time a sample waits in memory before a write.
+        max_queued: most samples held in memory waiting for a write (oldest dropped beyond).
     """
 
     def __init__(self, db_url: str | None, spool: Spool, *, batch_max: int = 20_000,
-                 flush_interval_s: float = 1.0) -> None:
+                 flush_interval_s: float = 1.0, max_queued: int = 200_000) -> None:
+        if max_queued < batch_max:
+            raise ConfigError(f"max_queued ({max_queued}) must be at least batch_max "
+                              f"({batch_max}): a write takes up to batch_max queued samples")
         self.db_url = db_url
         self.spool = spool
         self.batch_max = batch_max
         self.flush_interval_s = flush_interval_s
-        self._queue: asyncio.Queue[list[SampleIn]] = asyncio.Queue()
+        self.max_queued = max_queued
+        self._queue: deque[list[SampleIn]] = deque()
+        self._num_queued = 0
+        self._arrived = asyncio.Event()
+        self._dropped = 0
+        self._dropped_logged_at = -_DROP_LOG_INTERVAL_S
         self._store: Store | None = None
         self._targets: dict[str, TargetSpec] = {}
         self._registered: set[str] = set()
@@ -56,9 +76,25 @@ class StoreWriter:
         self._written = self._spooled = self._replayed = 0
 
     def put(self, samples: list[SampleIn]) -> None:
-        """Queue samples for the next write (never blocks)."""
-        if samples:
-            self._queue.put_nowait(samples)
+        """Queue samples for the next write (never blocks; drops the oldest past the bound)."""
+        if not samples:
+            return
+        self._queue.append(samples)
+        self._num_queued += len(samples)
+        self._arrived.set()
+        while self._num_queued > self.max_queued and len(self._queue) > 1:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        oldest = self._queue.popleft()
+        self._num_queued -= len(oldest)
+        self._dropped += len(oldest)
+        now = time.monotonic()
+        if now - self._dropped_logged_at >= _DROP_LOG_INTERVAL_S:
+            self._dropped_logged_at = now
+            log.warning("the store writes slower than the targets are scraped: %d queued "
+                        "samples dropped so far (oldest first; at most %d are held)",
+                        self._dropped, self.max_queued)
 
     def register(self, target: TargetSpec) -> None:
         """Register (or update) a target in the store with the next write."""
@@ -71,10 +107,10 @@ class StoreWriter:
         inflight: asyncio.Future[None] | None = None
         try:
             while True:
-                held = list(await self._queue.get())
-                if self._queue.empty():  # no backlog: let one interval's scrapes gather
+                await self._arrived.wait()
+                if self._num_queued < self.batch_max:  # no backlog: let scrapes gather
                     await asyncio.sleep(self.flush_interval_s)
-                held.extend(self._drain(self.batch_max - len(held)))
+                held = self._drain(self.batch_max)
                 inflight = asyncio.ensure_future(asyncio.to_thread(self.write_now, held))
                 held = []
                 await asyncio.shield(inflight)
@@ -88,8 +124,12 @@ class StoreWriter:
 
     def _drain(self, limit: int | None = None) -> list[SampleIn]:
         out: list[SampleIn] = []
-        while not self._queue.empty() and (limit is None or len(out) < limit):
-            out.extend(self._queue.get_nowait())
+        while self._queue and (limit is None or len(out) < limit):
+            batch = self._queue.popleft()
+            self._num_queued -= len(batch)
+            out.extend(batch)
+        if not self._queue:
+            self._arrived.clear()
         return out
 
     def flush_now(self) -> None:
@@ -148,7 +188,8 @@ class StoreWriter:
 
     def stats(self) -> WriterStats:
         """Counts since start."""
-        return WriterStats(self._written, self._spooled, self._replayed, self._is_up)
+        return WriterStats(self._written, self._spooled, self._replayed, self._dropped,
+                           self._is_up)
 
     def close(self) -> None:
         """Release the store's connections."""
