@@ -98,3 +98,28 @@ def test_product_sampler_choice() -> None:
     pareto = make_sampler("tpe", 0, space, multi_objective=True)
     assert isinstance(pareto, optuna.samplers.TPESampler)
     assert isinstance(make_sampler("optuna-tpe", 0, space), optuna.samplers.TPESampler)
+
+
+def first_configs(space: SearchSpace, seed: int, n: int) -> list[dict[str, object]]:
+    """The first ``n`` configurations of a study where nothing is ever feasible."""
+    study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=seed))
+    study.enqueue_trial(space.default_params())
+    configs: list[dict[str, object]] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        configs.append(space.suggest(trial))
+        trial.set_constraint("slos", 1.0)  # no evidence for any region
+        return 0.0
+
+    study.optimize(objective, n_trials=n)
+    return configs
+
+
+def test_the_search_starts_next_to_the_engine_default() -> None:
+    space = small_space().with_overrides({"max_num_seqs": [64, 256, 1024],
+                                          "max_num_batched_tokens": [1024, 2048, 4096, 8192]})
+    for seed in range(5):
+        default, *proposed = first_configs(space, seed, 4)
+        for config in proposed:
+            changed = [k for k in default if config.get(k) != default[k]]
+            assert 1 <= len(changed) <= 2, (seed, changed)
