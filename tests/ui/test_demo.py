@@ -1,0 +1,49 @@
+"""`slotune demo` — the README's first command — end to end, on a small budget."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SLOTUNE = [sys.executable, "-c", "from ui.cli import main; main()"]
+
+
+def _leftover_processes(marker: str) -> list[str]:
+    """Command lines of live processes whose environment carries ``marker``."""
+    out = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                out.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue  # gone, or not ours to read
+    return out
+
+
+def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) -> None:
+    marker = f"SLOTUNE_DEMO_TEST={tmp_path}"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "TMPDIR": str(tmp_path),
+           "COLUMNS": "200", "SLOTUNE_DEMO_TEST": str(tmp_path)}
+    env.pop("SLOTUNE_DB", None)
+    demo = subprocess.run([*SLOTUNE, "demo", "--trials", "2", "--num-requests", "12",
+                           "--time-scale", "4"], env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert "vLLM default configuration" in demo.stdout
+    assert "gain over default" in demo.stdout or "no configuration met every SLO" in demo.stdout
+    match = re.search(r"as study (demo-\S+)", demo.stdout)
+    assert match, demo.stdout
+    assert str(tmp_path / "data" / "slotune" / "slotune.db") in demo.stdout
+    assert _leftover_processes(marker) == []
+
+    show = subprocess.run([*SLOTUNE, "tune", "show", match.group(1), "--json"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert show.returncode == 0, show.stderr[-2000:]
+    report = json.loads(show.stdout)
+    assert report["backend"] == "launch"
+    assert len(report["trial_details"]) >= 2
+    assert report["default"] is not None
