@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tuner.backends.launch import free_port
 
 BIN = Path(sys.executable).parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -42,12 +43,6 @@ for port in sys.argv[2:]:
 print("ready", flush=True)
 threading.Event().wait()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:

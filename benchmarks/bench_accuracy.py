@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,18 +33,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _procs import pin
 
 from collector.bench import ArrivalSpec, BenchConfig, BenchResult, arun_benchmark
 from collector.bench.arrivals import ArrivalKind
+from tuner.backends.launch import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SLOTUNE = str(Path(sys.executable).parent / "slotune")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_emulator(port: int, timings: Path, time_scale: float) -> subprocess.Popen[str]:
@@ -91,15 +86,6 @@ def run_queue_wait_s(pid: int) -> float:
     for task in Path(f"/proc/{pid}/task").iterdir():
         total += int((task / "schedstat").read_text().split()[1]) / 1e9
     return total
-
-
-def pin(pid: int, core: int) -> bool:
-    """Keep the client and the engine off each other's core when there are two."""
-    cores = os.sched_getaffinity(0)
-    if len(cores) < 2 or core not in cores:
-        return False
-    os.sched_setaffinity(pid, {core})
-    return True
 
 
 def fifo(pid: int) -> bool:

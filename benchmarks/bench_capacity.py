@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _procs import pin
 from aiohttp import web
 
 from collector.bench import ArrivalSpec, BenchConfig
@@ -37,6 +38,7 @@ from collector.bench.result import BenchResult
 from collector.bench.runner import arun_benchmark
 from collector.bench.sse import SSEDecoder
 from collector.workload.tokens import count_tokens
+from tuner.backends.launch import free_port
 
 TTFT_S = 0.020
 CLIENT_CPU: list[float] = []  # client process CPU / wall time of each measurement
@@ -145,12 +147,6 @@ def row(*cells: str) -> str:
     return " ".join(f"{c:>9}" for c in cells)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_for(port: int) -> None:
     for _ in range(100):
         try:
@@ -158,14 +154,6 @@ def wait_for(port: int) -> None:
             return
         except OSError:
             time.sleep(0.1)
-
-
-def pin(pid: int, core: int) -> bool:
-    cores = os.sched_getaffinity(0)
-    if len(cores) < 2 or core not in cores:
-        return False
-    os.sched_setaffinity(pid, {core})
-    return True
 
 
 # --- side by side with AIPerf -------------------------------------------------------------

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+SLOTUNE = str(Path(sys.executable).parent / "slotune")  # the venv's console script
+
 
 def in_ci() -> bool:
     """Whether the run is CI (``CI=true``), where a missing tool is a failure, not a skip."""
@@ -62,8 +64,7 @@ def running_emulator(timings: Path, *, time_scale: float) -> Iterator[str]:
     It is started as a process, not imported, so tests under collector/ keep the layer rule.
     """
     port = free_port()
-    slotune = str(Path(sys.executable).parent / "slotune")
-    proc = subprocess.Popen([slotune, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+    proc = subprocess.Popen([SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
                              "--port", str(port), "--time-scale", str(time_scale),
                              "--timings-file", str(timings)],
                             cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import optuna
+from _tools import SLOTUNE
 from optuna.trial import TrialState
 
 from collector.slo import parse_slos
@@ -21,7 +22,6 @@ from tuner.trial import TrialRunner, WorkloadPlan
 from tuner.tune import RunOptions, export, show
 from tuner.tune import resume as run_study
 
-SLOTUNE = str(Path(sys.executable).parent / "slotune")
 MARKER_SEED = "97531"  # tags the engines this test starts, to find leftovers
 TEMPLATE = (f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
             f"--time-scale 10 --seed {MARKER_SEED} {{engine_args}}")

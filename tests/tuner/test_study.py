@@ -3,19 +3,17 @@
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import optuna
 import pytest
+from _tools import SLOTUNE
 from optuna.trial import TrialState
 
 from collector.store import upgrade
 from tuner import resume_study, show_study
 from tuner.study import quiet_optuna
 
-SLOTUNE = str(Path(sys.executable).parent / "slotune")
 SIM_ARGS = ["--backend", "sim", "--workload", "azure-conv", "--num-requests", "60",
             "--slo", "ttft:p99<=500ms", "--slo", "itl:p99<=50ms", "--recheck", "0",
             "--heartbeat", "1"]

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _tools import running_emulator
+from _tools import SLOTUNE, running_emulator
 from bench_fakes import FakeEngine
 
 from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from collector.store import upgrade
 
 REPO = Path(__file__).resolve().parents[3]
-SLOTUNE = str(Path(sys.executable).parent / "slotune")
 
 
 def _slotune(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:

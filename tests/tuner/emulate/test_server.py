@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _tools import free_port
+from _tools import SLOTUNE, free_port
 from emulate_helpers import stream
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -70,7 +70,7 @@ def test_invalid_configuration_fails_like_the_engine_before_binding() -> None:
 
 def test_cli_reports_weights_that_do_not_fit_and_exits_1() -> None:
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "slotune"), "emulate", "--model", "llama-3.1-70b",
+        [SLOTUNE, "emulate", "--model", "llama-3.1-70b",
          "--gpu", "l4", "--port", str(free_port())],
         cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
