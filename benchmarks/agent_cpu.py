@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuner.backends.launch import free_port
+from slotune.tuner.backends.launch import free_port
 
 BIN = Path(sys.executable).parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -85,16 +85,33 @@ def start_engines(n: int, fake: bool, workdir: Path) -> tuple[list[int], Procs]:
             body.write_bytes(r.read())
         for p in sample[1]:
             p.terminate()
-        procs.append(subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(body),
-                                       *map(str, ports)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", FAKE_SERVER, str(body), *map(str, ports)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
         wait_ready(procs[0], "ready")
         return ports, procs
     for i in range(n):
         for attempt in range(3):  # a free port can be taken by another process meanwhile
-            proc = subprocess.Popen([str(BIN / "slotune"), "emulate", "--model", "llama-3.1-8b",
-                                     "--gpu", "h100-sxm", "--port", str(ports[i])],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                [
+                    str(BIN / "slotune"),
+                    "emulate",
+                    "--model",
+                    "llama-3.1-8b",
+                    "--gpu",
+                    "h100-sxm",
+                    "--port",
+                    str(ports[i]),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             try:
                 wait_ready(proc, "Starting slotune emulated")
                 break
@@ -127,8 +144,11 @@ def main() -> None:
     ap.add_argument("--interval", default="1s")
     ap.add_argument("--sample-every", type=float, default=10.0)
     ap.add_argument("--fake", action="store_true", help="recorded payload, one helper process")
-    ap.add_argument("--heartbeat", default="60s",
-                    help="agent --heartbeat; 0s writes every sample (as if every value changed)")
+    ap.add_argument(
+        "--heartbeat",
+        default="60s",
+        help="agent --heartbeat; 0s writes every sample (as if every value changed)",
+    )
     args = ap.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="slotune-agent-bench-"))
@@ -137,18 +157,37 @@ def main() -> None:
     try:
         ports, procs = start_engines(args.engines, args.fake, workdir)
         targets = workdir / "targets.yaml"
-        targets.write_text("targets:\n" + "".join(
-            f"  - {{kind: vllm, url: 'http://127.0.0.1:{p}', labels: {{model: llama}}}}\n"
-            for p in ports))
+        targets.write_text(
+            "targets:\n"
+            + "".join(
+                f"  - {{kind: vllm, url: 'http://127.0.0.1:{p}', labels: {{model: llama}}}}\n"
+                for p in ports
+            )
+        )
         db_url = f"sqlite:///{db}"
         agent_log = (workdir / "agent.log").open("w")
-        subprocess.run([str(BIN / "slotune"), "--db", db_url, "db", "upgrade"], check=True,
-                       capture_output=True)
-        agent = subprocess.Popen([str(BIN / "slotune"), "--db", db_url, "agent", "--targets",
-                                  str(targets), "--interval", args.interval, "--heartbeat",
-                                  args.heartbeat, "--spool-dir",
-                                  str(workdir / "spool")],
-                                 stdout=subprocess.DEVNULL, stderr=agent_log, text=True)
+        subprocess.run(
+            [str(BIN / "slotune"), "--db", db_url, "db", "upgrade"], check=True, capture_output=True
+        )
+        agent = subprocess.Popen(
+            [
+                str(BIN / "slotune"),
+                "--db",
+                db_url,
+                "agent",
+                "--targets",
+                str(targets),
+                "--interval",
+                args.interval,
+                "--heartbeat",
+                args.heartbeat,
+                "--spool-dir",
+                str(workdir / "spool"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=agent_log,
+            text=True,
+        )
         procs.append(agent)
         time.sleep(args.warmup)
         if agent.poll() is not None:
@@ -163,17 +202,24 @@ def main() -> None:
                 raise SystemExit(f"the agent exited: {(workdir / 'agent.log').read_text()[-2000:]}")
             now, cpu, rows = time.monotonic(), cpu_seconds(agent.pid), num_samples(db)
             rss.append((now - t0, rss_mib(agent.pid)))
-            print(f"{now - t0:6.0f} {100 * (cpu - last_cpu) / (now - last_t):15.2f} "
-                  f"{rss[-1][1]:8.1f} {(rows - last_rows) / (now - last_t):10.0f}", flush=True)
+            print(
+                f"{now - t0:6.0f} {100 * (cpu - last_cpu) / (now - last_t):15.2f} "
+                f"{rss[-1][1]:8.1f} {(rows - last_rows) / (now - last_t):10.0f}",
+                flush=True,
+            )
             last_t, last_cpu, last_rows = now, cpu, rows
         wall = last_t - t0
-        print(f"\nengines: {args.engines} ({'fake servers' if args.fake else 'slotune emulate'}),"
-              f" interval {args.interval}, heartbeat {args.heartbeat}, measured {wall:.0f} s"
-              f" after {args.warmup:.0f} s warm-up")
+        print(
+            f"\nengines: {args.engines} ({'fake servers' if args.fake else 'slotune emulate'}),"
+            f" interval {args.interval}, heartbeat {args.heartbeat}, measured {wall:.0f} s"
+            f" after {args.warmup:.0f} s warm-up"
+        )
         print(f"agent CPU: {100 * (last_cpu - cpu0) / wall:.2f} % of one core")
         print(f"samples written: {(last_rows - rows0) / wall:.0f} /s")
-        print(f"RSS: {rss[0][1]:.1f} -> {rss[-1][1]:.1f} MiB; trend {slope_per_hour(rss):+.1f} "
-              f"MiB/hour (least squares over {wall:.0f} s, extrapolated)")
+        print(
+            f"RSS: {rss[0][1]:.1f} -> {rss[-1][1]:.1f} MiB; trend {slope_per_hour(rss):+.1f} "
+            f"MiB/hour (least squares over {wall:.0f} s, extrapolated)"
+        )
     finally:
         for p in procs:
             p.send_signal(signal.SIGINT if p is procs[-1] else signal.SIGTERM)

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 from _procs import pin
 
-from collector.bench import ArrivalSpec, BenchConfig, BenchResult, arun_benchmark
-from collector.bench.arrivals import ArrivalKind
-from tuner.backends.launch import free_port
+from slotune.collector.bench import ArrivalSpec, BenchConfig, BenchResult, arun_benchmark
+from slotune.collector.bench.arrivals import ArrivalKind
+from slotune.tuner.backends.launch import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SLOTUNE = str(Path(sys.executable).parent / "slotune")
@@ -45,10 +45,27 @@ SLOTUNE = str(Path(sys.executable).parent / "slotune")
 
 def start_emulator(port: int, timings: Path, time_scale: float) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--port", str(port),
-         "--time-scale", str(time_scale), "--max-num-seqs", "256", "--timings-file",
-         str(timings)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            SLOTUNE,
+            "emulate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--port",
+            str(port),
+            "--time-scale",
+            str(time_scale),
+            "--max-num-seqs",
+            "256",
+            "--timings-file",
+            str(timings),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "Starting slotune emulated" in line:
@@ -104,9 +121,11 @@ def pct(values: list[float], q: float) -> float:
 def line(name: str, diffs_s: list[float]) -> str:
     ms = [d * 1000 for d in diffs_s]
     absolute = [abs(x) for x in ms]
-    return (f"{name:5s} n={len(ms):6d}  signed p50 {pct(ms, 50):+7.3f} ms  "
-            f"|diff| p50 {pct(absolute, 50):6.3f} ms  p99 {pct(absolute, 99):6.3f} ms  "
-            f"max {max(absolute):7.3f} ms")
+    return (
+        f"{name:5s} n={len(ms):6d}  signed p50 {pct(ms, 50):+7.3f} ms  "
+        f"|diff| p50 {pct(absolute, 50):6.3f} ms  p99 {pct(absolute, 99):6.3f} ms  "
+        f"max {max(absolute):7.3f} ms"
+    )
 
 
 def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> None:
@@ -122,9 +141,13 @@ def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> No
         load = os.getloadavg()[0]
         try:
             config = BenchConfig(
-                url=f"http://127.0.0.1:{port}", input_len=args.input_len,
-                output_len=args.output_len, num_requests=num_requests, warmup=concurrency,
-                arrival=ArrivalSpec(ArrivalKind.CONCURRENCY, concurrency=concurrency))
+                url=f"http://127.0.0.1:{port}",
+                input_len=args.input_len,
+                output_len=args.output_len,
+                num_requests=num_requests,
+                warmup=concurrency,
+                arrival=ArrivalSpec(ArrivalKind.CONCURRENCY, concurrency=concurrency),
+            )
             cpu0, emu0, wall0 = time.process_time(), proc_cpu_s(emulator.pid), time.perf_counter()
             wait0 = run_queue_wait_s(os.getpid()), run_queue_wait_s(emulator.pid)
             result, lags = asyncio.run(run_with_probe(config))
@@ -139,8 +162,9 @@ def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> No
             os.sched_setscheduler(0, *policy)
             emulator.terminate()
             emulator.communicate(timeout=30)
-        engine = {t["request_id"]: t
-                  for t in map(json.loads, timings_path.read_text().splitlines())}
+        engine = {
+            t["request_id"]: t for t in map(json.loads, timings_path.read_text().splitlines())
+        }
 
     ttft_diff: list[float] = []
     itl_diff: list[float] = []
@@ -158,22 +182,30 @@ def measure(concurrency: int, num_requests: int, args: argparse.Namespace) -> No
         if len(client) == len(server):
             itl_diff += list(np.diff(client) - np.diff(server))
     s = result.summary.to_dict()
-    print(f"\n{concurrency} concurrent streams, {len(result.records)} measured requests, "
-          f"input {args.input_len}, output {args.output_len}; emulated llama-3.1-8b on "
-          f"h100-sxm, time scale {args.time_scale:g}; client and engine pinned to cores 0 and 1:"
-          f" {pinned}; SCHED_FIFO: {realtime}; load average at start {load:.1f}")
-    print(f"client: TTFT p50 {s['ttft_ms']['p50']:.2f} ms, ITL p50 {s['itl_ms']['p50']:.2f} ms, "
-          f"errors {s['num_errors']}, {s['output_token_throughput']:.0f} output tok/s")
+    print(
+        f"\n{concurrency} concurrent streams, {len(result.records)} measured requests, "
+        f"input {args.input_len}, output {args.output_len}; emulated llama-3.1-8b on "
+        f"h100-sxm, time scale {args.time_scale:g}; client and engine pinned to cores 0 and 1:"
+        f" {pinned}; SCHED_FIFO: {realtime}; load average at start {load:.1f}"
+    )
+    print(
+        f"client: TTFT p50 {s['ttft_ms']['p50']:.2f} ms, ITL p50 {s['itl_ms']['p50']:.2f} ms, "
+        f"errors {s['num_errors']}, {s['output_token_throughput']:.0f} output tok/s"
+    )
     print("client minus engine:")
     print(line("TTFT", ttft_diff))
     print(line("ITL", itl_diff))
     print(line("deliv", delivery) + "  (engine first-token stamp -> client read)")
     print(line("send", arrival) + "  (client send stamp -> engine arrival stamp)")
-    print(f"client event-loop lateness p50 {pct(lags, 50) * 1000:.3f} ms, p99 "
-          f"{pct(lags, 99) * 1000:.3f} ms; CPU: client {client_cpu:.0%}, engine {engine_cpu:.0%}"
-          " of one core")
-    print(f"waiting for a CPU while runnable: client {client_wait:.1%}, engine {engine_wait:.1%}"
-          f" of the run; load average at end {load_end:.1f}")
+    print(
+        f"client event-loop lateness p50 {pct(lags, 50) * 1000:.3f} ms, p99 "
+        f"{pct(lags, 99) * 1000:.3f} ms; CPU: client {client_cpu:.0%}, engine {engine_cpu:.0%}"
+        " of one core"
+    )
+    print(
+        f"waiting for a CPU while runnable: client {client_wait:.1%}, engine {engine_wait:.1%}"
+        f" of the run; load average at end {load_end:.1f}"
+    )
 
 
 def main() -> None:
@@ -183,11 +215,16 @@ def main() -> None:
     parser.add_argument("--input-len", default="512")
     parser.add_argument("--output-len", default="uniform:64,192")
     parser.add_argument("--time-scale", type=float, default=1.0)
-    parser.add_argument("--fifo", action="store_true",
-                        help="run client and engine under SCHED_FIFO (root), apart from other "
-                             "work on the machine")
-    parser.add_argument("--no-pin", action="store_true",
-                        help="leave placement to the OS (better when other work shares core 0)")
+    parser.add_argument(
+        "--fifo",
+        action="store_true",
+        help="run client and engine under SCHED_FIFO (root), apart from other work on the machine",
+    )
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="leave placement to the OS (better when other work shares core 0)",
+    )
     args = parser.parse_args()
     for c in (int(x) for x in args.concurrency.split(",")):
         measure(c, c * args.requests_per_stream, args)

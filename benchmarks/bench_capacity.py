@@ -32,13 +32,13 @@ import numpy as np
 from _procs import pin
 from aiohttp import web
 
-from collector.bench import ArrivalSpec, BenchConfig
-from collector.bench.client import _Stream
-from collector.bench.result import BenchResult
-from collector.bench.runner import arun_benchmark
-from collector.bench.sse import SSEDecoder
-from collector.workload.tokens import count_tokens
-from tuner.backends.launch import free_port
+from slotune.collector.bench import ArrivalSpec, BenchConfig
+from slotune.collector.bench.client import _Stream
+from slotune.collector.bench.result import BenchResult
+from slotune.collector.bench.runner import arun_benchmark
+from slotune.collector.bench.sse import SSEDecoder
+from slotune.collector.workload.tokens import count_tokens
+from slotune.tuner.backends.launch import free_port
 
 TTFT_S = 0.020
 CLIENT_CPU: list[float] = []  # client process CPU / wall time of each measurement
@@ -47,15 +47,31 @@ TOKEN_INTERVAL_S = 0.005
 
 # --- server process ---------------------------------------------------------------------
 
+
 def serve(port: int, output_tokens: int) -> None:
     stamps: dict[str, tuple[float, float, float]] = {}
     head = {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": "m"}
-    words = [json.dumps({**head, "choices": [{"index": 0, "text": " tok", "logprobs": None,
-                                              "finish_reason": None}], "usage": None})
-             for _ in range(output_tokens)]
-    usage = json.dumps({**head, "choices": [], "usage": {
-        "prompt_tokens": 10, "completion_tokens": output_tokens,
-        "total_tokens": 10 + output_tokens}})
+    words = [
+        json.dumps(
+            {
+                **head,
+                "choices": [{"index": 0, "text": " tok", "logprobs": None, "finish_reason": None}],
+                "usage": None,
+            }
+        )
+        for _ in range(output_tokens)
+    ]
+    usage = json.dumps(
+        {
+            **head,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": output_tokens,
+                "total_tokens": 10 + output_tokens,
+            },
+        }
+    )
     events = [f"data: {w}\n\n".encode() for w in words]
     tail = f"data: {usage}\n\ndata: [DONE]\n\n".encode()
 
@@ -93,6 +109,7 @@ def serve(port: int, output_tokens: int) -> None:
 
 # --- client ------------------------------------------------------------------------------
 
+
 async def loop_lag_probe(stop: asyncio.Event, lags: list[float]) -> None:
     while not stop.is_set():
         t = time.perf_counter()
@@ -100,8 +117,9 @@ async def loop_lag_probe(stop: asyncio.Event, lags: list[float]) -> None:
         lags.append(time.perf_counter() - t - 0.001)
 
 
-async def measure_config(url: str, config: BenchConfig
-                         ) -> tuple[BenchResult, list[float], dict[str, Any]]:
+async def measure_config(
+    url: str, config: BenchConfig
+) -> tuple[BenchResult, list[float], dict[str, Any]]:
     stop = asyncio.Event()
     lags: list[float] = []
     probe = asyncio.create_task(loop_lag_probe(stop, lags))
@@ -120,21 +138,36 @@ def fetch_timings(url: str) -> dict[str, Any]:
     return data
 
 
-def measure(url: str, rate: float, duration_s: float,
-            output_tokens: int) -> tuple[BenchResult, list[float], dict[str, Any]]:
-    config = BenchConfig(url=url, model="m", arrival=ArrivalSpec.from_rate(rate),
-                         input_len="16", output_len=str(output_tokens), duration_s=duration_s,
-                         warmup=int(rate), ignore_eos=False, timeout_s=30)
+def measure(
+    url: str, rate: float, duration_s: float, output_tokens: int
+) -> tuple[BenchResult, list[float], dict[str, Any]]:
+    config = BenchConfig(
+        url=url,
+        model="m",
+        arrival=ArrivalSpec.from_rate(rate),
+        input_len="16",
+        output_len=str(output_tokens),
+        duration_s=duration_s,
+        warmup=int(rate),
+        ignore_eos=False,
+        timeout_s=30,
+    )
     return asyncio.run(measure_config(url, config))
 
 
 def parse_cost_us(n: int = 50_000) -> float:
     """CPU time per streamed event of the client's read path (SSE decode, JSON, count)."""
     head = {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": "m"}
-    event = ("data: " + json.dumps({**head, "choices": [{"index": 0, "text": " tok",
-                                                          "logprobs": None,
-                                                          "finish_reason": None}]})
-             + "\n\n").encode()
+    event = (
+        "data: "
+        + json.dumps(
+            {
+                **head,
+                "choices": [{"index": 0, "text": " tok", "logprobs": None, "finish_reason": None}],
+            }
+        )
+        + "\n\n"
+    ).encode()
     decoder, state = SSEDecoder(), _Stream(count_tokens)
     start = time.perf_counter()
     for _ in range(n):
@@ -180,23 +213,48 @@ def server_truth(stamps: dict[str, Any], rid: str, output_tokens: int) -> tuple[
     return t_first - t_recv, (t_last - t_first) / (output_tokens - 1)
 
 
-def per_request_line(tool: str, ttft_s: list[float], tpot_s: list[float],
-                     ttft_err_s: list[float], tpot_err_s: list[float]) -> str:
+def per_request_line(
+    tool: str,
+    ttft_s: list[float],
+    tpot_s: list[float],
+    ttft_err_s: list[float],
+    tpot_err_s: list[float],
+) -> str:
     def p(v: list[float], q: float) -> str:
         return f"{np.percentile(v, q) * 1000:.3f}" if v else "-"
-    return row(tool, str(len(ttft_s)), p(ttft_s, 50), p(ttft_s, 99), p(ttft_err_s, 50),
-               p(ttft_err_s, 99), p(tpot_s, 50), p(tpot_err_s, 50), p(tpot_err_s, 99))
+
+    return row(
+        tool,
+        str(len(ttft_s)),
+        p(ttft_s, 50),
+        p(ttft_s, 99),
+        p(ttft_err_s, 50),
+        p(ttft_err_s, 99),
+        p(tpot_s, 50),
+        p(tpot_err_s, 50),
+        p(tpot_err_s, 99),
+    )
 
 
-def compare_with_aiperf(aiperf: Path, url: str, rate: float, count: int,
-                        output_tokens: int) -> None:
+def compare_with_aiperf(
+    aiperf: Path, url: str, rate: float, count: int, output_tokens: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tok_dir, art = Path(tmp) / "tokenizer", Path(tmp) / "artifacts"
-        subprocess.run([str(aiperf.parent / "python"), "-c", _MAKE_TOKENIZER, str(tok_dir)],
-                       check=True)
-        config = BenchConfig(url=url, model="m", arrival=ArrivalSpec.from_rate(rate),
-                             input_len="16", output_len=str(output_tokens), num_requests=count,
-                             ignore_eos=False, timeout_s=30, cooldown=False)
+        subprocess.run(
+            [str(aiperf.parent / "python"), "-c", _MAKE_TOKENIZER, str(tok_dir)], check=True
+        )
+        config = BenchConfig(
+            url=url,
+            model="m",
+            arrival=ArrivalSpec.from_rate(rate),
+            input_len="16",
+            output_len=str(output_tokens),
+            num_requests=count,
+            ignore_eos=False,
+            timeout_s=30,
+            cooldown=False,
+        )
         ours, _, stamps = asyncio.run(measure_config(url, config))
         ttft, tpot, e_ttft, e_tpot = [], [], [], []
         for r in ours.records:
@@ -206,13 +264,40 @@ def compare_with_aiperf(aiperf: Path, url: str, rate: float, count: int,
                 tpot.append(r.tpot_s)
                 e_ttft.append(r.ttft_s - s_ttft)
                 e_tpot.append(r.tpot_s - s_tpot)
-        subprocess.run([str(aiperf), "profile", "--model", "m", "--url", url,
-                        "--endpoint-type", "completions", "--streaming",
-                        "--request-rate", str(rate), "--request-count", str(count),
-                        "--isl", "16", "--osl", str(output_tokens), "--tokenizer", str(tok_dir),
-                        "--artifact-dir", str(art), "--random-seed", "1", "--ui-type", "none",
-                        "--no-gpu-telemetry", "--no-server-metrics"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                str(aiperf),
+                "profile",
+                "--model",
+                "m",
+                "--url",
+                url,
+                "--endpoint-type",
+                "completions",
+                "--streaming",
+                "--request-rate",
+                str(rate),
+                "--request-count",
+                str(count),
+                "--isl",
+                "16",
+                "--osl",
+                str(output_tokens),
+                "--tokenizer",
+                str(tok_dir),
+                "--artifact-dir",
+                str(art),
+                "--random-seed",
+                "1",
+                "--ui-type",
+                "none",
+                "--no-gpu-telemetry",
+                "--no-server-metrics",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         peer_stamps = fetch_timings(url)
         a_ttft, a_tpot, a_e_ttft, a_e_tpot = [], [], [], []
         for line in (art / "profile_export.jsonl").read_text().splitlines():
@@ -227,14 +312,29 @@ def compare_with_aiperf(aiperf: Path, url: str, rate: float, count: int,
             a_tpot.append(i)
             a_e_ttft.append(t - s_ttft)
             a_e_tpot.append(i - s_tpot)
-    print(f"\nside by side at {rate:g} req/s Poisson, {count} requests, 16 in / "
-          f"{output_tokens} out tokens, same server (errors = tool minus server, ms):")
-    print(row("tool", "requests", "TTFT p50", "TTFT p99", "err p50", "err p99", "TPOT p50",
-              "err p50", "err p99"))
+    print(
+        f"\nside by side at {rate:g} req/s Poisson, {count} requests, 16 in / "
+        f"{output_tokens} out tokens, same server (errors = tool minus server, ms):"
+    )
+    print(
+        row(
+            "tool",
+            "requests",
+            "TTFT p50",
+            "TTFT p99",
+            "err p50",
+            "err p99",
+            "TPOT p50",
+            "err p50",
+            "err p99",
+        )
+    )
     print(per_request_line("slotune", ttft, tpot, e_ttft, e_tpot))
     print(per_request_line("aiperf", a_ttft, a_tpot, a_e_ttft, a_e_tpot))
-    print(f"(AIPerf's 'inter token latency' is per request (e2e - ttft)/(tokens - 1): our tpot;"
-          f" slotune itl p50 {ours.summary.itl_ms.percentiles[50.0]:.3f} ms, pooled per token)")
+    print(
+        f"(AIPerf's 'inter token latency' is per request (e2e - ttft)/(tokens - 1): our tpot;"
+        f" slotune itl p50 {ours.summary.itl_ms.percentiles[50.0]:.3f} ms, pooled per token)"
+    )
 
 
 def main() -> None:
@@ -242,8 +342,11 @@ def main() -> None:
     parser.add_argument("--rates", default="25,50,100,200,400,800,1600")
     parser.add_argument("--duration", type=float, default=4.0)
     parser.add_argument("--output-tokens", type=int, default=32)
-    parser.add_argument("--aiperf", type=Path, help="an AIPerf executable in its own venv: "
-                        "also run the same load with it and compare")
+    parser.add_argument(
+        "--aiperf",
+        type=Path,
+        help="an AIPerf executable in its own venv: also run the same load with it and compare",
+    )
     parser.add_argument("--compare-rate", type=float, default=50.0)
     parser.add_argument("--compare-requests", type=int, default=500)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -253,36 +356,67 @@ def main() -> None:
         return
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port),
-                               "--output-tokens", str(args.output_tokens)])
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port), "--output-tokens", str(args.output_tokens)]
+    )
     pinned = pin(server.pid, 1) and pin(0, 0)
     url = f"http://127.0.0.1:{port}"
     wait_for(port)
     print(f"client read path: {parse_cost_us():.1f} us of CPU per streamed event")
-    print(f"server: TTFT {TTFT_S * 1000:.0f} ms, {args.output_tokens} tokens "
-          f"{TOKEN_INTERVAL_S * 1000:.0f} ms apart; client and server pinned to cores 0 and 1: "
-          f"{pinned}; load average {os.getloadavg()[0]:.1f}")
-    print(row("rate", "offered", "achieved", "tok/s", "in flight", "lag p50", "lag p99",
-              "dist p50", "dist p99", "loop p99", "client cpu", "errors"))
+    print(
+        f"server: TTFT {TTFT_S * 1000:.0f} ms, {args.output_tokens} tokens "
+        f"{TOKEN_INTERVAL_S * 1000:.0f} ms apart; client and server pinned to cores 0 and 1: "
+        f"{pinned}; load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        row(
+            "rate",
+            "offered",
+            "achieved",
+            "tok/s",
+            "in flight",
+            "lag p50",
+            "lag p99",
+            "dist p50",
+            "dist p99",
+            "loop p99",
+            "client cpu",
+            "errors",
+        )
+    )
     baseline: float | None = None
     best: tuple[float, float] | None = None
     try:
         for rate in (float(r) for r in args.rates.split(",")):
             result, lags, stamps = measure(url, rate, args.duration, args.output_tokens)
-            dist = [r.ttft_s - (stamps[r.request_id][1] - stamps[r.request_id][0])
-                    for r in result.records
-                    if r.is_ok and r.ttft_s is not None and r.request_id in stamps]
+            dist = [
+                r.ttft_s - (stamps[r.request_id][1] - stamps[r.request_id][0])
+                for r in result.records
+                if r.is_ok and r.ttft_s is not None and r.request_id in stamps
+            ]
             s = result.summary.to_dict()
             p50, p99 = (np.percentile(dist, [50, 99]) * 1000) if dist else (np.nan, np.nan)
             baseline = p50 if baseline is None else baseline
             lag = s["send_lag_ms"] or {"p50": np.nan, "p99": np.nan}
-            in_flight = s["request_throughput"] * s["e2e_ms"]["mean"] / 1000 \
-                if s["e2e_ms"]["mean"] else 0.0
-            print(row(f"{rate:.0f}", f"{s['offered_rate'] or 0:.1f}",
-                      f"{s['achieved_rate'] or 0:.1f}", f"{s['output_token_throughput']:.0f}",
-                      f"{in_flight:.1f}", f"{lag['p50']:.3f}", f"{lag['p99']:.3f}",
-                      f"{p50:.3f}", f"{p99:.3f}", f"{np.percentile(lags, 99) * 1000:.3f}",
-                      f"{CLIENT_CPU[-1]:.0%}", str(s["num_errors"])))
+            in_flight = (
+                s["request_throughput"] * s["e2e_ms"]["mean"] / 1000 if s["e2e_ms"]["mean"] else 0.0
+            )
+            print(
+                row(
+                    f"{rate:.0f}",
+                    f"{s['offered_rate'] or 0:.1f}",
+                    f"{s['achieved_rate'] or 0:.1f}",
+                    f"{s['output_token_throughput']:.0f}",
+                    f"{in_flight:.1f}",
+                    f"{lag['p50']:.3f}",
+                    f"{lag['p99']:.3f}",
+                    f"{p50:.3f}",
+                    f"{p99:.3f}",
+                    f"{np.percentile(lags, 99) * 1000:.3f}",
+                    f"{CLIENT_CPU[-1]:.0%}",
+                    str(s["num_errors"]),
+                )
+            )
             kept_up = (s["achieved_rate"] or 0) >= 0.95 * (s["offered_rate"] or rate)
             if p50 - baseline <= 1.0 and kept_up and s["num_errors"] == 0:
                 best = (rate, s["output_token_throughput"])
@@ -291,21 +425,34 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
-    print(f"(lag = send lag, dist = client TTFT - server TTFT, loop = event-loop oversleep; ms; "
-          f"client cpu = CPU time / wall time; baseline distortion {baseline:.3f} ms)")
+    print(
+        f"(lag = send lag, dist = client TTFT - server TTFT, loop = event-loop oversleep; ms; "
+        f"client cpu = CPU time / wall time; baseline distortion {baseline:.3f} ms)"
+    )
     if best:
-        print(f"sustained: {best[0]:.0f} req/s, {best[1]:.0f} streamed tokens/s "
-              "(median TTFT distortion within 1 ms of the baseline)")
+        print(
+            f"sustained: {best[0]:.0f} req/s, {best[1]:.0f} streamed tokens/s "
+            "(median TTFT distortion within 1 ms of the baseline)"
+        )
     else:
         print("no rate sustained")
     if args.aiperf:
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port),
-                                   "--output-tokens", str(args.output_tokens)])
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                str(port),
+                "--output-tokens",
+                str(args.output_tokens),
+            ]
+        )
         pin(server.pid, 1)
         wait_for(port)
         try:
-            compare_with_aiperf(args.aiperf, url, args.compare_rate, args.compare_requests,
-                                args.output_tokens)
+            compare_with_aiperf(
+                args.aiperf, url, args.compare_rate, args.compare_requests, args.output_tokens
+            )
         finally:
             server.terminate()
             server.wait(10)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tuner.sim.emulate.server import Emulator, build_emulator
+from slotune.tuner.sim.emulate.server import Emulator, build_emulator
 
 
 def _client_main(url: str, num: int, max_tokens: int, out: str) -> None:
@@ -38,11 +38,16 @@ def _client_main(url: str, num: int, max_tokens: int, out: str) -> None:
 
             async def one(i: int) -> dict[str, object]:
                 times: list[float] = []
-                body = {"prompt": f"stream {i} " + "context " * 200, "max_tokens": max_tokens,
-                        "stream": True, "stream_options": {"include_usage": True}}
+                body = {
+                    "prompt": f"stream {i} " + "context " * 200,
+                    "max_tokens": max_tokens,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
                 send = time.time()
-                async with session.post(f"{url}/v1/completions", json=body,
-                                        headers={"X-Request-Id": f"b{i}"}) as r:
+                async with session.post(
+                    f"{url}/v1/completions", json=body, headers={"X-Request-Id": f"b{i}"}
+                ) as r:
                     async for line in r.content:
                         if line.startswith(b"data: {") and b'"choices":[{' in line:
                             times.append(time.time())
@@ -82,22 +87,48 @@ def _pct(values: list[float], q: float) -> float:
 def bench(num: int, max_tokens: int, time_scale: float, model: str, gpu: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         timings = Path(tmp) / "t.jsonl"
-        emulator = build_emulator(["--model", model, "--gpu", gpu, "--port", "0",
-                                   "--max-num-seqs", "1024", "--time-scale", str(time_scale),
-                                   "--timings-file", str(timings)])
+        emulator = build_emulator(
+            [
+                "--model",
+                model,
+                "--gpu",
+                gpu,
+                "--port",
+                "0",
+                "--max-num-seqs",
+                "1024",
+                "--time-scale",
+                str(time_scale),
+                "--timings-file",
+                str(timings),
+            ]
+        )
         port, loop, stop = _serve_in_thread(emulator)
         out = Path(tmp) / "client.json"
         start = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--client", f"http://127.0.0.1:{port}",
-                        str(num), str(max_tokens), str(out)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--client",
+                f"http://127.0.0.1:{port}",
+                str(num),
+                str(max_tokens),
+                str(out),
+            ],
+            check=True,
+        )
         wall_s = time.perf_counter() - start
         lateness_ms = [x * 1000 for x in emulator.engine.lateness_s]
         loop.call_soon_threadsafe(stop.set)
         time.sleep(1.5)
         client = {c["id"]: c for c in json.loads(out.read_text())}
         server = {d["request_id"]: d for d in map(json.loads, timings.read_text().splitlines())}
-    complete = sum(1 for c in client.values() if len(c["chunks"]) > 0
-                   and server.get(c["id"], {}).get("completion_tokens") == max_tokens)
+    complete = sum(
+        1
+        for c in client.values()
+        if len(c["chunks"]) > 0 and server.get(c["id"], {}).get("completion_tokens") == max_tokens
+    )
     ttft_diff, itl_diff = [], []
     for rid, c in client.items():
         s = server.get(rid)
@@ -107,13 +138,15 @@ def bench(num: int, max_tokens: int, time_scale: float, model: str, gpu: str) ->
         client_itl = (c["chunks"][-1] - c["chunks"][0]) / (max_tokens - 1)
         server_itl = (s["token_times_s"][-1] - s["first_token_s"]) / (max_tokens - 1)
         itl_diff.append(abs(client_itl - server_itl))
-    print(f"streams={num} max_tokens={max_tokens} time_scale={time_scale}: "
-          f"complete={complete}/{num} wall={wall_s:.2f}s steps={len(lateness_ms)} "
-          f"lateness_ms p50={_pct(lateness_ms, 0.5):.3f} p90={_pct(lateness_ms, 0.9):.3f} "
-          f"p99={_pct(lateness_ms, 0.99):.3f} "
-          f"max={max(lateness_ms, default=0):.3f} | |client-server| ttft_ms "
-          f"mean={statistics.fmean(ttft_diff) * 1000:.2f} max={max(ttft_diff) * 1000:.2f} "
-          f"itl_ms mean={statistics.fmean(itl_diff) * 1000:.3f} max={max(itl_diff) * 1000:.3f}")
+    print(
+        f"streams={num} max_tokens={max_tokens} time_scale={time_scale}: "
+        f"complete={complete}/{num} wall={wall_s:.2f}s steps={len(lateness_ms)} "
+        f"lateness_ms p50={_pct(lateness_ms, 0.5):.3f} p90={_pct(lateness_ms, 0.9):.3f} "
+        f"p99={_pct(lateness_ms, 0.99):.3f} "
+        f"max={max(lateness_ms, default=0):.3f} | |client-server| ttft_ms "
+        f"mean={statistics.fmean(ttft_diff) * 1000:.2f} max={max(ttft_diff) * 1000:.2f} "
+        f"itl_ms mean={statistics.fmean(itl_diff) * 1000:.3f} max={max(itl_diff) * 1000:.3f}"
+    )
 
 
 def main() -> None:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from tuner.sim import VllmConfig, simulate
-from tuner.sim.simulator import load_workload
+from slotune.tuner.sim import VllmConfig, simulate
+from slotune.tuner.sim.simulator import load_workload
 
 TARGET_PCT = {"e2e": 15.0, "ttft": 25.0, "itl": 15.0}
 
@@ -47,21 +47,41 @@ class Point:
 
 
 def _points(rate_70b: float) -> list[Point]:
-    l7b = VllmConfig(model="llama-2-7b", gpu="h100-sxm", max_num_batched_tokens=2048,
-                     max_num_seqs=128, enable_prefix_caching=True, enable_chunked_prefill=True)
-    l70b = VllmConfig(model="llama-3.1-70b", gpu="h100-sxm", tensor_parallel_size=4,
-                      max_num_batched_tokens=8192)
+    l7b = VllmConfig(
+        model="llama-2-7b",
+        gpu="h100-sxm",
+        max_num_batched_tokens=2048,
+        max_num_seqs=128,
+        enable_prefix_caching=True,
+        enable_chunked_prefill=True,
+    )
+    l70b = VllmConfig(
+        model="llama-3.1-70b", gpu="h100-sxm", tensor_parallel_size=4, max_num_batched_tokens=8192
+    )
     return [
         Point("H100 Llama-2-7B TP1, 5 req/s", l7b, 5.0, 566, 247, 1810.0, 25.0, 9.3),
         Point("H100 Llama-2-7B TP1, 10 req/s", l7b, 10.0, 566, 247, 2216.0, 29.5, 11.2),
-        Point(f"H100x4 Llama-3.1-70B TP4, {rate_70b:g} req/s (assumed)", l70b, rate_70b, 566,
-              247, 4502.0, 53.7, 18.3),
+        Point(
+            f"H100x4 Llama-3.1-70B TP4, {rate_70b:g} req/s (assumed)",
+            l70b,
+            rate_70b,
+            566,
+            247,
+            4502.0,
+            53.7,
+            18.3,
+        ),
     ]
 
 
 def _run(point: Point, output_tokens: int, requests: int, seed: int) -> dict[str, float]:
-    trace = load_workload(input_len=str(point.input_tokens), output_len=str(output_tokens),
-                          num_requests=requests, rate=point.rate, seed=seed)
+    trace = load_workload(
+        input_len=str(point.input_tokens),
+        output_len=str(output_tokens),
+        num_requests=requests,
+        rate=point.rate,
+        seed=seed,
+    )
     summary = simulate(point.config, trace).summary.to_dict()
     return {m: summary[f"{m}_ms"]["mean"] for m in ("e2e", "ttft", "itl")}
 
@@ -72,21 +92,30 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rate-70b", type=float, default=2.0)
     args = parser.parse_args()
-    print(f"{'point':44} {'output':>10} {'metric':>6} {'published':>10} {'simulated':>10} "
-          f"{'error':>8}  target")
+    print(
+        f"{'point':44} {'output':>10} {'metric':>6} {'published':>10} {'simulated':>10} "
+        f"{'error':>8}  target"
+    )
     errors: dict[str, list[float]] = {"nominal": [], "implied": []}
     for point in _points(args.rate_70b):
-        for label, out in (("nominal", point.output_tokens),
-                           ("implied", point.implied_output_tokens)):
+        for label, out in (
+            ("nominal", point.output_tokens),
+            ("implied", point.implied_output_tokens),
+        ):
             sim = _run(point, out, args.requests, args.seed)
-            for metric, published in (("e2e", point.e2e_ms), ("ttft", point.ttft_ms),
-                                      ("itl", point.itl_ms)):
+            for metric, published in (
+                ("e2e", point.e2e_ms),
+                ("ttft", point.ttft_ms),
+                ("itl", point.itl_ms),
+            ):
                 err = 100.0 * (sim[metric] - published) / published
                 errors[label].append(abs(err))
                 ok = "ok" if abs(err) <= TARGET_PCT[metric] else "MISS"
-                print(f"{point.name:44} {label + ' ' + str(out):>10} {metric:>6} "
-                      f"{published:10.1f} {sim[metric]:10.1f} {err:+7.1f}%  "
-                      f"<={TARGET_PCT[metric]:.0f}% {ok}")
+                print(
+                    f"{point.name:44} {label + ' ' + str(out):>10} {metric:>6} "
+                    f"{published:10.1f} {sim[metric]:10.1f} {err:+7.1f}%  "
+                    f"<={TARGET_PCT[metric]:.0f}% {ok}"
+                )
     for label, values in errors.items():
         print(f"mean |error| with {label} output lengths: {sum(values) / len(values):.1f} %")
 

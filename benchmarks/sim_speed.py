@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from collector.summary import summarize
-from collector.workload import named_workload
-from tuner.sim import VllmConfig, simulate
+from slotune.collector.summary import summarize
+from slotune.collector.workload import named_workload
+from slotune.tuner.sim import VllmConfig, simulate
 
 VIDUR_REQUESTS = 10_000
 VIDUR_SECONDS = 16.7
@@ -30,9 +30,14 @@ def _once(config: VllmConfig, workload: str) -> dict[str, float]:
     t1, c1 = time.perf_counter(), time.process_time()
     summarize(result.records)  # again, alone, to show its share of the total
     t2 = time.perf_counter()
-    return {"requests": len(trace), "steps": result.breakdown.num_steps,
-            "tokens": result.summary.total_output_tokens, "wall_s": t1 - t0,
-            "cpu_s": c1 - c0, "summary_s": t2 - t1}
+    return {
+        "requests": len(trace),
+        "steps": result.breakdown.num_steps,
+        "tokens": result.summary.total_output_tokens,
+        "wall_s": t1 - t0,
+        "cpu_s": c1 - c0,
+        "summary_s": t2 - t1,
+    }
 
 
 def main() -> None:
@@ -45,15 +50,21 @@ def main() -> None:
     config = VllmConfig(model=args.model, gpu=args.gpu)
     runs = [_once(config, args.workload) for _ in range(args.repeat)]
     best = min(runs, key=lambda r: r["cpu_s"])
-    print(f"{args.workload}: {best['requests']:,} requests, {best['tokens']:,} output tokens, "
-          f"{best['steps']:,} engine steps on {args.model} / {args.gpu} (best of "
-          f"{args.repeat})")
-    print(f"  simulate()        {best['wall_s']:6.2f} s wall  ({best['cpu_s']:.2f} s CPU; "
-          "target <= 10 s)")
+    print(
+        f"{args.workload}: {best['requests']:,} requests, {best['tokens']:,} output tokens, "
+        f"{best['steps']:,} engine steps on {args.model} / {args.gpu} (best of "
+        f"{args.repeat})"
+    )
+    print(
+        f"  simulate()        {best['wall_s']:6.2f} s wall  ({best['cpu_s']:.2f} s CPU; "
+        "target <= 10 s)"
+    )
     print(f"    of which the shared summary (per-token ITL pooling) {best['summary_s']:.2f} s")
     print(f"  simulated requests/s (total CPU): {best['requests'] / best['cpu_s']:,.0f}")
-    print(f"  Vidur (published): {VIDUR_REQUESTS:,} requests in {VIDUR_SECONDS} s on 2 vCPUs = "
-          f"{VIDUR_REQUESTS / VIDUR_SECONDS:,.0f} requests/s")
+    print(
+        f"  Vidur (published): {VIDUR_REQUESTS:,} requests in {VIDUR_SECONDS} s on 2 vCPUs = "
+        f"{VIDUR_REQUESTS / VIDUR_SECONDS:,.0f} requests/s"
+    )
 
 
 if __name__ == "__main__":

@@ -35,20 +35,55 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.store import SampleIn, Store, histogram_quantile, open_store, upgrade, write_samples
+from slotune.collector.store import (
+    SampleIn,
+    Store,
+    histogram_quantile,
+    open_store,
+    upgrade,
+    write_samples,
+)
 
 FAMILY = "vllm:time_to_first_token_seconds"
 # vLLM V1's TTFT buckets (vllm/v1/metrics/loggers.py).
-BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
-           7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
 LES = (*(f"{b:g}" for b in BUCKETS), "+Inf")
 SCRAPE_S = 5.0
 DAY_S = 86400.0
 
 
-def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
-                   start_counts: np.ndarray, start_sum: float, batch_scrapes: int = 64,
-                   ) -> tuple[list[list[SampleIn]], np.ndarray, float]:
+def day_of_scrapes(
+    target: str,
+    day: int,
+    t0: float,
+    rng: np.random.Generator,
+    start_counts: np.ndarray,
+    start_sum: float,
+    batch_scrapes: int = 64,
+) -> tuple[list[list[SampleIn]], np.ndarray, float]:
     """One day of scrapes of one target as write batches of ``batch_scrapes`` scrapes."""
     n = int(DAY_S / SCRAPE_S)
     per_scrape = rng.poisson(40, size=n)  # ~8 requests/s
@@ -61,8 +96,8 @@ def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
     cumulative = np.cumsum(np.cumsum(hist, axis=1), axis=0)
     sums = np.cumsum(np.bincount(scrape_of, weights=ttft, minlength=n))
     if day == 2:  # an engine restart at noon: counters start from zero again
-        cumulative[n // 2:] -= cumulative[n // 2 - 1]
-        sums[n // 2:] -= sums[n // 2 - 1]
+        cumulative[n // 2 :] -= cumulative[n // 2 - 1]
+        sums[n // 2 :] -= sums[n // 2 - 1]
         start_counts, start_sum = np.zeros(len(LES)), 0.0
     cumulative += start_counts
     sums += start_sum
@@ -73,8 +108,10 @@ def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
     for i in range(n):
         ts = t0 + day * DAY_S + i * SCRAPE_S
         row = cumulative[i].tolist()
-        batch.extend(SampleIn(target, f"{FAMILY}_bucket", "histogram", labels[j], ts, row[j])
-                     for j in range(len(LES)))
+        batch.extend(
+            SampleIn(target, f"{FAMILY}_bucket", "histogram", labels[j], ts, row[j])
+            for j in range(len(LES))
+        )
         batch.append(SampleIn(target, f"{FAMILY}_sum", "histogram", plain, ts, float(sums[i])))
         batch.append(SampleIn(target, f"{FAMILY}_count", "histogram", plain, ts, row[-1]))
         if len(batch) >= batch_scrapes * (len(LES) + 2):
@@ -85,38 +122,52 @@ def day_of_scrapes(target: str, day: int, t0: float, rng: np.random.Generator,
     return batches, cumulative[-1], float(sums[-1])
 
 
-def load(store: Store, days: int, targets: int, t0: float,
-         batch_scrapes: int) -> dict[str, float]:
+def load(store: Store, days: int, targets: int, t0: float, batch_scrapes: int) -> dict[str, float]:
     """Write the data set day by day; returns samples written and the time write_samples took."""
     rng = np.random.default_rng(7)
     state = {f"node-{k}/vllm": (np.zeros(len(LES)), 0.0) for k in range(targets)}
     written, seconds, cpu_s = 0, 0.0, 0.0
     for day in range(days):
         for target, (counts, total) in state.items():
-            batches, last_counts, last_sum = day_of_scrapes(target, day, t0, rng, counts, total,
-                                                            batch_scrapes)
+            batches, last_counts, last_sum = day_of_scrapes(
+                target, day, t0, rng, counts, total, batch_scrapes
+            )
             state[target] = (last_counts, last_sum)
             start, start_cpu = time.perf_counter(), time.process_time()
             for batch in batches:
                 written += write_samples(store, batch)
             seconds += time.perf_counter() - start
             cpu_s += time.process_time() - start_cpu
-        print(f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s, "
-              f"{written / cpu_s:,.0f}/CPU-s", file=sys.stderr, flush=True)
-    return {"samples": written, "batch_samples": batch_scrapes * (len(LES) + 2),
-            "write_s": seconds, "samples_per_s": written / seconds,
-            "write_cpu_s": cpu_s, "samples_per_cpu_s": written / cpu_s}
+        print(
+            f"  day {day + 1}/{days}: {written:,} samples, {written / seconds:,.0f}/s, "
+            f"{written / cpu_s:,.0f}/CPU-s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {
+        "samples": written,
+        "batch_samples": batch_scrapes * (len(LES) + 2),
+        "write_s": seconds,
+        "samples_per_s": written / seconds,
+        "write_cpu_s": cpu_s,
+        "samples_per_cpu_s": written / cpu_s,
+    }
 
 
-def time_query(store: Store, target: str, end_ts: float, window_s: float,
-               repeat: int = 7) -> dict[str, float | None]:
+def time_query(
+    store: Store, target: str, end_ts: float, window_s: float, repeat: int = 7
+) -> dict[str, float | None]:
     timings, value = [], None
     for _ in range(repeat):
         start = time.perf_counter()
         value = histogram_quantile(store, target, FAMILY, 0.99, end_ts - window_s, end_ts)
         timings.append((time.perf_counter() - start) * 1000)
-    return {"p99_ttft_s": value, "first_ms": timings[0],
-            "median_ms": statistics.median(timings), "max_ms": max(timings)}
+    return {
+        "p99_ttft_s": value,
+        "first_ms": timings[0],
+        "median_ms": statistics.median(timings),
+        "max_ms": max(timings),
+    }
 
 
 @contextlib.contextmanager
@@ -136,16 +187,38 @@ def throwaway_postgres() -> Iterator[str]:
         shutil.chown(root, user="postgres")
 
     def pg(*args: str) -> None:
-        subprocess.run([*as_user, str(bins[-1] / args[0]), *args[1:]], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [*as_user, str(bins[-1] / args[0]), *args[1:]], check=True, capture_output=True
+        )
 
     pg("initdb", "-D", f"{root}/data", "-U", "postgres", "--auth=trust", "--no-sync")
     # Default durability (fsync on), unlike the test fixture: these are ingest figures.
-    pg("pg_ctl", "-D", f"{root}/data", "-l", f"{root}/log", "-w", "-o",
-       f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start")
+    pg(
+        "pg_ctl",
+        "-D",
+        f"{root}/data",
+        "-l",
+        f"{root}/log",
+        "-w",
+        "-o",
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
+        "start",
+    )
     try:
-        subprocess.run([*as_user, str(bins[-1] / "createdb"), "-h", "127.0.0.1", "-p",
-                        str(port), "-U", "postgres", "bench"], check=True)
+        subprocess.run(
+            [
+                *as_user,
+                str(bins[-1] / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "bench",
+            ],
+            check=True,
+        )
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/bench"
     finally:
         pg("pg_ctl", "-D", f"{root}/data", "-m", "fast", "-w", "stop")
@@ -159,8 +232,11 @@ def run(url: str, days: int, targets: int, batch_scrapes: int) -> dict[str, obje
         ingest = load(store, days, targets, t0, batch_scrapes)
         end = t0 + days * DAY_S - SCRAPE_S
         return {
-            "url": store.url, "days": days, "targets": targets,
-            "series_per_target": len(LES) + 2, "ingest": ingest,
+            "url": store.url,
+            "days": days,
+            "targets": targets,
+            "series_per_target": len(LES) + 2,
+            "ingest": ingest,
             "query_1h": time_query(store, "node-0/vllm", end, 3600.0),
             "query_24h": time_query(store, "node-0/vllm", end, DAY_S),
         }
@@ -171,10 +247,17 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--targets", type=int, default=10)
-    parser.add_argument("--quick", action="store_true",
-                        help="a short run: 1 day x 2 targets (overrides --days/--targets)")
-    parser.add_argument("--batch-scrapes", type=int, default=800,
-                        help="scrapes of one target per write_samples call (25 samples each)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run: 1 day x 2 targets (overrides --days/--targets)",
+    )
+    parser.add_argument(
+        "--batch-scrapes",
+        type=int,
+        default=800,
+        help="scrapes of one target per write_samples call (25 samples each)",
+    )
     parser.add_argument("--pg-url", help="an empty PostgreSQL database (default: start one)")
     args = parser.parse_args()
     if args.quick:

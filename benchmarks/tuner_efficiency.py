@@ -46,13 +46,13 @@ from typing import Any
 import optuna
 import platformdirs
 
-from collector.slo import parse_slos
-from collector.workload import named_workload, retime
-from tuner.backends.sim import SimBackend
-from tuner.objectives import ObjectiveKind
-from tuner.space import SearchSpace, default_space, engine_defaults
-from tuner.study import make_sampler
-from tuner.trial import TrialRunner, WorkloadPlan
+from slotune.collector.slo import parse_slos
+from slotune.collector.workload import named_workload, retime
+from slotune.tuner.backends.sim import SimBackend
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.study import make_sampler
+from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
 CACHE = Path(platformdirs.user_cache_dir("slotune")) / "tuner_efficiency"
@@ -73,15 +73,41 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("8b-h100-azure-conv", "llama-3.1-8b", "h100-sxm", "azure-conv",
-             ("ttft:p99<=500ms", "itl:p99<=50ms"), 150),
-    Scenario("70b-tp4-h100-azure-code", "llama-3.1-70b", "h100-sxm", "azure-code",
-             ("ttft:p99<=2s", "itl:p99<=100ms"), 150, tensor_parallel_size=4),
-    Scenario("8b-h100-mooncake-conv", "llama-3.1-8b", "h100-sxm", "mooncake-conversation",
-             ("ttft:p99<=10s", "itl:p99<=200ms"), 150, max_model_len=131072),
+    Scenario(
+        "8b-h100-azure-conv",
+        "llama-3.1-8b",
+        "h100-sxm",
+        "azure-conv",
+        ("ttft:p99<=500ms", "itl:p99<=50ms"),
+        150,
+    ),
+    Scenario(
+        "70b-tp4-h100-azure-code",
+        "llama-3.1-70b",
+        "h100-sxm",
+        "azure-code",
+        ("ttft:p99<=2s", "itl:p99<=100ms"),
+        150,
+        tensor_parallel_size=4,
+    ),
+    Scenario(
+        "8b-h100-mooncake-conv",
+        "llama-3.1-8b",
+        "h100-sxm",
+        "mooncake-conversation",
+        ("ttft:p99<=10s", "itl:p99<=200ms"),
+        150,
+        max_model_len=131072,
+    ),
     # Held out: added after the sampler's settings were chosen on the three above.
-    Scenario("qwen7b-a100-azure-code", "qwen2.5-7b", "a100-80gb", "azure-code",
-             ("ttft:p99<=1s", "itl:p99<=50ms"), 150),
+    Scenario(
+        "qwen7b-a100-azure-code",
+        "qwen2.5-7b",
+        "a100-80gb",
+        "azure-code",
+        ("ttft:p99<=1s", "itl:p99<=50ms"),
+        150,
+    ),
 )
 
 # The discretised space (every method searches exactly these values).
@@ -108,16 +134,26 @@ def key_of(config: dict[str, Any]) -> str:
 Row = tuple[float, bool, dict[str, float]]  # capacity, feasible, constraint values
 
 
-def _measure(args: tuple[Scenario, dict[str, Any]]
-             ) -> tuple[str, float, bool, dict[str, float], float]:
+def _measure(
+    args: tuple[Scenario, dict[str, Any]],
+) -> tuple[str, float, bool, dict[str, float], float]:
     sc, config = args
     trace = retime(named_workload(sc.workload), num_requests=sc.num_requests)
-    runner = TrialRunner(SimBackend("vllm", sc.model, sc.gpu), WorkloadPlan(trace),
-                         tuple(parse_slos(sc.slos)), ObjectiveKind.CAPACITY)
+    runner = TrialRunner(
+        SimBackend("vllm", sc.model, sc.gpu),
+        WorkloadPlan(trace),
+        tuple(parse_slos(sc.slos)),
+        ObjectiveKind.CAPACITY,
+    )
     t0 = time.perf_counter()
     m = runner.measure(config)
-    return (key_of(config), m.values[0], m.is_feasible, dict(m.constraints),
-            time.perf_counter() - t0)
+    return (
+        key_of(config),
+        m.values[0],
+        m.is_feasible,
+        dict(m.constraints),
+        time.perf_counter() - t0,
+    )
 
 
 def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, Row], dict[str, float]]:
@@ -133,10 +169,12 @@ def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, Row], dict[str, float
         results = list(pool.map(_measure, [(sc, c) for c in configs], chunksize=4))
     wall = time.perf_counter() - t0
     table = {k: (v, ok, cons) for k, v, ok, cons, _ in results}
-    timing = {"configs": len(configs), "wall_s": wall,
-              "trial_s_mean": statistics.mean(r[4] for r in results)}
-    path.write_text(json.dumps({"table": {k: list(v) for k, v in table.items()},
-                                "timing": timing}))
+    timing = {
+        "configs": len(configs),
+        "wall_s": wall,
+        "trial_s_mean": statistics.mean(r[4] for r in results),
+    }
+    path.write_text(json.dumps({"table": {k: list(v) for k, v in table.items()}, "timing": timing}))
     return table, timing
 
 
@@ -149,8 +187,13 @@ def trials_to_reach(values: list[float], oracle: float) -> int | None:
     return None
 
 
-def run_sampler(space: SearchSpace, table: dict[str, Row],
-                sampler: optuna.samplers.BaseSampler, budget: int, oracle: float) -> list[float]:
+def run_sampler(
+    space: SearchSpace,
+    table: dict[str, Row],
+    sampler: optuna.samplers.BaseSampler,
+    budget: int,
+    oracle: float,
+) -> list[float]:
     """Feasible values in trial order of one study whose objective is a table lookup.
 
     Each trial carries the constraint values the simulated trial measured (by how much each
@@ -178,8 +221,9 @@ def auto_tune_order(space: SearchSpace, table: dict[str, Row]) -> list[float]:
     out = [_lookup(space, table, {})]
     for seqs in AUTO_TUNE_SEQS:
         for tokens in AUTO_TUNE_TOKENS:
-            out.append(_lookup(space, table, {"max_num_seqs": seqs,
-                                              "max_num_batched_tokens": tokens}))
+            out.append(
+                _lookup(space, table, {"max_num_seqs": seqs, "max_num_batched_tokens": tokens})
+            )
     return out
 
 
@@ -192,8 +236,12 @@ def _lookup(space: SearchSpace, table: dict[str, Row], changes: dict[str, Any]) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--first-seed", type=int, default=0,
-                    help="seeds first-seed .. first-seed+seeds-1 (another range: a held-out check)")
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds first-seed .. first-seed+seeds-1 (another range: a held-out check)",
+    )
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--scenario", action="append", help="only these scenario names")
@@ -212,18 +260,27 @@ def main() -> None:
         feasible = [v for v, ok, _ in table.values() if ok]
         oracle = max(feasible) if feasible else 0.0
         default = _lookup(space, table, {})
-        row: dict[str, Any] = {"scenario": sc.name, "configs": timing["configs"],
-                               "grid_wall_s": timing["wall_s"],
-                               "trial_s": timing["trial_s_mean"], "oracle": oracle,
-                               "default": default,
-                               "best_over_default": oracle / default if default else None}
+        row: dict[str, Any] = {
+            "scenario": sc.name,
+            "configs": timing["configs"],
+            "grid_wall_s": timing["wall_s"],
+            "trial_s": timing["trial_s_mean"],
+            "oracle": oracle,
+            "default": default,
+            "best_over_default": oracle / default if default else None,
+        }
         for method in args.methods.split(","):
             t0 = time.perf_counter()
             seeds = range(args.first_seed, args.first_seed + args.seeds)
-            reach = [trials_to_reach(run_sampler(space, table,
-                                                 make_sampler(method, seed, space),
-                                                 args.budget, oracle), oracle)
-                     for seed in seeds]
+            reach = [
+                trials_to_reach(
+                    run_sampler(
+                        space, table, make_sampler(method, seed, space), args.budget, oracle
+                    ),
+                    oracle,
+                )
+                for seed in seeds
+            ]
             row[method] = _median(reach, args.budget)
             row[f"{method}_reached"] = sum(r is not None for r in reach)
             row[f"{method}_s"] = time.perf_counter() - t0
@@ -248,19 +305,34 @@ def _fmt(x: Any) -> str:
 
 def _print_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     methods = args.methods.split(",")
-    head = ["scenario", "configs", "grid s", "oracle req/s", "default req/s", "oracle/default",
-            *[f"{m} (n/{args.seeds})" for m in methods], "auto_tune grid"]
-    print(f"\nmedian trials (trial 0 = default included) to reach within {WITHIN:.0%} of the "
-          f"oracle (budget {args.budget}, seeds {args.first_seed}..."
-          f"{args.first_seed + args.seeds - 1}; n = seeds that got there; "
-          "'-' = never)\n")
+    head = [
+        "scenario",
+        "configs",
+        "grid s",
+        "oracle req/s",
+        "default req/s",
+        "oracle/default",
+        *[f"{m} (n/{args.seeds})" for m in methods],
+        "auto_tune grid",
+    ]
+    print(
+        f"\nmedian trials (trial 0 = default included) to reach within {WITHIN:.0%} of the "
+        f"oracle (budget {args.budget}, seeds {args.first_seed}..."
+        f"{args.first_seed + args.seeds - 1}; n = seeds that got there; "
+        "'-' = never)\n"
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
-        ratio = ("inf (default infeasible)" if not r["default"]
-                 else _fmt(r["best_over_default"]))
-        cells = [r["scenario"], str(r["configs"]), f"{r['grid_wall_s']:.0f}",
-                 _fmt(r["oracle"]), _fmt(r["default"]), ratio]
+        ratio = "inf (default infeasible)" if not r["default"] else _fmt(r["best_over_default"])
+        cells = [
+            r["scenario"],
+            str(r["configs"]),
+            f"{r['grid_wall_s']:.0f}",
+            _fmt(r["oracle"]),
+            _fmt(r["default"]),
+            ratio,
+        ]
         cells += [f"{_fmt(r[m])} ({r[f'{m}_reached']})" for m in methods]
         cells.append(_fmt(r["auto_tune"]))
         print(" | ".join(cells))

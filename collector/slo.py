@@ -24,12 +24,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from collector.errors import SLOSpecError
-from collector.records import RequestRecord
+from slotune.collector.errors import SLOSpecError
+from slotune.collector.records import RequestRecord
 
-SHORTHAND_FORMS = (
-    "ttft:p99<=500ms, itl:p95<=50ms, tpot:p90<=40ms, e2e:p99<=20s or error_rate<=1%"
-)
+SHORTHAND_FORMS = "ttft:p99<=500ms, itl:p95<=50ms, tpot:p90<=40ms, e2e:p99<=20s or error_rate<=1%"
 _LATENCY_RE = re.compile(
     r"^\s*(?P<sli>ttft|itl|tpot|e2e)\s*:\s*p(?P<pct>\d+(?:\.\d+)?)\s*(?:<=|<|≤)\s*"
     r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|m)\s*$",
@@ -39,8 +37,16 @@ _ERROR_RE = re.compile(
     r"^\s*error_rate\s*(?:<=|<|≤)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%?)\s*$", re.IGNORECASE
 )
 _DURATION_RE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|m|h|d|w)\s*$")
-_UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
-           "w": 604800.0}
+_UNIT_S = {
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
 
@@ -74,8 +80,11 @@ class Selector:
     target: str | None = None
 
     def as_dict(self) -> dict[str, str]:
-        return {k: v for k, v in (("model", self.model), ("pool", self.pool),
-                                   ("target", self.target)) if v is not None}
+        return {
+            k: v
+            for k, v in (("model", self.model), ("pool", self.pool), ("target", self.target))
+            if v is not None
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +131,9 @@ class SLO:
             gaps = record.itl_gaps_s()
             if not gaps:
                 return None
-            return weighted_percentile([g for g, _ in gaps], [n for _, n in gaps],
-                                       self.percentile or 99.0)
+            return weighted_percentile(
+                [g for g, _ in gaps], [n for _, n in gaps], self.percentile or 99.0
+            )
         return None
 
     def is_good(self, record: RequestRecord) -> bool:
@@ -164,8 +174,13 @@ def default_name(sli: SLI, percentile: float | None) -> str:
     return sli.value if percentile is None else f"{sli.value}-p{_fmt_num(percentile)}"
 
 
-def parse_slo(spec: str, *, name: str | None = None, window_s: float = 30 * 86400.0,
-              selector: Selector | None = None) -> SLO:
+def parse_slo(
+    spec: str,
+    *,
+    name: str | None = None,
+    window_s: float = 30 * 86400.0,
+    selector: Selector | None = None,
+) -> SLO:
     """Parse the command-line shorthand, e.g. ``ttft:p99<=500ms`` or ``error_rate<=1%``.
 
     Raises:
@@ -182,18 +197,30 @@ def parse_slo(spec: str, *, name: str | None = None, window_s: float = 30 * 8640
         threshold = float(m["value"]) * _UNIT_S[m["unit"].lower()]  # the pattern ignores case
         if threshold <= 0:
             raise SLOSpecError(f"SLO {spec!r}: the threshold must be greater than zero")
-        return SLO(name=name or default_name(sli, pct), sli=sli, threshold=threshold,
-                   percentile=pct, objective=pct / 100.0, window_s=window_s,
-                   selector=selector or Selector())
+        return SLO(
+            name=name or default_name(sli, pct),
+            sli=sli,
+            threshold=threshold,
+            percentile=pct,
+            objective=pct / 100.0,
+            window_s=window_s,
+            selector=selector or Selector(),
+        )
     m = _ERROR_RE.match(spec)
     if m:
         value = float(m["value"])
         frac = value / 100.0 if m["unit"] == "%" else value
         if not 0 <= frac < 1:
             raise SLOSpecError(f"SLO {spec!r}: the error rate must be below 100 %")
-        return SLO(name=name or "error-rate", sli=SLI.ERROR_RATE, threshold=frac,
-                   percentile=None, objective=1.0 - frac, window_s=window_s,
-                   selector=selector or Selector())
+        return SLO(
+            name=name or "error-rate",
+            sli=SLI.ERROR_RATE,
+            threshold=frac,
+            percentile=None,
+            objective=1.0 - frac,
+            window_s=window_s,
+            selector=selector or Selector(),
+        )
     raise SLOSpecError(f"SLO {spec!r} is not understood; accepted forms: {SHORTHAND_FORMS}")
 
 
@@ -222,8 +249,17 @@ _FILE_FORM = """accepted form:
       objective: 99.5%           # optional, default from the percentile
       selector: {model: llama-3.1-8b, pool: chat}   # optional"""
 
-_ALLOWED_KEYS = {"name", "spec", "sli", "percentile", "threshold", "objective", "window",
-                 "selector", "description"}
+_ALLOWED_KEYS = {
+    "name",
+    "spec",
+    "sli",
+    "percentile",
+    "threshold",
+    "objective",
+    "window",
+    "selector",
+    "description",
+}
 _SELECTOR_KEYS = {"model", "pool", "target"}
 
 
@@ -286,8 +322,10 @@ def parse_slo_yaml(text: str, *, source: str = "<string>") -> list[SLO]:
     names: dict[str, int] = {}
     for i, s in enumerate(slos):
         if s.name in names:
-            raise fail((*base, i, "name"), f"field 'name': {s.name!r} is used twice; "
-                                            "give each SLO a unique name")
+            raise fail(
+                (*base, i, "name"),
+                f"field 'name': {s.name!r} is used twice; give each SLO a unique name",
+            )
         names[s.name] = i
     return slos
 
@@ -302,8 +340,10 @@ def _parse_item(item: Any, path: tuple[Any, ...], fail: Any) -> SLO:
         raise fail((*path, key), f"unknown field {key!r}; allowed: {allowed}")
     name = item.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise fail((*path, "name"), "field 'name' is required: lowercase letters, digits and "
-                                    "'-_.' (e.g. chat-ttft)")
+        raise fail(
+            (*path, "name"),
+            "field 'name' is required: lowercase letters, digits and '-_.' (e.g. chat-ttft)",
+        )
     try:
         window_s = parse_duration_s(item.get("window", "30d"), field_name="field 'window'")
     except SLOSpecError as e:
@@ -327,24 +367,29 @@ def _parse_item(item: Any, path: tuple[Any, ...], fail: Any) -> SLO:
 
 
 def _fields(slo: SLO) -> dict[str, Any]:
-    return {f: getattr(slo, f) for f in SLO.__slots__}  # type: ignore[attr-defined]
+    return {f: getattr(slo, f) for f in SLO.__slots__}
 
 
 def _spec_from_fields(item: Mapping[str, Any], path: tuple[Any, ...], fail: Any) -> str:
     sli = item.get("sli")
     if sli not in {s.value for s in SLI}:
-        raise fail((*path, "sli"), "give either 'spec' (e.g. ttft:p99<=500ms) or 'sli' "
-                                   "(ttft, itl, tpot, e2e, error_rate) with 'threshold'")
+        raise fail(
+            (*path, "sli"),
+            "give either 'spec' (e.g. ttft:p99<=500ms) or 'sli' "
+            "(ttft, itl, tpot, e2e, error_rate) with 'threshold'",
+        )
     threshold = item.get("threshold")
     if threshold is None:
-        raise fail((*path, "threshold"), "field 'threshold' is required (e.g. 500ms, or 1% "
-                                         "for error_rate)")
+        raise fail(
+            (*path, "threshold"), "field 'threshold' is required (e.g. 500ms, or 1% for error_rate)"
+        )
     if sli == SLI.ERROR_RATE.value:
         return f"error_rate<={threshold}"
     pct = item.get("percentile")
     if pct is None:
-        raise fail((*path, "percentile"), "field 'percentile' is required for latency SLIs "
-                                          "(e.g. 99)")
+        raise fail(
+            (*path, "percentile"), "field 'percentile' is required for latency SLIs (e.g. 99)"
+        )
     thr = str(threshold)
     if re.fullmatch(r"\d+(\.\d+)?", thr):
         raise fail((*path, "threshold"), f"field 'threshold': {thr!r} needs a unit, e.g. {thr}ms")
@@ -378,8 +423,10 @@ def _parse_selector(value: Any, path: tuple[Any, ...], fail: Any) -> Selector:
 
 # --- maths ------------------------------------------------------------------------------
 
-def weighted_percentile(values: list[float] | np.ndarray, weights: list[int] | np.ndarray,
-                        q: float) -> float:
+
+def weighted_percentile(
+    values: list[float] | np.ndarray, weights: list[int] | np.ndarray, q: float
+) -> float:
     """Percentile ``q`` (0-100) of values repeated by integer weights (linear interpolation)."""
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=np.int64)
@@ -419,7 +466,8 @@ class Attainment:
             "attainment": self.attainment,
             "objective": self.slo.objective,
             "met": self.is_met,
-            "value": (self.value * 1000 if unit_ms else self.value) if self.value is not None
+            "value": (self.value * 1000 if unit_ms else self.value)
+            if self.value is not None
             else None,
             "unit": "ms" if unit_ms else "ratio",
         }

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from collector.records import RequestRecord
-from collector.slo import SLO, Attainment, evaluate
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLO, Attainment, evaluate
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 
@@ -35,8 +35,11 @@ class Distribution:
     percentiles: dict[float, float | None]
 
     @classmethod
-    def of(cls, values_s: Sequence[float] | np.ndarray,
-           weights: Sequence[int] | np.ndarray | None = None) -> Distribution:
+    def of(
+        cls,
+        values_s: Sequence[float] | np.ndarray,
+        weights: Sequence[int] | np.ndarray | None = None,
+    ) -> Distribution:
         v = np.asarray(values_s, dtype=float) * 1000.0
         if v.size == 0:
             return cls(0, None, None, dict.fromkeys(PERCENTILES))
@@ -45,8 +48,12 @@ class Distribution:
             if not np.all(w == 1):
                 v = np.repeat(v, w)
         pct = np.percentile(v, PERCENTILES)
-        return cls(int(v.size), float(v.mean()), float(v.std()),
-                   {p: float(x) for p, x in zip(PERCENTILES, pct, strict=True)})
+        return cls(
+            int(v.size),
+            float(v.mean()),
+            float(v.std()),
+            {p: float(x) for p, x in zip(PERCENTILES, pct, strict=True)},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mean": self.mean}
@@ -107,8 +114,13 @@ class Summary:
         return out
 
 
-def summarize(records: Sequence[RequestRecord], slos: Sequence[SLO] = (), *,
-              duration_s: float | None = None, extra: dict[str, Any] | None = None) -> Summary:
+def summarize(
+    records: Sequence[RequestRecord],
+    slos: Sequence[SLO] = (),
+    *,
+    duration_s: float | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Summary:
     """Compute the summary of a set of request records.
 
     Args:

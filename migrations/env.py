@@ -7,7 +7,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine
 
-from collector.store._models import Base
+from slotune.collector.store._models import Base
 
 config = context.config
 target_metadata = Base.metadata

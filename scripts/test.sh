@@ -21,6 +21,14 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# Lint, format and types first: cheap, and a failure here fails the run like a test.
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+# mypy sees the installed names (slotune.collector, …) through links that mirror them.
+mkdir -p .typecheck/slotune
+for layer in collector tuner ui migrations; do ln -sfn "../../$layer" ".typecheck/slotune/$layer"; done
+MYPYPATH=.typecheck .venv/bin/mypy -p slotune.collector -p slotune.tuner -p slotune.ui
+
 set +e
 .venv/bin/python -m pytest -q "$@"
 rc=$?

@@ -31,7 +31,7 @@ def free_port() -> int:
 
 def missing_tool(what: str, debian_package: str) -> None:
     """Skip the test for a missing external tool (fail instead in CI)."""
-    reason = (f"needs {what} (Debian package {debian_package!r}; scripts/test.sh installs it)")
+    reason = f"needs {what} (Debian package {debian_package!r}; scripts/test.sh installs it)"
     if in_ci():
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
@@ -64,11 +64,26 @@ def running_emulator(timings: Path, *, time_scale: float) -> Iterator[str]:
     It is started as a process, not imported, so tests under collector/ keep the layer rule.
     """
     port = free_port()
-    proc = subprocess.Popen([SLOTUNE, "emulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
-                             "--port", str(port), "--time-scale", str(time_scale),
-                             "--timings-file", str(timings)],
-                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            SLOTUNE,
+            "emulate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--port",
+            str(port),
+            "--time-scale",
+            str(time_scale),
+            "--timings-file",
+            str(timings),
+        ],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     for line in proc.stdout:
         if "Starting slotune emulated" in line:

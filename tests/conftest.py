@@ -47,15 +47,37 @@ class PostgresServer:
     def init(self) -> None:
         if os.geteuid() == 0:
             shutil.chown(self.root, user="postgres")
-        self._run("initdb", "-D", str(self.data), "-U", self.user, "--auth=trust",
-                  "-E", "UTF8", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
 
     def start(self) -> None:
         # Durability settings off: a test cluster trades crash safety for speed.
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options,
-                  "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
@@ -66,8 +88,9 @@ class PostgresServer:
     def create_database(self, name: str | None = None) -> str:
         """Create an empty database and return its URL."""
         name = name or f"test_{next(self._names)}"
-        with psycopg.connect(host="127.0.0.1", port=self.port, user=self.user,
-                             dbname="postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user=self.user, dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 

@@ -43,7 +43,8 @@ def test_no_secret_is_written_in_the_file() -> None:
     # user and password are substituted from the environment (.env), never literal
     assert re.match(r"postgresql\+psycopg://\$\{[^}]+\}:\$\{POSTGRES_PASSWORD:\?[^}]+\}@", url)
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith(
-        "${POSTGRES_PASSWORD")
+        "${POSTGRES_PASSWORD"
+    )
 
 
 def test_dockerfile_installs_the_package_with_the_cli_entrypoint() -> None:

@@ -13,44 +13,44 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuner.backends import Backend, EngineSession, TrialFailed, make_backend
-    from tuner.export import export_config
-    from tuner.objectives import Measurement, ObjectiveKind
-    from tuner.report import study_report
-    from tuner.space import Param, ParamKind, SearchSpace, default_space, engine_defaults
-    from tuner.study import Progress as StudyProgress
-    from tuner.study import StudySpec
-    from tuner.tune import RunOptions, spec_from_options
-    from tuner.tune import export as export_study
-    from tuner.tune import list_all as list_studies_report
-    from tuner.tune import resume as resume_study
-    from tuner.tune import show as show_study
-    from tuner.tune import tune as tune_study
+    from slotune.tuner.backends import Backend, EngineSession, TrialFailed, make_backend
+    from slotune.tuner.export import export_config
+    from slotune.tuner.objectives import Measurement, ObjectiveKind
+    from slotune.tuner.report import study_report
+    from slotune.tuner.space import Param, ParamKind, SearchSpace, default_space, engine_defaults
+    from slotune.tuner.study import Progress as StudyProgress
+    from slotune.tuner.study import StudySpec
+    from slotune.tuner.tune import RunOptions, spec_from_options
+    from slotune.tuner.tune import export as export_study
+    from slotune.tuner.tune import list_all as list_studies_report
+    from slotune.tuner.tune import resume as resume_study
+    from slotune.tuner.tune import show as show_study
+    from slotune.tuner.tune import tune as tune_study
 
 # public name -> (module, attribute)
 _LAZY = {
-    "Backend": ("tuner.backends", "Backend"),
-    "EngineSession": ("tuner.backends", "EngineSession"),
-    "TrialFailed": ("tuner.backends", "TrialFailed"),
-    "make_backend": ("tuner.backends", "make_backend"),
-    "export_config": ("tuner.export", "export_config"),
-    "Measurement": ("tuner.objectives", "Measurement"),
-    "ObjectiveKind": ("tuner.objectives", "ObjectiveKind"),
-    "study_report": ("tuner.report", "study_report"),
-    "Param": ("tuner.space", "Param"),
-    "ParamKind": ("tuner.space", "ParamKind"),
-    "SearchSpace": ("tuner.space", "SearchSpace"),
-    "default_space": ("tuner.space", "default_space"),
-    "engine_defaults": ("tuner.space", "engine_defaults"),
-    "StudyProgress": ("tuner.study", "Progress"),
-    "StudySpec": ("tuner.study", "StudySpec"),
-    "RunOptions": ("tuner.tune", "RunOptions"),
-    "spec_from_options": ("tuner.tune", "spec_from_options"),
-    "tune_study": ("tuner.tune", "tune"),
-    "export_study": ("tuner.tune", "export"),
-    "list_studies_report": ("tuner.tune", "list_all"),
-    "resume_study": ("tuner.tune", "resume"),
-    "show_study": ("tuner.tune", "show"),
+    "Backend": ("slotune.tuner.backends", "Backend"),
+    "EngineSession": ("slotune.tuner.backends", "EngineSession"),
+    "TrialFailed": ("slotune.tuner.backends", "TrialFailed"),
+    "make_backend": ("slotune.tuner.backends", "make_backend"),
+    "export_config": ("slotune.tuner.export", "export_config"),
+    "Measurement": ("slotune.tuner.objectives", "Measurement"),
+    "ObjectiveKind": ("slotune.tuner.objectives", "ObjectiveKind"),
+    "study_report": ("slotune.tuner.report", "study_report"),
+    "Param": ("slotune.tuner.space", "Param"),
+    "ParamKind": ("slotune.tuner.space", "ParamKind"),
+    "SearchSpace": ("slotune.tuner.space", "SearchSpace"),
+    "default_space": ("slotune.tuner.space", "default_space"),
+    "engine_defaults": ("slotune.tuner.space", "engine_defaults"),
+    "StudyProgress": ("slotune.tuner.study", "Progress"),
+    "StudySpec": ("slotune.tuner.study", "StudySpec"),
+    "RunOptions": ("slotune.tuner.tune", "RunOptions"),
+    "spec_from_options": ("slotune.tuner.tune", "spec_from_options"),
+    "tune_study": ("slotune.tuner.tune", "tune"),
+    "export_study": ("slotune.tuner.tune", "export"),
+    "list_studies_report": ("slotune.tuner.tune", "list_all"),
+    "resume_study": ("slotune.tuner.tune", "resume"),
+    "show_study": ("slotune.tuner.tune", "show"),
 }
 
 __all__ = [
@@ -83,7 +83,7 @@ def __getattr__(name: str) -> Any:
     try:
         module, attr = _LAZY[name]
     except KeyError:
-        raise AttributeError(f"module 'tuner' has no attribute {name!r}") from None
+        raise AttributeError(f"module 'slotune.tuner' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), attr)
     globals()[name] = value
     return value

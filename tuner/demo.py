@@ -28,16 +28,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from collector.bench.arrivals import ArrivalSpec
-from collector.bench.config import BenchConfig
-from collector.bench.runner import run_benchmark
-from collector.slo import parse_slos
-from collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
-from collector.summary import summarize
-from tuner.backends.base import TrialFailed
-from tuner.backends.launch import EngineProcess, free_port, scale_record
-from tuner.study import ProgressFn, StudySpec
-from tuner.tune import RunOptions, tune
+from slotune.collector.bench.arrivals import ArrivalSpec
+from slotune.collector.bench.config import BenchConfig
+from slotune.collector.bench.runner import run_benchmark
+from slotune.collector.slo import parse_slos
+from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
+from slotune.collector.summary import summarize
+from slotune.tuner.backends.base import TrialFailed
+from slotune.tuner.backends.launch import EngineProcess, free_port, scale_record
+from slotune.tuner.study import ProgressFn, StudySpec
+from slotune.tuner.tune import RunOptions, tune
 
 MODEL = "llama-3.1-8b"
 GPU = "h100-sxm"
@@ -45,10 +45,14 @@ WORKLOAD = "azure-conv"
 SLOS = ("ttft:p99<=500ms", "itl:p99<=50ms")
 # The two parameters that decide ITL under load on this workload (a large token budget lets
 # long prefills stall every running decode); a handful of trials can cover them.
-DEMO_SPACE = {"max_num_batched_tokens": [512, 1024, 2048, 4096, 8192],
-              "max_num_seqs": [64, 256, 1024],
-              "enable_chunked_prefill": None, "enable_prefix_caching": None,
-              "gpu_memory_utilization": None, "long_prefill_token_threshold": None}
+DEMO_SPACE = {
+    "max_num_batched_tokens": [512, 1024, 2048, 4096, 8192],
+    "max_num_seqs": [64, 256, 1024],
+    "enable_chunked_prefill": None,
+    "enable_prefix_caching": None,
+    "gpu_memory_utilization": None,
+    "long_prefill_token_threshold": None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,7 @@ class DemoOptions:
 def slotune_argv() -> list[str]:
     """How to start this slotune's own command line in a subprocess."""
     exe = Path(sys.executable).parent / "slotune"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ui.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "slotune.ui.cli"]
 
 
 @contextmanager
@@ -93,8 +97,9 @@ def _interrupt_on_signals() -> Iterator[None]:
 
 
 @contextmanager
-def _process(argv: list[str], log: Path, env: dict[str, str], port: int = 0
-             ) -> Iterator[EngineProcess]:
+def _process(
+    argv: list[str], log: Path, env: dict[str, str], port: int = 0
+) -> Iterator[EngineProcess]:
     proc = EngineProcess(argv, log, env, port)
     try:
         yield proc
@@ -102,9 +107,14 @@ def _process(argv: list[str], log: Path, env: dict[str, str], port: int = 0
         proc.stop()
 
 
-def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
-             say: Callable[[str], None] = print, progress: ProgressFn | None = None,
-             workdir: Path | None = None) -> dict[str, Any]:
+def run_demo(
+    db_url: str | None,
+    options: DemoOptions = DemoOptions(),
+    *,
+    say: Callable[[str], None] = print,
+    progress: ProgressFn | None = None,
+    workdir: Path | None = None,
+) -> dict[str, Any]:
     """Run the demo; returns what it found and where it is stored.
 
     Args:
@@ -124,56 +134,120 @@ def run_demo(db_url: str | None, options: DemoOptions = DemoOptions(), *,
     k = options.time_scale
     with _interrupt_on_signals(), ExitStack() as stack:
         port = free_port()
-        say(f"starting an emulated vLLM engine ({MODEL} on {GPU}, {k:g}x real time) "
-            f"on 127.0.0.1:{port}")
-        engine = stack.enter_context(_process(
-            [*cli, "emulate", "--model", MODEL, "--gpu", GPU, "--port", str(port),
-             "--time-scale", str(k)], logs / "engine.log", env, port))
+        say(
+            f"starting an emulated vLLM engine ({MODEL} on {GPU}, {k:g}x real time) "
+            f"on 127.0.0.1:{port}"
+        )
+        engine = stack.enter_context(
+            _process(
+                [
+                    *cli,
+                    "emulate",
+                    "--model",
+                    MODEL,
+                    "--gpu",
+                    GPU,
+                    "--port",
+                    str(port),
+                    "--time-scale",
+                    str(k),
+                ],
+                logs / "engine.log",
+                env,
+                port,
+            )
+        )
         engine.wait_healthy(120)
         say("starting an agent: scraping the engine's /metrics into the store every second")
-        agent = stack.enter_context(_process(
-            [*cli, "--db", url, "agent", "--target", f"vllm={engine.url}", "--interval", "1s"],
-            logs / "agent.log", env))
-        say(f"benchmark: {options.num_requests} requests of {WORKLOAD} at "
-            f"{options.rate:g} req/s against the default configuration")
+        agent = stack.enter_context(
+            _process(
+                [*cli, "--db", url, "agent", "--target", f"vllm={engine.url}", "--interval", "1s"],
+                logs / "agent.log",
+                env,
+            )
+        )
+        say(
+            f"benchmark: {options.num_requests} requests of {WORKLOAD} at "
+            f"{options.rate:g} req/s against the default configuration"
+        )
         bench = _benchmark(engine.url, url, options)
-        say(f"  ttft p99 {bench['ttft_p99_ms']:.0f} ms, itl p99 {bench['itl_p99_ms']:.1f} ms, "
-            f"goodput {bench['goodput']:.2f} req/s (stored as run {bench['run_id']})")
+        say(
+            f"  ttft p99 {bench['ttft_p99_ms']:.0f} ms, itl p99 {bench['itl_p99_ms']:.1f} ms, "
+            f"goodput {bench['goodput']:.2f} req/s (stored as run {bench['run_id']})"
+        )
         if not agent.is_alive():
             raise TrialFailed(f"the agent stopped: {agent.reason()} (log: {agent.log_path})")
         name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
-        template = (f"{shlex.join(cli)} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
-                    f"--time-scale {k:g} {{engine_args}}")
-        spec = StudySpec(name=name, backend="launch", engine="vllm", model=MODEL, gpu=GPU,
-                         workload=WORKLOAD, trace_file=None, slos=SLOS,
-                         objective="goodput", rate=options.rate,
-                         trials=options.trials, num_requests=options.num_requests,
-                         command=template, time_scale=k, seed=0,
-                         space=DEMO_SPACE)
+        template = (
+            f"{shlex.join(cli)} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
+            f"--time-scale {k:g} {{engine_args}}"
+        )
+        spec = StudySpec(
+            name=name,
+            backend="launch",
+            engine="vllm",
+            model=MODEL,
+            gpu=GPU,
+            workload=WORKLOAD,
+            trace_file=None,
+            slos=SLOS,
+            objective="goodput",
+            rate=options.rate,
+            trials=options.trials,
+            num_requests=options.num_requests,
+            command=template,
+            time_scale=k,
+            seed=0,
+            space=DEMO_SPACE,
+        )
         report = tune(spec, db_url, RunOptions(recheck_k=1, recheck_seeds=1), progress, say)
-    return {"study": name, "db": url, "report": report, "bench": bench,
-            "logs": str(logs), "rate": options.rate,
-            "duration_s": time.monotonic() - started}
+    return {
+        "study": name,
+        "db": url,
+        "report": report,
+        "bench": bench,
+        "logs": str(logs),
+        "rate": options.rate,
+        "duration_s": time.monotonic() - started,
+    }
 
 
 def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:
     k = options.time_scale
-    config = BenchConfig(url=engine_url, arrival=ArrivalSpec.from_rate(options.rate * k),
-                         workload=WORKLOAD, num_requests=options.num_requests, cooldown=False,
-                         name="demo-default")
+    config = BenchConfig(
+        url=engine_url,
+        arrival=ArrivalSpec.from_rate(options.rate * k),
+        workload=WORKLOAD,
+        num_requests=options.num_requests,
+        cooldown=False,
+        name="demo-default",
+    )
     result = run_benchmark(config)
     # Back to real-GPU time, as the tuner's launch backend does.
     records = [scale_record(r, k) for r in result.records]
     summary = summarize(records, parse_slos(SLOS)).to_dict()
     store = open_store(db)
     try:
-        run_id = save_bench_run(store, BenchRunMeta(
-            name="demo-default", url=engine_url, model=result.model, workload=WORKLOAD,
-            started_at=result.started_at, ended_at=result.ended_at,
-            config={**config.to_dict(), "time_scale": k}), records, summary)
+        run_id = save_bench_run(
+            store,
+            BenchRunMeta(
+                name="demo-default",
+                url=engine_url,
+                model=result.model,
+                workload=WORKLOAD,
+                started_at=result.started_at,
+                ended_at=result.ended_at,
+                config={**config.to_dict(), "time_scale": k},
+            ),
+            records,
+            summary,
+        )
     finally:
         store.dispose()
-    return {"run_id": run_id, "ttft_p99_ms": summary["ttft_ms"]["p99"],
-            "itl_p99_ms": summary["itl_ms"]["p99"], "goodput": summary["goodput"],
-            "slos_met": summary["slos_met"]}
-
+    return {
+        "run_id": run_id,
+        "ttft_p99_ms": summary["ttft_ms"]["p99"],
+        "itl_p99_ms": summary["itl_ms"]["p99"],
+        "goodput": summary["goodput"],
+        "slos_met": summary["slos_met"],
+    }

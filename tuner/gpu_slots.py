@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector.errors import ConfigError
+from slotune.collector.errors import ConfigError
 
 LOCK_DIR_ENV = "SLOTUNE_GPU_LOCK_DIR"
 
@@ -69,8 +69,10 @@ def acquire_slot(gpus_per_worker: int = 1) -> Iterator[GpuSlot]:
     if not ids:
         yield GpuSlot(())
         return
-    groups = [tuple(ids[i:i + gpus_per_worker])
-              for i in range(0, len(ids) - gpus_per_worker + 1, gpus_per_worker)]
+    groups = [
+        tuple(ids[i : i + gpus_per_worker])
+        for i in range(0, len(ids) - gpus_per_worker + 1, gpus_per_worker)
+    ]
     for group in groups:
         path = lock_dir() / f"gpu-{'-'.join(group)}.lock"
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
@@ -86,5 +88,7 @@ def acquire_slot(gpus_per_worker: int = 1) -> Iterator[GpuSlot]:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
         return
-    raise ConfigError(f"all {len(groups)} GPU group(s) of this node ({','.join(ids)}) are held "
-                      "by other tuner workers; run fewer --workers (one per GPU) or wait")
+    raise ConfigError(
+        f"all {len(groups)} GPU group(s) of this node ({','.join(ids)}) are held "
+        "by other tuner workers; run fewer --workers (one per GPU) or wait"
+    )

@@ -27,8 +27,8 @@ from typing import Any
 
 from optuna.study import StudyDirection
 
-from collector.slo import SLI, SLO, Attainment
-from collector.summary import Summary
+from slotune.collector.slo import SLI, SLO, Attainment
+from slotune.collector.summary import Summary
 
 LAUNCH_CONSTRAINT = "launch"
 # The max-rate search stops when two rates bracket the limit this closely.
@@ -104,9 +104,13 @@ class Measurement:
 
     def to_attrs(self) -> dict[str, Any]:
         """JSON-able form kept in the trial's user attributes."""
-        return {"rate": self.rate, "summary": self.summary,
-                "curve": [list(p) for p in self.curve], "failure": self.failure,
-                "engine": self.engine}
+        return {
+            "rate": self.rate,
+            "summary": self.summary,
+            "curve": [list(p) for p in self.curve],
+            "failure": self.failure,
+            "engine": self.engine,
+        }
 
 
 def slo_constraints(summary: Summary, slos: Sequence[SLO]) -> dict[str, float]:
@@ -145,8 +149,14 @@ def failed(kind: ObjectiveKind, slos: Sequence[SLO], reason: str) -> Measurement
 MeasureFn = Callable[[float | None], Summary]
 
 
-def evaluate_objective(kind: ObjectiveKind, measure: MeasureFn, slos: Sequence[SLO], *,
-                       rate: float | None, start_rate: float) -> Measurement:
+def evaluate_objective(
+    kind: ObjectiveKind,
+    measure: MeasureFn,
+    slos: Sequence[SLO],
+    *,
+    rate: float | None,
+    start_rate: float,
+) -> Measurement:
     """Measure one opened configuration for ``kind``.
 
     Args:
@@ -172,12 +182,13 @@ def evaluate_objective(kind: ObjectiveKind, measure: MeasureFn, slos: Sequence[S
     else:
         p99 = summary.ttft_ms.percentiles.get(99.0)
         values = (summary.output_token_throughput, p99 if p99 is not None else math.inf)
-    return Measurement(values, slo_constraints(summary, slos), rate, summary.to_dict(),
-                       _curve([point]))
+    return Measurement(
+        values, slo_constraints(summary, slos), rate, summary.to_dict(), _curve([point])
+    )
 
 
 def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Measurement:
-    from collector.bench import find_max_rate
+    from slotune.collector.bench import find_max_rate
 
     points: list[RatePoint] = []
     floor = start_rate * CAPACITY_FLOOR_FRACTION
@@ -190,22 +201,36 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
         return s
 
     try:
-        result = find_max_rate(recorded, list(slos), start_rate=start_rate,
-                               rel_tolerance=CAPACITY_REL_TOLERANCE,
-                               max_steps=CAPACITY_MAX_STEPS)
+        result = find_max_rate(
+            recorded,
+            list(slos),
+            start_rate=start_rate,
+            rel_tolerance=CAPACITY_REL_TOLERANCE,
+            max_steps=CAPACITY_MAX_STEPS,
+        )
         max_rate = float(result.max_rate or 0.0)
     except _BelowFloor:
         max_rate = 0.0
     held = [p for p in points if p.summary.all_slos_met and p.rate is not None]
     if max_rate > 0 and held:
         at = min(held, key=lambda p: abs((p.rate or 0.0) - max_rate))
-        return Measurement((max_rate,), slo_constraints(at.summary, slos), max_rate,
-                           at.summary.to_dict(), _curve(points))
+        return Measurement(
+            (max_rate,),
+            slo_constraints(at.summary, slos),
+            max_rate,
+            at.summary.to_dict(),
+            _curve(points),
+        )
     # No rate held: report the violation at the gentlest rate tried, so the sampler
     # still sees how far from feasible the configuration is.
     lowest = min(points, key=lambda p: p.rate or 0.0)
-    return Measurement((0.0,), slo_constraints(lowest.summary, slos), lowest.rate,
-                       lowest.summary.to_dict(), _curve(points))
+    return Measurement(
+        (0.0,),
+        slo_constraints(lowest.summary, slos),
+        lowest.rate,
+        lowest.summary.to_dict(),
+        _curve(points),
+    )
 
 
 class _BelowFloor(Exception):
@@ -213,5 +238,7 @@ class _BelowFloor(Exception):
 
 
 def _curve(points: Sequence[RatePoint]) -> tuple[tuple[float | None, float, bool], ...]:
-    return tuple((p.rate, p.summary.goodput, p.summary.all_slos_met)
-                 for p in sorted(points, key=lambda p: p.rate or 0.0))
+    return tuple(
+        (p.rate, p.summary.goodput, p.summary.all_slos_met)
+        for p in sorted(points, key=lambda p: p.rate or 0.0)
+    )

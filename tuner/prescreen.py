@@ -20,8 +20,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.report import PRESCREEN_ATTR
-from tuner.study import (
+from slotune.tuner.report import PRESCREEN_ATTR
+from slotune.tuner.study import (
     CONFIG_ATTR,
     SOURCE_ATTR,
     ProgressFn,
@@ -43,21 +43,39 @@ def prescreen_spec(spec: StudySpec, trials: int | None = None) -> StudySpec:
     """The simulated twin of ``spec`` (``trials`` default: the rule in the module docstring)."""
     if trials is None:
         trials = max(MIN_SIM_TRIALS, SIM_TRIALS_PER_REAL * spec.trials)
-    return dataclasses.replace(spec, name=f"{spec.name}-prescreen", backend="sim",
-                               command=None, endpoint=None, time_scale=1.0, trials=trials)
+    return dataclasses.replace(
+        spec,
+        name=f"{spec.name}-prescreen",
+        backend="sim",
+        command=None,
+        endpoint=None,
+        time_scale=1.0,
+        trials=trials,
+    )
 
 
-def run_prescreen(spec: StudySpec, url: str, k: int, *, trials: int | None = None,
-                  workers: int = 1, progress: ProgressFn | None = None
-                  ) -> list[dict[str, Any]]:
+def run_prescreen(
+    spec: StudySpec,
+    url: str,
+    k: int,
+    *,
+    trials: int | None = None,
+    workers: int = 1,
+    progress: ProgressFn | None = None,
+) -> list[dict[str, Any]]:
     """Run the simulated study of ``spec`` and return its best ``k`` distinct configs."""
     sim_spec = prescreen_spec(spec, trials)
     create(sim_spec, url)
     run_workers(sim_spec, url, workers, progress)
     sim = load(sim_spec, url)
-    done = sorted((t for t in sim.get_trials(deepcopy=False)
-                   if t.state is TrialState.COMPLETE and is_feasible(t) and t.values),
-                  key=lambda t: (-t.values[0], t.number))
+    done = sorted(
+        (
+            t
+            for t in sim.get_trials(deepcopy=False)
+            if t.state is TrialState.COMPLETE and is_feasible(t) and t.values
+        ),
+        key=lambda t: (-t.values[0], t.number),
+    )
     picked: list[dict[str, Any]] = []
     seen: set[str] = set()
     for t in done:
@@ -70,15 +88,27 @@ def run_prescreen(spec: StudySpec, url: str, k: int, *, trials: int | None = Non
     return picked
 
 
-def seed_study(study: optuna.Study, spec: StudySpec, configs: Sequence[dict[str, Any]],
-               sim_study_name: str, sim_trials_to_reach: int | None) -> None:
+def seed_study(
+    study: optuna.Study,
+    spec: StudySpec,
+    configs: Sequence[dict[str, Any]],
+    sim_study_name: str,
+    sim_trials_to_reach: int | None,
+) -> None:
     """Enqueue the prescreened configurations into the real study and note where they came from."""
     space = build_space(spec, load_plan(spec))
     for config in configs:
-        study.enqueue_trial(space.params_of(config), user_attrs={SOURCE_ATTR: "prescreen"},
-                            skip_if_exists=True)
-    study.set_user_attr(PRESCREEN_ATTR, {"study": sim_study_name, "seeded": len(configs),
-                                         "sim_trials_to_reach": sim_trials_to_reach})
+        study.enqueue_trial(
+            space.params_of(config), user_attrs={SOURCE_ATTR: "prescreen"}, skip_if_exists=True
+        )
+    study.set_user_attr(
+        PRESCREEN_ATTR,
+        {
+            "study": sim_study_name,
+            "seeded": len(configs),
+            "sim_trials_to_reach": sim_trials_to_reach,
+        },
+    )
 
 
 def trials_to_reach(trials: Sequence[FrozenTrial], within: float = WITHIN) -> int | None:

@@ -24,8 +24,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.objectives import ObjectiveKind
-from tuner.study import (
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.study import (
     CONFIG_ATTR,
     FORCED_ATTR,
     MEASUREMENT_ATTR,
@@ -75,8 +75,14 @@ def _json_values(values: Sequence[float] | None) -> list[float | None] | None:
 def _brief(summary: dict[str, Any]) -> dict[str, Any]:
     if not summary:
         return {}
-    keys = ("request_throughput", "output_token_throughput", "goodput", "num_requests",
-            "num_errors", "slos_met")
+    keys = (
+        "request_throughput",
+        "output_token_throughput",
+        "goodput",
+        "num_requests",
+        "num_errors",
+        "slos_met",
+    )
     out = {k: summary.get(k) for k in keys}
     for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
         d = summary.get(metric) or {}
@@ -95,9 +101,12 @@ def _pareto_front(done: list[FrozenTrial]) -> list[FrozenTrial]:
     pts = [t for t in done if is_feasible(t) and t.values and math.isfinite(t.values[1])]
     front = []
     for t in pts:
-        dominated = any(o.values[0] >= t.values[0] and o.values[1] <= t.values[1]
-                        and (o.values[0] > t.values[0] or o.values[1] < t.values[1])
-                        for o in pts)
+        dominated = any(
+            o.values[0] >= t.values[0]
+            and o.values[1] <= t.values[1]
+            and (o.values[0] > t.values[0] or o.values[1] < t.values[1])
+            for o in pts
+        )
         if not dominated:
             front.append(t)
     return sorted(front, key=lambda t: -t.values[0])
@@ -111,7 +120,8 @@ def _importance(study: optuna.Study, done: list[FrozenTrial]) -> dict[str, float
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             imp = optuna.importance.get_param_importances(
-                study, target=lambda t: t.values[0] if is_feasible(t) else 0.0)
+                study, target=lambda t: t.values[0] if is_feasible(t) else 0.0
+            )
     except (RuntimeError, ValueError):
         # Too few distinct values (e.g. every trial had one config) to fit the evaluator.
         return {}
@@ -124,18 +134,26 @@ def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> dict[
         if not robust_ok:
             return None
         r = max(robust_ok, key=lambda r: r["worst_value"])
-        return {"number": r["number"], "params": r["params"], "config": r["config"],
-                "value": r["worst_value"], "values_by_seed": r["values_by_seed"],
-                "robust": True}
+        return {
+            "number": r["number"],
+            "params": r["params"],
+            "config": r["config"],
+            "value": r["worst_value"],
+            "values_by_seed": r["values_by_seed"],
+            "robust": True,
+        }
     if best is None:
         return None
-    return {"number": best.number, "params": trial_params(best),
-            "config": best.user_attrs.get(CONFIG_ATTR, {}), "value": best.values[0],
-            "robust": False}
+    return {
+        "number": best.number,
+        "params": trial_params(best),
+        "config": best.user_attrs.get(CONFIG_ATTR, {}),
+        "value": best.values[0],
+        "robust": False,
+    }
 
 
-def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
-                 ) -> dict[str, Any]:
+def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) -> dict[str, Any]:
     """Summarise a study (see the module docstring for the keys)."""
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state is TrialState.COMPLETE]
@@ -144,24 +162,32 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
     best = _best_entry(_best_trial(done), robust)
     default_entry = None
     if default is not None:
-        default_entry = {"number": default.number, "params": trial_params(default),
-                         "config": default.user_attrs.get(CONFIG_ATTR, {}),
-                         "value": (_json_values(default.values) or [None])[0],
-                         "feasible": is_feasible(default),
-                         "failure": (default.user_attrs.get(MEASUREMENT_ATTR) or {}).get(
-                             "failure")}
+        default_entry = {
+            "number": default.number,
+            "params": trial_params(default),
+            "config": default.user_attrs.get(CONFIG_ATTR, {}),
+            "value": (_json_values(default.values) or [None])[0],
+            "feasible": is_feasible(default),
+            "failure": (default.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure"),
+        }
     gain, note = _gain(best, default_entry)
     kind = spec.kind
     out: dict[str, Any] = {
         "name": spec.name,
-        "backend": spec.backend, "engine": spec.engine, "model": spec.model, "gpu": spec.gpu,
-        "workload": spec.workload_name, "slos": list(spec.slos), "objective": spec.objective,
+        "backend": spec.backend,
+        "engine": spec.engine,
+        "model": spec.model,
+        "gpu": spec.gpu,
+        "workload": spec.workload_name,
+        "slos": list(spec.slos),
+        "objective": spec.objective,
         "value_names": kind.value_names,
         "target_trials": spec.trials,
         "trials": len(done),
         "feasible": sum(is_feasible(t) for t in done),
-        "failed": sum(bool((t.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure"))
-                      for t in done),
+        "failed": sum(
+            bool((t.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure")) for t in done
+        ),
         "running": sum(t.state is TrialState.RUNNING for t in trials),
         "best": best,
         "default": default_entry,
@@ -172,15 +198,18 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True
         "importance": _importance(study, done),
     }
     if kind is ObjectiveKind.PARETO:
-        out["pareto_front"] = [{"number": t.number, "params": trial_params(t),
-                                "values": list(t.values)} for t in _pareto_front(done)]
+        out["pareto_front"] = [
+            {"number": t.number, "params": trial_params(t), "values": list(t.values)}
+            for t in _pareto_front(done)
+        ]
     if details:
         out["trial_details"] = [trial_detail(t) for t in trials]
     return out
 
 
-def _gain(best: dict[str, Any] | None, default: dict[str, Any] | None
-          ) -> tuple[float | None, str | None]:
+def _gain(
+    best: dict[str, Any] | None, default: dict[str, Any] | None
+) -> tuple[float | None, str | None]:
     if best is None:
         return None, "no configuration met every SLO"
     if default is None:

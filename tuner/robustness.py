@@ -15,14 +15,20 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from tuner.report import ROBUSTNESS_ATTR, trial_params
-from tuner.study import CONFIG_ATTR, is_feasible
-from tuner.trial import TrialRunner
+from slotune.tuner.report import ROBUSTNESS_ATTR, trial_params
+from slotune.tuner.study import CONFIG_ATTR, is_feasible
+from slotune.tuner.trial import TrialRunner
 
 
-def recheck(study: optuna.Study, runner: TrialRunner, *, top_k: int = 3, num_seeds: int = 2,
-            first_seed: int = 1, on_run: Callable[[], None] | None = None
-            ) -> list[dict[str, Any]]:
+def recheck(
+    study: optuna.Study,
+    runner: TrialRunner,
+    *,
+    top_k: int = 3,
+    num_seeds: int = 2,
+    first_seed: int = 1,
+    on_run: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
     """Re-measure the best ``top_k`` feasible configurations and store the worst cases.
 
     Args:
@@ -35,8 +41,11 @@ def recheck(study: optuna.Study, runner: TrialRunner, *, top_k: int = 3, num_see
     Returns:
         One entry per re-checked configuration, best original value first.
     """
-    done = [t for t in study.get_trials(deepcopy=False)
-            if t.state is TrialState.COMPLETE and is_feasible(t) and t.values]
+    done = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state is TrialState.COMPLETE and is_feasible(t) and t.values
+    ]
     done.sort(key=lambda t: (-t.values[0], t.number))
     picked, seen = [], set()
     for t in done:
@@ -56,8 +65,15 @@ def recheck(study: optuna.Study, runner: TrialRunner, *, top_k: int = 3, num_see
             feasible = feasible and m.is_feasible
             if on_run:
                 on_run()
-        results.append({"number": t.number, "params": trial_params(t),
-                        "config": t.user_attrs[CONFIG_ATTR], "values_by_seed": values,
-                        "worst_value": min(values.values()), "feasible": feasible})
+        results.append(
+            {
+                "number": t.number,
+                "params": trial_params(t),
+                "config": t.user_attrs[CONFIG_ATTR],
+                "values_by_seed": values,
+                "worst_value": min(values.values()),
+                "feasible": feasible,
+            }
+        )
     study.set_user_attr(ROBUSTNESS_ATTR, results)
     return results

@@ -28,7 +28,7 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.space import Param, ParamKind, SearchSpace, Value
+from slotune.tuner.space import Param, ParamKind, SearchSpace, Value
 
 _CONSTRAINTS_KEY = "constraints"
 _NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter
@@ -48,29 +48,32 @@ class _Recorder:
         self.params: dict[str, Value] = {}
 
     def _take(self, name: str, draw: Any) -> Any:
-        value = self.fixed[name] if self.fixed is not None else draw()
+        value: Value = self.fixed[name] if self.fixed is not None else draw()
         self.params[name] = value
         return value
 
     def suggest_categorical(self, name: str, choices: Sequence[Value]) -> Value:
-        return self._take(name, lambda: choices[int(self.rng.integers(len(choices)))])
+        value: Value = self._take(name, lambda: choices[int(self.rng.integers(len(choices)))])
+        return value
 
-    def suggest_int(self, name: str, low: int, high: int, log: bool = False,
-                    step: int = 1) -> int:
+    def suggest_int(self, name: str, low: int, high: int, log: bool = False, step: int = 1) -> int:
         def draw() -> int:
             if log:
                 return round(math.exp(self.rng.uniform(math.log(low), math.log(high))))
             return low + step * int(self.rng.integers((high - low) // step + 1))
+
         return int(self._take(name, draw))
 
-    def suggest_float(self, name: str, low: float, high: float, log: bool = False,
-                      step: float | None = None) -> float:
+    def suggest_float(
+        self, name: str, low: float, high: float, log: bool = False, step: float | None = None
+    ) -> float:
         def draw() -> float:
             if log:
                 return math.exp(self.rng.uniform(math.log(low), math.log(high)))
             if step:
                 return low + step * int(self.rng.integers(round((high - low) / step) + 1))
             return float(self.rng.uniform(low, high))
+
         return float(self._take(name, draw))
 
 
@@ -90,9 +93,15 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
             searched ranges (an engine default), so such a trial's configuration is known.
     """
 
-    def __init__(self, space: SearchSpace, seed: int | None = None, *,
-                 gamma: float = 0.15, n_candidates: int = 1024,
-                 forced_attr: str = "forced_params") -> None:
+    def __init__(
+        self,
+        space: SearchSpace,
+        seed: int | None = None,
+        *,
+        gamma: float = 0.15,
+        n_candidates: int = 1024,
+        forced_attr: str = "forced_params",
+    ) -> None:
         self._space = space
         self._forced_attr = forced_attr
         self._rng = np.random.default_rng(seed)
@@ -106,16 +115,21 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         self._rng = np.random.default_rng()
         self._fallback.reseed_rng()
 
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
-                                    ) -> dict[str, BaseDistribution]:
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
         return {p.name: _distribution(p) for p in self._searched}
 
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+    def sample_relative(
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
         trials = study.get_trials(deepcopy=False)
         measured = [t for t in trials if t.state is TrialState.COMPLETE]
-        taken = {self._key_of(t) for t in trials
-                 if t.number != trial.number and t.state is not TrialState.FAIL}
+        taken = {
+            self._key_of(t)
+            for t in trials
+            if t.number != trial.number and t.state is not TrialState.FAIL
+        }
         candidates = self._candidates(taken)
         if not candidates:
             return {}  # every configuration was measured: let the fallback repeat one
@@ -123,13 +137,19 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
             return candidates[int(self._rng.integers(len(candidates)))]
         feats = np.array([self._features(c) for c in candidates])
         good, bad = self._split(study, measured)
-        score = (self._log_density(feats, good, self._default_prior(feats))
-                 - self._log_density(feats, bad, np.ones(len(feats))))
+        score = self._log_density(feats, good, self._default_prior(feats)) - self._log_density(
+            feats, bad, np.ones(len(feats))
+        )
         best = np.flatnonzero(score >= score.max() - 1e-12)
         return candidates[int(self._rng.choice(best))]
 
-    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
         return self._fallback.sample_independent(study, trial, param_name, param_distribution)
 
     def _candidates(self, taken: set[tuple[tuple[str, Value], ...]]) -> list[dict[str, Value]]:
@@ -150,8 +170,9 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
             return (("trial", t.number),)  # parameters of another space: never equal
         return _config_key(config)
 
-    def _split(self, study: optuna.Study, measured: list[FrozenTrial]
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _split(
+        self, study: optuna.Study, measured: list[FrozenTrial]
+    ) -> tuple[np.ndarray, np.ndarray]:
         sign = -1.0 if study.direction is optuna.study.StudyDirection.MAXIMIZE else 1.0
 
         def rank(t: FrozenTrial) -> tuple[int, float]:
@@ -190,12 +211,12 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         """
         near = np.ones(len(x))
         for d, p in enumerate(self._searched):
-            near *= _kernel(p, x[:, d], self._default[d], width=_DEFAULT_PRIOR_WIDTH,
-                            match=_DEFAULT_PRIOR_MATCH)
+            near *= _kernel(
+                p, x[:, d], self._default[d], width=_DEFAULT_PRIOR_WIDTH, match=_DEFAULT_PRIOR_MATCH
+            )
         return _DEFAULT_PRIOR_SHARE * near + (1 - _DEFAULT_PRIOR_SHARE)
 
-    def _log_density(self, x: np.ndarray, points: np.ndarray, prior: np.ndarray
-                     ) -> np.ndarray:
+    def _log_density(self, x: np.ndarray, points: np.ndarray, prior: np.ndarray) -> np.ndarray:
         """log of a mixture: the prior (one point's worth) plus one product kernel per point."""
         total = prior.copy()
         for y in points:
@@ -206,8 +227,9 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         return np.log(total / (len(points) + 1))
 
 
-def _kernel(p: Param, x: np.ndarray, y: float, *, width: float = 1.0,
-            match: float = _NOMINAL_MATCH) -> np.ndarray:
+def _kernel(
+    p: Param, x: np.ndarray, y: float, *, width: float = 1.0, match: float = _NOMINAL_MATCH
+) -> np.ndarray:
     """Density of ``x`` under a kernel at ``y`` relative to the uniform (1 = no preference).
 
     ``width``: bandwidth in positions of an ordered parameter; ``match``: mass on the same
@@ -240,12 +262,13 @@ def _distribution(p: Param) -> BaseDistribution:
         return optuna.distributions.IntDistribution(0, len(p.choices) - 1)
     assert p.low is not None and p.high is not None
     if p.kind is ParamKind.INT:
-        return optuna.distributions.IntDistribution(int(p.low), int(p.high), log=p.log,
-                                                    step=1 if p.log else int(p.step or 1))
-    return optuna.distributions.FloatDistribution(p.low, p.high, log=p.log,
-                                                  step=None if p.log else p.step)
+        return optuna.distributions.IntDistribution(
+            int(p.low), int(p.high), log=p.log, step=1 if p.log else int(p.step or 1)
+        )
+    return optuna.distributions.FloatDistribution(
+        p.low, p.high, log=p.log, step=None if p.log else p.step
+    )
 
 
 def _constraints(t: FrozenTrial) -> list[float]:
-    return [float(v) for k, v in t.system_attrs.items()
-            if k.startswith(f"{_CONSTRAINTS_KEY}:")]
+    return [float(v) for k, v in t.system_attrs.items() if k.startswith(f"{_CONSTRAINTS_KEY}:")]

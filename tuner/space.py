@@ -32,8 +32,8 @@ from typing import Any
 import optuna
 import yaml
 
-from collector.errors import ConfigError
-from tuner.sim.config import config_from_params, resolve
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.config import config_from_params, resolve
 
 
 class Engine(StrEnum):
@@ -100,10 +100,12 @@ class Param:
             return self.choices[trial.suggest_int(self.name, 0, len(self.choices) - 1)]
         assert self.low is not None and self.high is not None  # guaranteed by _check
         if self.kind is ParamKind.INT:
-            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
-                                     step=int(self.step or 1))
-        value = trial.suggest_float(self.name, self.low, self.high, log=self.log,
-                                    step=None if self.log else self.step)
+            return trial.suggest_int(
+                self.name, int(self.low), int(self.high), log=self.log, step=int(self.step or 1)
+            )
+        value = trial.suggest_float(
+            self.name, self.low, self.high, log=self.log, step=None if self.log else self.step
+        )
         # A stepped float comes back as low + k * step with binary noise (0.8600000000000001);
         # the engine should be given the decimal the step implies.
         return round(value, _decimals(self.step)) if self.step and not self.log else value
@@ -138,14 +140,14 @@ def _decimals(step: float) -> int:
     return max(0, -math.floor(math.log10(step))) + 1
 
 
-def choice(name: str, values: Sequence[Value], *, requires: Mapping[str, Value] | None = None
-           ) -> Param:
+def choice(
+    name: str, values: Sequence[Value], *, requires: Mapping[str, Value] | None = None
+) -> Param:
     """Choices: ORDINAL (sorted) when they are all numbers, else CHOICE."""
     return _choices(name, values, tuple((requires or {}).items()))
 
 
-def _choices(name: str, values: Sequence[Value], requires: tuple[tuple[str, Value], ...]
-             ) -> Param:
+def _choices(name: str, values: Sequence[Value], requires: tuple[tuple[str, Value], ...]) -> Param:
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     if numeric and len(set(values)) == len(values):
         return Param(name, ParamKind.ORDINAL, choices=tuple(sorted(values)), requires=requires)
@@ -175,8 +177,9 @@ class SearchSpace:
     def names(self) -> list[str]:
         return [p.name for p in self.params]
 
-    def suggest(self, trial: optuna.Trial, forced: Mapping[str, Value] | None = None
-                ) -> dict[str, Value]:
+    def suggest(
+        self, trial: optuna.Trial, forced: Mapping[str, Value] | None = None
+    ) -> dict[str, Value]:
         """Sample a full engine configuration through ``trial``.
 
         Args:
@@ -198,13 +201,13 @@ class SearchSpace:
     def repair(self, config: dict[str, Value]) -> dict[str, Value]:
         """Apply the engine's structural rules to a sampled configuration."""
         if self.engine is Engine.VLLM and config.get("enable_chunked_prefill") is False:
-            config["max_num_batched_tokens"] = max(int(config.get("max_num_batched_tokens", 0)),
-                                                   self.max_model_len)
+            config["max_num_batched_tokens"] = max(
+                int(config.get("max_num_batched_tokens", 0)), self.max_model_len
+            )
             config.pop("long_prefill_token_threshold", None)
             config.pop("max_num_partial_prefills", None)
         if self.engine is Engine.TRTLLM and config.get("enable_chunked_prefill") is False:
-            config["max_num_tokens"] = max(int(config.get("max_num_tokens", 0)),
-                                           self.max_model_len)
+            config["max_num_tokens"] = max(int(config.get("max_num_tokens", 0)), self.max_model_len)
         return config
 
     def invalid_reason(self, config: Mapping[str, Value]) -> str | None:
@@ -216,24 +219,34 @@ class SearchSpace:
         if self.engine is Engine.VLLM:
             seqs, tokens = config.get("max_num_seqs"), config.get("max_num_batched_tokens")
             if isinstance(seqs, int) and isinstance(tokens, int) and tokens < seqs:
-                return (f"max_num_batched_tokens ({tokens}) must be greater than or equal to "
-                        f"max_num_seqs ({seqs})")
+                return (
+                    f"max_num_batched_tokens ({tokens}) must be greater than or equal to "
+                    f"max_num_seqs ({seqs})"
+                )
         return None
 
     def default_params(self) -> dict[str, Value]:
         """Trial-0 parameters: the engine defaults that lie inside the searched ranges."""
-        return {k: self._param(k).optuna_value(v)
-                for k, v in self._defaults_of_searched().items() if self._param(k).contains(v)}
+        return {
+            k: self._param(k).optuna_value(v)
+            for k, v in self._defaults_of_searched().items()
+            if self._param(k).contains(v)
+        }
 
     def forced_defaults(self) -> dict[str, Value]:
         """Engine defaults outside the searched ranges (trial 0 passes them as ``forced``)."""
-        return {k: v for k, v in self._defaults_of_searched().items()
-                if not self._param(k).contains(v)}
+        return {
+            k: v for k, v in self._defaults_of_searched().items() if not self._param(k).contains(v)
+        }
 
     def _defaults_of_searched(self) -> dict[str, Value]:
-        return {p.name: self.defaults[p.name] for p in self.params
-                if p.kind is not ParamKind.FIXED and p.is_active(self.defaults)
-                and p.name in self.defaults}
+        return {
+            p.name: self.defaults[p.name]
+            for p in self.params
+            if p.kind is not ParamKind.FIXED
+            and p.is_active(self.defaults)
+            and p.name in self.defaults
+        }
 
     def _param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
@@ -262,9 +275,14 @@ class SearchSpace:
 
     def params_of(self, config: Mapping[str, Value]) -> dict[str, Value]:
         """The Optuna parameters that reproduce ``config`` (for enqueueing)."""
-        return {p.name: p.optuna_value(config[p.name]) for p in self.params
-                if p.kind is not ParamKind.FIXED and p.name in config and p.is_active(config)
-                and p.contains(config[p.name])}
+        return {
+            p.name: p.optuna_value(config[p.name])
+            for p in self.params
+            if p.kind is not ParamKind.FIXED
+            and p.name in config
+            and p.is_active(config)
+            and p.contains(config[p.name])
+        }
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> SearchSpace:
         """Narrow, fix, remove or add parameters (the YAML file / ``--param`` forms)."""
@@ -279,8 +297,9 @@ class SearchSpace:
             if params[name].kind is ParamKind.FIXED:
                 defaults[name] = params[name].choices[0]
         max_model_len = int(defaults.get("max_model_len", self.max_model_len))
-        return replace(self, params=tuple(params.values()), defaults=defaults,
-                       max_model_len=max_model_len)
+        return replace(
+            self, params=tuple(params.values()), defaults=defaults, max_model_len=max_model_len
+        )
 
 
 def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
@@ -293,12 +312,16 @@ def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
     if isinstance(spec, bool | int | float | str):
         return Param(name, ParamKind.FIXED, choices=(spec,), requires=requires)
     if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where}: expected a value, a list of choices or a mapping "
-                          f"with low/high, got {type(spec).__name__}")
+        raise ConfigError(
+            f"{where}: expected a value, a list of choices or a mapping "
+            f"with low/high, got {type(spec).__name__}"
+        )
     unknown = set(spec) - {"low", "high", "log", "step", "power_of_two", "requires", "grid"}
     if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; use low, high, log, step, "
-                          "power_of_two, requires, grid")
+        raise ConfigError(
+            f"{where}: unknown keys {sorted(unknown)}; use low, high, log, step, "
+            "power_of_two, requires, grid"
+        )
     if "requires" in spec:
         requires = tuple(dict(spec["requires"]).items())
     try:
@@ -306,17 +329,27 @@ def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:
     except KeyError as e:
         raise ConfigError(f"{where}: a range needs both 'low' and 'high'") from e
     if not (isinstance(low, int | float) and isinstance(high, int | float)) or low > high:
-        raise ConfigError(f"{where}: low ({low}) and high ({high}) must be numbers with "
-                          "low <= high")
+        raise ConfigError(
+            f"{where}: low ({low}) and high ({high}) must be numbers with low <= high"
+        )
     if spec.get("power_of_two"):
-        return Param(name, ParamKind.ORDINAL, choices=powers_of_two(int(low), int(high)),
-                     requires=requires)
-    is_int = isinstance(low, int) and isinstance(high, int) and not isinstance(spec.get("step"),
-                                                                                float)
+        return Param(
+            name, ParamKind.ORDINAL, choices=powers_of_two(int(low), int(high)), requires=requires
+        )
+    is_int = (
+        isinstance(low, int) and isinstance(high, int) and not isinstance(spec.get("step"), float)
+    )
     grid = tuple(spec.get("grid", ()))
-    return Param(name, ParamKind.INT if is_int else ParamKind.FLOAT, low=low, high=high,
-                 log=bool(spec.get("log", False)), step=spec.get("step"), requires=requires,
-                 grid=grid)
+    return Param(
+        name,
+        ParamKind.INT if is_int else ParamKind.FLOAT,
+        low=low,
+        high=high,
+        log=bool(spec.get("log", False)),
+        step=spec.get("step"),
+        requires=requires,
+        grid=grid,
+    )
 
 
 def parse_param_override(text: str) -> tuple[str, Any]:
@@ -329,8 +362,10 @@ def parse_param_override(text: str) -> tuple[str, Any]:
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not name or not spec:
-        raise ConfigError(f"--param {text!r}: expected NAME=SPEC, e.g. max_num_seqs=64,128,256 "
-                          "or gpu_memory_utilization=0.85..0.95")
+        raise ConfigError(
+            f"--param {text!r}: expected NAME=SPEC, e.g. max_num_seqs=64,128,256 "
+            "or gpu_memory_utilization=0.85..0.95"
+        )
     spec = spec.strip()
     if spec == "-":
         return name, None
@@ -373,8 +408,9 @@ def load_space_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise ConfigError(f"--space {p}: not valid YAML ({e})") from e
     if not isinstance(data, dict):
-        raise ConfigError(f"--space {p}: expected a mapping of parameter name -> range, "
-                          "choices or value")
+        raise ConfigError(
+            f"--space {p}: expected a mapping of parameter name -> range, choices or value"
+        )
     return data
 
 
@@ -385,8 +421,14 @@ def _vllm_params() -> tuple[Param, ...]:
         choice("max_num_batched_tokens", powers_of_two(512, 32768)),
         choice("enable_chunked_prefill", (True, False)),
         choice("enable_prefix_caching", (True, False)),
-        Param("gpu_memory_utilization", ParamKind.FLOAT, low=0.80, high=0.95, step=0.01,
-              grid=(0.85, 0.9, 0.95)),
+        Param(
+            "gpu_memory_utilization",
+            ParamKind.FLOAT,
+            low=0.80,
+            high=0.95,
+            step=0.01,
+            grid=(0.85, 0.9, 0.95),
+        ),
         choice("long_prefill_token_threshold", (0, 256, 512, 1024, 2048, 4096), requires=chunked),
     )
 
@@ -397,15 +439,23 @@ def _trtllm_params() -> tuple[Param, ...]:
         choice("max_num_tokens", powers_of_two(512, 32768)),
         choice("enable_chunked_prefill", (True, False)),
         choice("kv_cache_config.enable_block_reuse", (True, False)),
-        Param("kv_cache_config.free_gpu_memory_fraction", ParamKind.FLOAT, low=0.80, high=0.95,
-              step=0.01, grid=(0.85, 0.9, 0.95)),
-        choice("scheduler_config.capacity_scheduler_policy",
-               ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")),
+        Param(
+            "kv_cache_config.free_gpu_memory_fraction",
+            ParamKind.FLOAT,
+            low=0.80,
+            high=0.95,
+            step=0.01,
+            grid=(0.85, 0.9, 0.95),
+        ),
+        choice(
+            "scheduler_config.capacity_scheduler_policy", ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")
+        ),
     )
 
 
-def engine_defaults(engine: Engine | str, model: str, gpu: str, *, max_model_len: int
-                    ) -> dict[str, Value]:
+def engine_defaults(
+    engine: Engine | str, model: str, gpu: str, *, max_model_len: int
+) -> dict[str, Value]:
     """The engine's own defaults for this model and GPU (as ``vllm serve`` / ``trtllm-serve``
     would resolve them), with the context length the study starts engines with."""
     eng = _engine(engine)
@@ -414,8 +464,9 @@ def engine_defaults(engine: Engine | str, model: str, gpu: str, *, max_model_len
     return {k: v for k, v in resolved.to_dict().items() if k not in ("engine", "model", "gpu")}
 
 
-def default_space(engine: Engine | str, defaults: Mapping[str, Value], *,
-                  max_model_len: int) -> SearchSpace:
+def default_space(
+    engine: Engine | str, defaults: Mapping[str, Value], *, max_model_len: int
+) -> SearchSpace:
     """The built-in space of an engine.
 
     Args:

@@ -31,15 +31,15 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from collector.errors import ConfigError
-from collector.slo import parse_slos
-from collector.workload import Trace, resolve_workload, retime
-from tuner.backends import make_backend
-from tuner.gpu_slots import GpuSlot, acquire_slot
-from tuner.objectives import ObjectiveKind
-from tuner.sampler import DistinctTPESampler
-from tuner.space import SearchSpace, default_space, engine_defaults
-from tuner.trial import TrialRunner, WorkloadPlan
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import parse_slos
+from slotune.collector.workload import Trace, resolve_workload, retime
+from slotune.tuner.backends import make_backend
+from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.sampler import DistinctTPESampler
+from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 SPEC_ATTR = "slotune_spec"
 CONFIG_ATTR = "config"
@@ -122,14 +122,17 @@ class StudySpec:
         try:
             ObjectiveKind(self.objective)
         except ValueError as e:
-            raise ConfigError(f"--objective {self.objective!r}: use capacity, goodput, "
-                              "throughput or pareto") from e
+            raise ConfigError(
+                f"--objective {self.objective!r}: use capacity, goodput, throughput or pareto"
+            ) from e
         if not self.slos:
             raise ConfigError("give at least one --slo, e.g. --slo 'ttft:p99<=500ms'")
         parse_slos(self.slos)
         if self.backend == "launch" and not self.command:
-            raise ConfigError("--backend launch needs --command, e.g. "
-                              "'vllm serve {model} --port {port} {engine_args}'")
+            raise ConfigError(
+                "--backend launch needs --command, e.g. "
+                "'vllm serve {model} --port {port} {engine_args}'"
+            )
         if self.backend == "attach" and not self.endpoint:
             raise ConfigError("--backend attach needs --endpoint http://host:port")
 
@@ -179,14 +182,19 @@ def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.sto
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
     with quiet_optuna():
         return optuna.storages.RDBStorage(
-            url, heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
+            url,
+            heartbeat_interval=heartbeat_s,
+            grace_period=3 * heartbeat_s,
             heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
-                max_retry=1),
-            **kwargs)
+                max_retry=1
+            ),
+            **kwargs,
+        )
 
 
-def make_sampler(name: str, seed: int | None, space: SearchSpace, *,
-                 multi_objective: bool = False) -> optuna.samplers.BaseSampler:
+def make_sampler(
+    name: str, seed: int | None, space: SearchSpace, *, multi_objective: bool = False
+) -> optuna.samplers.BaseSampler:
     """The sampler of a study (choice justified by ``benchmarks/tuner_efficiency.py``).
 
     ``tpe`` is slotune's :class:`~tuner.sampler.DistinctTPESampler` (Optuna's multivariate
@@ -208,16 +216,23 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
     spec.validate()
     storage = open_storage(url, spec.heartbeat_s)
     if spec.name in {s.study_name for s in optuna.get_all_study_summaries(storage)}:
-        raise ConfigError(f"a study named {spec.name!r} already exists; resume it with "
-                          f"`slotune tune resume {spec.name}` or pick another --study name")
+        raise ConfigError(
+            f"a study named {spec.name!r} already exists; resume it with "
+            f"`slotune tune resume {spec.name}` or pick another --study name"
+        )
     space = build_space(spec, load_plan(spec))
     with quiet_optuna():
-        study = optuna.create_study(storage=storage, study_name=spec.name,
-                                    directions=spec.kind.directions,
-                                    sampler=_sampler_of(spec, spec.seed, space))
+        study = optuna.create_study(
+            storage=storage,
+            study_name=spec.name,
+            directions=spec.kind.directions,
+            sampler=_sampler_of(spec, spec.seed, space),
+        )
     study.set_user_attr(SPEC_ATTR, spec.to_json())
-    study.enqueue_trial(space.default_params(),
-                        user_attrs={SOURCE_ATTR: "default", FORCED_ATTR: space.forced_defaults()})
+    study.enqueue_trial(
+        space.default_params(),
+        user_attrs={SOURCE_ATTR: "default", FORCED_ATTR: space.forced_defaults()},
+    )
     return study
 
 
@@ -227,25 +242,29 @@ def load_spec(name: str, url: str) -> StudySpec:
     try:
         study = optuna.load_study(study_name=name, storage=storage)
     except KeyError as e:
-        raise ConfigError(f"no study named {name!r} in this database; "
-                          "`slotune tune list` shows the stored ones") from e
+        raise ConfigError(
+            f"no study named {name!r} in this database; `slotune tune list` shows the stored ones"
+        ) from e
     text = study.user_attrs.get(SPEC_ATTR)
     if not isinstance(text, str):
-        raise ConfigError(f"study {name!r} was not created by slotune tune; "
-                          "it has no slotune spec to resume from")
+        raise ConfigError(
+            f"study {name!r} was not created by slotune tune; it has no slotune spec to resume from"
+        )
     return StudySpec.from_json(text)
 
 
 def load(spec: StudySpec, url: str, *, sampler_seed: int | None = None) -> optuna.Study:
-    return optuna.load_study(study_name=spec.name, storage=open_storage(url, spec.heartbeat_s),
-                             sampler=_sampler_of(spec, sampler_seed,
-                                                 build_space(spec, load_plan(spec))))
+    return optuna.load_study(
+        study_name=spec.name,
+        storage=open_storage(url, spec.heartbeat_s),
+        sampler=_sampler_of(spec, sampler_seed, build_space(spec, load_plan(spec))),
+    )
 
 
-def _sampler_of(spec: StudySpec, seed: int | None, space: SearchSpace
-                ) -> optuna.samplers.BaseSampler:
-    return make_sampler(spec.sampler, seed, space,
-                        multi_objective=len(spec.kind.directions) > 1)
+def _sampler_of(
+    spec: StudySpec, seed: int | None, space: SearchSpace
+) -> optuna.samplers.BaseSampler:
+    return make_sampler(spec.sampler, seed, space, multi_objective=len(spec.kind.directions) > 1)
 
 
 def count_states(study: optuna.Study) -> dict[TrialState, int]:
@@ -255,13 +274,14 @@ def count_states(study: optuna.Study) -> dict[TrialState, int]:
     return out
 
 
-def objective_fn(runner: TrialRunner, space: SearchSpace, seed: int,
-                 current: list[int] | None = None
-                 ) -> Callable[[optuna.Trial], tuple[float, ...]]:
+def objective_fn(
+    runner: TrialRunner, space: SearchSpace, seed: int, current: list[int] | None = None
+) -> Callable[[optuna.Trial], tuple[float, ...]]:
     """The Optuna objective of a study: sample, measure, record constraints and details.
 
     ``current`` (optional) receives the number of the trial being run.
     """
+
     def objective(trial: optuna.Trial) -> tuple[float, ...]:
         if current is not None:
             current[:] = [trial.number]
@@ -272,12 +292,17 @@ def objective_fn(runner: TrialRunner, space: SearchSpace, seed: int,
             trial.set_constraint(key, value)
         trial.set_user_attr(MEASUREMENT_ATTR, m.to_attrs())
         return m.values
+
     return objective
 
 
-def work(spec: StudySpec, url: str, *, worker_index: int = 0,
-         on_trial: Callable[[optuna.Study, optuna.trial.FrozenTrial], None] | None = None
-         ) -> None:
+def work(
+    spec: StudySpec,
+    url: str,
+    *,
+    worker_index: int = 0,
+    on_trial: Callable[[optuna.Study, optuna.trial.FrozenTrial], None] | None = None,
+) -> None:
     """Run trials of a study until it has ``spec.trials`` completed ones.
 
     Args:
@@ -289,8 +314,9 @@ def work(spec: StudySpec, url: str, *, worker_index: int = 0,
     plan = load_plan(spec)
     space = build_space(spec, plan)
     with _gpu_slot(spec) as slot, quiet_optuna():
-        runner = TrialRunner(make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)),
-                             spec.kind)
+        runner = TrialRunner(
+            make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
+        )
         study = load(spec, url, sampler_seed=spec.seed + 1000 * worker_index)
         current: list[int] = []
         objective = objective_fn(runner, space, spec.seed, current)
@@ -298,8 +324,11 @@ def work(spec: StudySpec, url: str, *, worker_index: int = 0,
         while True:
             optuna.storages.fail_stale_trials(study)
             n = count_states(study)
-            done, running, waiting = (n[TrialState.COMPLETE], n[TrialState.RUNNING],
-                                      n[TrialState.WAITING])
+            done, running, waiting = (
+                n[TrialState.COMPLETE],
+                n[TrialState.RUNNING],
+                n[TrialState.WAITING],
+            )
             if done >= spec.trials:
                 return
             if done + running >= spec.trials and waiting == 0:
@@ -321,10 +350,14 @@ def _requeue_interrupted(study: optuna.Study, current: list[int]) -> None:
         return
     trial = study.get_trials(deepcopy=False)[current[0]]
     if trial.state is TrialState.FAIL:
-        study.enqueue_trial(dict(trial.params),
-                            user_attrs={SOURCE_ATTR: trial.user_attrs.get(SOURCE_ATTR, "sampler"),
-                                        FORCED_ATTR: trial.user_attrs.get(FORCED_ATTR, {}),
-                                        "requeued_from": trial.number})
+        study.enqueue_trial(
+            dict(trial.params),
+            user_attrs={
+                SOURCE_ATTR: trial.user_attrs.get(SOURCE_ATTR, "sampler"),
+                FORCED_ATTR: trial.user_attrs.get(FORCED_ATTR, {}),
+                "requeued_from": trial.number,
+            },
+        )
 
 
 @contextmanager
@@ -357,16 +390,21 @@ def progress_of(study: optuna.Study, target: int) -> Progress:
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state is TrialState.COMPLETE]
     feasible = [t.values[0] for t in done if t.values and is_feasible(t)]
-    return Progress(len(done), sum(t.state is TrialState.RUNNING for t in trials), target,
-                    max(feasible) if feasible else None)
+    return Progress(
+        len(done),
+        sum(t.state is TrialState.RUNNING for t in trials),
+        target,
+        max(feasible) if feasible else None,
+    )
 
 
 def is_feasible(trial: optuna.trial.FrozenTrial) -> bool:
     return all(v <= 0 for v in trial.constraints.values())
 
 
-def run_workers(spec: StudySpec, url: str, workers: int = 1,
-                progress: ProgressFn | None = None) -> None:
+def run_workers(
+    spec: StudySpec, url: str, workers: int = 1, progress: ProgressFn | None = None
+) -> None:
     """Run a created study to its target with ``workers`` local processes.
 
     One worker runs in this process; more run as separate processes (each with its own
@@ -384,8 +422,10 @@ def run_workers(spec: StudySpec, url: str, workers: int = 1,
         work(spec, url, on_trial=report)
         return
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker_main, args=(spec.to_json(), url, i), daemon=False)
-             for i in range(workers)]
+    procs = [
+        ctx.Process(target=_worker_main, args=(spec.to_json(), url, i), daemon=False)
+        for i in range(workers)
+    ]
     for p in procs:
         p.start()
     study = load(spec, url)
@@ -403,8 +443,10 @@ def run_workers(spec: StudySpec, url: str, workers: int = 1,
         progress(progress_of(study, spec.trials))
     bad = [p.exitcode for p in procs if p.exitcode]
     if bad:
-        raise ConfigError(f"{len(bad)} of {workers} tuner workers exited with an error "
-                          f"(exit codes {bad}); run with --workers 1 to see the error")
+        raise ConfigError(
+            f"{len(bad)} of {workers} tuner workers exited with an error "
+            f"(exit codes {bad}); run with --workers 1 to see the error"
+        )
 
 
 def study_names(url: str) -> list[str]:

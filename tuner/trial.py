@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collector.slo import SLO
-from collector.summary import Summary
-from collector.workload import Trace, retime
-from tuner.backends.base import Backend, TrialFailed
-from tuner.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
-from tuner.space import Value
+from slotune.collector.slo import SLO
+from slotune.collector.summary import Summary
+from slotune.collector.workload import Trace, retime
+from slotune.tuner.backends.base import Backend, TrialFailed
+from slotune.tuner.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
+from slotune.tuner.space import Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +49,10 @@ class WorkloadPlan:
             return self.trace
         reqs = self.trace.requests
         order = np.random.default_rng(seed).permutation(len(reqs))
-        shuffled = tuple(replace(reqs[int(i)], timestamp_s=r.timestamp_s)
-                         for i, r in zip(order, reqs, strict=True))
+        shuffled = tuple(
+            replace(reqs[int(i)], timestamp_s=r.timestamp_s)
+            for i, r in zip(order, reqs, strict=True)
+        )
         return replace(self.trace, requests=shuffled)
 
 
@@ -67,13 +69,18 @@ class TrialRunner:
         """Measure one configuration; a refused or crashed engine is an infeasible result."""
         try:
             with self.backend.open(config) as session:
+
                 def measure(rate: float | None) -> Summary:
                     return session.run(self.plan.at(rate, seed), self.slos, seed)
 
-                m = evaluate_objective(self.kind, measure, self.slos, rate=self.plan.rate,
-                                       start_rate=self.plan.start_rate)
+                m = evaluate_objective(
+                    self.kind,
+                    measure,
+                    self.slos,
+                    rate=self.plan.rate,
+                    start_rate=self.plan.start_rate,
+                )
                 engine = session.engine_metrics()
         except TrialFailed as e:
             return failed(self.kind, self.slos, str(e))
-        return Measurement(m.values, m.constraints, m.rate, m.summary, m.curve, m.failure,
-                           engine)
+        return Measurement(m.values, m.constraints, m.rate, m.summary, m.curve, m.failure, engine)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.errors import ConfigError
-from collector.slo import parse_slos
-from collector.store import (
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import parse_slos
+from slotune.collector.store import (
     StudyInfo,
     StudyStatus,
     default_db_url,
@@ -23,20 +23,20 @@ from collector.store import (
     open_store,
     save_study,
 )
-from tuner.backends import make_backend
-from tuner.export import export_config
-from tuner.objectives import ObjectiveKind
-from tuner.prescreen import (
+from slotune.tuner.backends import make_backend
+from slotune.tuner.export import export_config
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.prescreen import (
     prescreen_spec,
     record_savings,
     run_prescreen,
     seed_study,
     trials_to_reach,
 )
-from tuner.report import study_report
-from tuner.robustness import recheck
-from tuner.space import load_space_file, parse_param_override
-from tuner.study import (
+from slotune.tuner.report import study_report
+from slotune.tuner.robustness import recheck
+from slotune.tuner.space import load_space_file, parse_param_override
+from slotune.tuner.study import (
     ProgressFn,
     StudySpec,
     _gpu_slot,
@@ -46,7 +46,7 @@ from tuner.study import (
     load_spec,
     run_workers,
 )
-from tuner.trial import TrialRunner
+from slotune.tuner.trial import TrialRunner
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +75,13 @@ def resolve_url(url: str | None) -> str:
     return url or default_db_url()
 
 
-def tune(spec: StudySpec, url: str | None, options: RunOptions = RunOptions(),
-         progress: ProgressFn | None = None, phase: Callable[[str], None] | None = None
-         ) -> dict[str, Any]:
+def tune(
+    spec: StudySpec,
+    url: str | None,
+    options: RunOptions = RunOptions(),
+    progress: ProgressFn | None = None,
+    phase: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Create a study, run it to ``spec.trials`` completed trials, re-check and report.
 
     Args:
@@ -95,14 +99,22 @@ def tune(spec: StudySpec, url: str | None, options: RunOptions = RunOptions(),
     store = open_store(url)
     try:
         if get_study(store, spec.name) is not None:
-            raise ConfigError(f"a study named {spec.name!r} already exists; resume it with "
-                              f"`slotune tune resume {spec.name}` or pick another --study")
+            raise ConfigError(
+                f"a study named {spec.name!r} already exists; resume it with "
+                f"`slotune tune resume {spec.name}` or pick another --study"
+            )
         seeds: list[dict[str, Any]] = []
         sim_reach = None
         if options.prescreen_k > 0:
             _say(phase, f"prescreen: simulated study {spec.name}-prescreen")
-            seeds = run_prescreen(spec, db, options.prescreen_k, trials=options.prescreen_trials,
-                                  workers=options.workers, progress=progress)
+            seeds = run_prescreen(
+                spec,
+                db,
+                options.prescreen_k,
+                trials=options.prescreen_trials,
+                workers=options.workers,
+                progress=progress,
+            )
             sim_reach = trials_to_reach(load(prescreen_spec(spec), db).get_trials())
         study = create(spec, db)
         if options.prescreen_k > 0:
@@ -113,9 +125,13 @@ def tune(spec: StudySpec, url: str | None, options: RunOptions = RunOptions(),
         store.dispose()
 
 
-def resume(name: str, url: str | None, options: RunOptions = RunOptions(),
-           progress: ProgressFn | None = None, phase: Callable[[str], None] | None = None
-           ) -> dict[str, Any]:
+def resume(
+    name: str,
+    url: str | None,
+    options: RunOptions = RunOptions(),
+    progress: ProgressFn | None = None,
+    phase: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Continue a study (after a kill, or with more workers) up to its trial target."""
     db = resolve_url(url)
     spec = load_spec(name, db)
@@ -127,8 +143,14 @@ def resume(name: str, url: str | None, options: RunOptions = RunOptions(),
         store.dispose()
 
 
-def _run(spec: StudySpec, db: str, store: Any, options: RunOptions,
-         progress: ProgressFn | None, phase: Callable[[str], None] | None) -> dict[str, Any]:
+def _run(
+    spec: StudySpec,
+    db: str,
+    store: Any,
+    options: RunOptions,
+    progress: ProgressFn | None,
+    phase: Callable[[str], None] | None,
+) -> dict[str, Any]:
     _say(phase, f"study {spec.name}: {spec.trials} trials on the {spec.backend} backend")
     try:
         run_workers(spec, db, options.workers, progress)
@@ -136,14 +158,21 @@ def _run(spec: StudySpec, db: str, store: Any, options: RunOptions,
         save_study(store, _info(spec, StudyStatus.STOPPED))
         raise
     study = load(spec, db)
-    if options.recheck_k > 0 and spec.kind is not ObjectiveKind.PARETO \
-            and study_report(study, spec, details=False)["feasible"]:
-        _say(phase, f"re-checking the best {options.recheck_k} configurations with "
-                    f"{options.recheck_seeds} other seeds")
+    if (
+        options.recheck_k > 0
+        and spec.kind is not ObjectiveKind.PARETO
+        and study_report(study, spec, details=False)["feasible"]
+    ):
+        _say(
+            phase,
+            f"re-checking the best {options.recheck_k} configurations with "
+            f"{options.recheck_seeds} other seeds",
+        )
         plan = load_plan(spec)
         with _gpu_slot(spec) as slot:
-            runner = TrialRunner(make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)),
-                                 spec.kind)
+            runner = TrialRunner(
+                make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
+            )
             recheck(study, runner, top_k=options.recheck_k, num_seeds=options.recheck_seeds)
     record_savings(study)
     report = study_report(study, spec)
@@ -164,10 +193,13 @@ def export(name: str, url: str | None, fmt: str) -> str:
     report = show(name, url)
     best = report["best"]
     if best is None:
-        raise ConfigError(f"study {name!r} has no configuration that met every SLO; "
-                          "relax the SLOs or run more trials before exporting")
-    return export_config(best["config"], engine=report["engine"], model=report["model"],
-                         gpu=report["gpu"], fmt=fmt)
+        raise ConfigError(
+            f"study {name!r} has no configuration that met every SLO; "
+            "relax the SLOs or run more trials before exporting"
+        )
+    return export_config(
+        best["config"], engine=report["engine"], model=report["model"], gpu=report["gpu"], fmt=fmt
+    )
 
 
 def list_all(url: str | None) -> list[dict[str, Any]]:
@@ -177,23 +209,42 @@ def list_all(url: str | None) -> list[dict[str, Any]]:
         out = []
         for info in list_studies(store):
             result = dict(info.result)
-            out.append({"name": info.name, "status": str(info.status), "backend": info.backend,
-                        "engine": info.engine, "model": info.model, "gpu": info.gpu,
-                        "workload": info.workload, "objective": info.objective,
-                        "slos": list(info.slos), "trials": result.get("trials"),
-                        "best_value": (result.get("best") or {}).get("value"),
-                        "gain": result.get("gain"), "created_at": info.created_at})
+            out.append(
+                {
+                    "name": info.name,
+                    "status": str(info.status),
+                    "backend": info.backend,
+                    "engine": info.engine,
+                    "model": info.model,
+                    "gpu": info.gpu,
+                    "workload": info.workload,
+                    "objective": info.objective,
+                    "slos": list(info.slos),
+                    "trials": result.get("trials"),
+                    "best_value": (result.get("best") or {}).get("value"),
+                    "gain": result.get("gain"),
+                    "created_at": info.created_at,
+                }
+            )
         return out
     finally:
         store.dispose()
 
 
-def _info(spec: StudySpec, status: StudyStatus, result: dict[str, Any] | None = None
-          ) -> StudyInfo:
-    return StudyInfo(name=spec.name, optuna_study_name=spec.name, backend=spec.backend,
-                     engine=spec.engine, model=spec.model, gpu=spec.gpu,
-                     workload=spec.workload_name, objective=spec.objective, slos=spec.slos,
-                     status=status, result=result or {})
+def _info(spec: StudySpec, status: StudyStatus, result: dict[str, Any] | None = None) -> StudyInfo:
+    return StudyInfo(
+        name=spec.name,
+        optuna_study_name=spec.name,
+        backend=spec.backend,
+        engine=spec.engine,
+        model=spec.model,
+        gpu=spec.gpu,
+        workload=spec.workload_name,
+        objective=spec.objective,
+        slos=spec.slos,
+        status=status,
+        result=result or {},
+    )
 
 
 def _say(phase: Callable[[str], None] | None, text: str) -> None:
@@ -201,14 +252,30 @@ def _say(phase: Callable[[str], None] | None, text: str) -> None:
         phase(text)
 
 
-
-def spec_from_options(*, name: str | None, backend: str, engine: str, model: str, gpu: str,
-                      workload: str | None, trace_file: str | None, slos: list[str],
-                      objective: str, trials: int, rate: float | None,
-                      num_requests: int | None, command: str | None, endpoint: str | None,
-                      time_scale: float, space_file: str | None, params: list[str],
-                      seed: int, sampler: str, prescreen: str | None,
-                      heartbeat_s: int = 10) -> StudySpec:
+def spec_from_options(
+    *,
+    name: str | None,
+    backend: str,
+    engine: str,
+    model: str,
+    gpu: str,
+    workload: str | None,
+    trace_file: str | None,
+    slos: list[str],
+    objective: str,
+    trials: int,
+    rate: float | None,
+    num_requests: int | None,
+    command: str | None,
+    endpoint: str | None,
+    time_scale: float,
+    space_file: str | None,
+    params: list[str],
+    seed: int,
+    sampler: str,
+    prescreen: str | None,
+    heartbeat_s: int = 10,
+) -> StudySpec:
     """Build and validate a study spec from command-line options."""
     if prescreen not in (None, "sim"):
         raise ConfigError(f"--prescreen {prescreen!r}: the only prescreen is 'sim'")
@@ -219,11 +286,25 @@ def spec_from_options(*, name: str | None, backend: str, engine: str, model: str
     tp = overrides.get("tensor_parallel_size")
     spec = StudySpec(
         name=name or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}",
-        backend=backend, engine=engine, model=model, gpu=gpu, workload=workload,
+        backend=backend,
+        engine=engine,
+        model=model,
+        gpu=gpu,
+        workload=workload,
         trace_file=str(Path(trace_file).resolve()) if trace_file else None,
-        slos=tuple(slos), objective=objective, trials=trials, rate=rate,
-        num_requests=num_requests, command=command, endpoint=endpoint, time_scale=time_scale,
-        space=overrides, seed=seed, sampler=sampler, heartbeat_s=heartbeat_s,
-        gpus_per_worker=tp if isinstance(tp, int) else 1)
+        slos=tuple(slos),
+        objective=objective,
+        trials=trials,
+        rate=rate,
+        num_requests=num_requests,
+        command=command,
+        endpoint=endpoint,
+        time_scale=time_scale,
+        space=overrides,
+        seed=seed,
+        sampler=sampler,
+        heartbeat_s=heartbeat_s,
+        gpus_per_worker=tp if isinstance(tp, int) else 1,
+    )
     spec.validate()
     return spec

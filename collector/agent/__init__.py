@@ -4,7 +4,7 @@ See docs/agent.md. The tuner reads an engine's canonical metrics after a trial w
 :func:`scrape_snapshot`.
 """
 
-from collector.agent.base import (
+from slotune.collector.agent.base import (
     Family,
     MetricType,
     Sample,
@@ -13,13 +13,13 @@ from collector.agent.base import (
     Source,
     SourceKind,
 )
-from collector.agent.canonical import CANONICAL, CanonicalMetric
-from collector.agent.nvml import FakeGpu, FakeNvml
-from collector.agent.promtext import ParseResult, parse_text
-from collector.agent.service import AgentConfig, build_agent, run_agent
-from collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
-from collector.agent.summary import TargetMetricsSummary, summarize_metrics
-from collector.agent.targets import TargetSpec, load_targets_file, parse_target_arg
+from slotune.collector.agent.canonical import CANONICAL, CanonicalMetric
+from slotune.collector.agent.nvml import FakeGpu, FakeNvml
+from slotune.collector.agent.promtext import ParseResult, parse_text
+from slotune.collector.agent.service import AgentConfig, build_agent, run_agent
+from slotune.collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
+from slotune.collector.agent.summary import TargetMetricsSummary, summarize_metrics
+from slotune.collector.agent.targets import TargetSpec, load_targets_file, parse_target_arg
 
 __all__ = [
     "CANONICAL",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from collector.agent.base import Family, Labels, MetricType, Sample
+from slotune.collector.agent.base import Family, Labels, MetricType, Sample
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +42,34 @@ CANONICAL: dict[str, CanonicalMetric] = {
         CanonicalMetric("requests_running", _G, "1", "Requests in the running batch."),
         CanonicalMetric("requests_waiting", _G, "1", "Requests queued, not yet running."),
         CanonicalMetric("kv_usage", _G, "ratio", "Fraction of KV-cache blocks in use (0..1)."),
-        CanonicalMetric("prefix_hit_rate", _G, "ratio",
-                        "Prefix-cache hit rate as the engine reports it (0..1)."),
-        CanonicalMetric("prefix_queries", _C, "1",
-                        "Prefix-cache lookups (tokens for vLLM, blocks for TensorRT-LLM)."),
+        CanonicalMetric(
+            "prefix_hit_rate", _G, "ratio", "Prefix-cache hit rate as the engine reports it (0..1)."
+        ),
+        CanonicalMetric(
+            "prefix_queries",
+            _C,
+            "1",
+            "Prefix-cache lookups (tokens for vLLM, blocks for TensorRT-LLM).",
+        ),
         CanonicalMetric("prefix_hits", _C, "1", "Prefix-cache hits, same unit as queries."),
         CanonicalMetric("preemptions", _C, "1", "Requests preempted (vLLM) or retracted."),
         CanonicalMetric("prompt_tokens", _C, "1", "Prompt (prefill) tokens processed."),
         CanonicalMetric("generation_tokens", _C, "1", "Output tokens generated."),
-        CanonicalMetric("requests_finished", _C, "1",
-                        "Requests finished, label finished_reason where known."),
+        CanonicalMetric(
+            "requests_finished", _C, "1", "Requests finished, label finished_reason where known."
+        ),
         CanonicalMetric("iterations", _C, "1", "Engine steps (iterations) executed."),
         CanonicalMetric("vram_used", _G, "bytes", "GPU memory in use."),
         CanonicalMetric("vram_total", _G, "bytes", "GPU memory in total."),
-        CanonicalMetric("gpu_utilization", _G, "ratio",
-                        "Fraction of time a kernel ran on the GPU (0..1)."),
-        CanonicalMetric("memory_utilization", _G, "ratio",
-                        "Fraction of time device memory was read or written (0..1)."),
+        CanonicalMetric(
+            "gpu_utilization", _G, "ratio", "Fraction of time a kernel ran on the GPU (0..1)."
+        ),
+        CanonicalMetric(
+            "memory_utilization",
+            _G,
+            "ratio",
+            "Fraction of time device memory was read or written (0..1).",
+        ),
         CanonicalMetric("power_watts", _G, "W", "Power draw."),
         CanonicalMetric("power_limit_watts", _G, "W", "Power management limit."),
         CanonicalMetric("energy_joules", _C, "J", "Energy consumed since the driver loaded."),
@@ -124,8 +135,7 @@ def apply_rules(families: Iterable[Family], rules: Sequence[Rule]) -> tuple[Fami
                 out[rule.target] = rename_histogram(raw, rule.target, rule.scale)
         elif rule.source in by_sample:
             samples = tuple(
-                Sample(rule.target, s.labels, s.value * rule.scale)
-                for s in by_sample[rule.source]
+                Sample(rule.target, s.labels, s.value * rule.scale) for s in by_sample[rule.source]
             )
             out[rule.target] = Family(rule.target, metric.type, samples, metric.description)
     return tuple(out.values())
@@ -182,6 +192,6 @@ def format_le(bound: float) -> str:
 
 def gauge(name: str, labels: Labels, value: float) -> Family:
     """A one-sample canonical gauge family."""
-    return Family(name, MetricType.GAUGE, (Sample(name, labels, value),),
-                  CANONICAL[name].description)
-
+    return Family(
+        name, MetricType.GAUGE, (Sample(name, labels, value),), CANONICAL[name].description
+    )

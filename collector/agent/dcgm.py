@@ -19,9 +19,9 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from collector.agent.base import Family, MetricType, Sample, SourceKind, make_labels
-from collector.agent.canonical import CANONICAL, Rule
-from collector.agent.promsource import PromTextSource
+from slotune.collector.agent.base import Family, MetricType, Sample, SourceKind, make_labels
+from slotune.collector.agent.canonical import CANONICAL, Rule
+from slotune.collector.agent.promsource import PromTextSource
 
 _MIB = 1024.0 * 1024.0
 DCGM_RULES: tuple[Rule, ...] = (
@@ -83,7 +83,7 @@ def parse_counters_csv(text: str) -> dict[str, MetricType]:
 @cache
 def default_field_types() -> dict[str, MetricType]:
     """Types of the fields in dcgm-exporter's default counters file."""
-    text = files("collector.agent").joinpath("data/dcgm_default_counters.csv").read_text()
+    text = files("slotune.collector.agent").joinpath("data/dcgm_default_counters.csv").read_text()
     return parse_counters_csv(text)
 
 
@@ -109,17 +109,26 @@ class DcgmSource(PromTextSource):
 
     def derive(self, families: tuple[Family, ...]) -> tuple[Family, ...]:
         by_name = {f.name: f for f in families}
-        parts = [by_name.get(n) for n in
-                 ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")]
+        parts = [
+            by_name.get(n)
+            for n in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
+        ]
         used, free, reserved = parts
         if used is None or free is None:
             return ()
         free_by = {s.labels: s.value for s in free.samples}
         reserved_by = {s.labels: s.value for s in reserved.samples} if reserved else {}
         samples = tuple(
-            Sample("vram_total", s.labels,
-                   (s.value + free_by[s.labels] + reserved_by.get(s.labels, 0.0)) * _MIB)
-            for s in used.samples if s.labels in free_by
+            Sample(
+                "vram_total",
+                s.labels,
+                (s.value + free_by[s.labels] + reserved_by.get(s.labels, 0.0)) * _MIB,
+            )
+            for s in used.samples
+            if s.labels in free_by
         )
-        return (Family("vram_total", MetricType.GAUGE, samples,
-                       CANONICAL["vram_total"].description),) if samples else ()
+        return (
+            (Family("vram_total", MetricType.GAUGE, samples, CANONICAL["vram_total"].description),)
+            if samples
+            else ()
+        )

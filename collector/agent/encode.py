@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from collector.agent.base import Family, Labels, MetricType, Scrape
-from collector.store import SampleIn
+from slotune.collector.agent.base import Family, Labels, MetricType, Scrape
+from slotune.collector.store import SampleIn
 
 DEFAULT_HEARTBEAT_S = 60.0
 _STORE_TYPES = {MetricType.UNTYPED: "unknown"}
@@ -91,8 +91,9 @@ class SampleEncoder:
             memo[key] = self._encode_family(target, fam, ts, out)
         return out
 
-    def _encode_family(self, target: str, fam: Family, ts: float,
-                       out: list[SampleIn]) -> _FamilyMemo:
+    def _encode_family(
+        self, target: str, fam: Family, ts: float, out: list[SampleIn]
+    ) -> _FamilyMemo:
         last = self._last
         type_ = _STORE_TYPES.get(fam.type, fam.type.value)
         dedup = bool(self.heartbeat_s) and fam.type in _CUMULATIVE_TYPES

@@ -50,18 +50,48 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as pb
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from collector.agent.base import Family, Labels, MetricType, Scrape
-from collector.agent.canonical import CANONICAL
-from collector.agent.targets import TargetSpec
-from collector.errors import ConfigError
+from slotune.collector.agent.base import Family, Labels, MetricType, Scrape
+from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-TTFT_BOUNDS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
-                 5.0, 7.5, 10.0)
+TTFT_BOUNDS_S = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+)
 TPOT_BOUNDS_S = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
-REQUEST_DURATION_BOUNDS_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12,
-                             10.24, 20.48, 40.96, 81.92)
+REQUEST_DURATION_BOUNDS_S = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)
 GENAI_HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
     "ttft": ("gen_ai.server.time_to_first_token", TTFT_BOUNDS_S),
     "tpot": ("gen_ai.server.time_per_output_token", TPOT_BOUNDS_S),
@@ -78,8 +108,9 @@ class OtlpProtocol:
     GRPC = "grpc"
 
 
-def rebucket(buckets: Sequence[tuple[float, float]], count: float,
-             bounds: Sequence[float]) -> list[int]:
+def rebucket(
+    buckets: Sequence[tuple[float, float]], count: float, bounds: Sequence[float]
+) -> list[int]:
     """Per-bucket counts at new boundaries from a cumulative histogram.
 
     Args:
@@ -137,8 +168,14 @@ class OtlpExporter:
         timeout_s: limit for one export.
     """
 
-    def __init__(self, endpoint: str, protocol: str = OtlpProtocol.HTTP, *, node: str,
-                 timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        protocol: str = OtlpProtocol.HTTP,
+        *,
+        node: str,
+        timeout_s: float = 10.0,
+    ) -> None:
         if protocol not in (OtlpProtocol.HTTP, OtlpProtocol.GRPC):
             raise ConfigError(f"--otlp-protocol {protocol!r}: use http or grpc")
         self.protocol = protocol
@@ -175,12 +212,18 @@ class OtlpExporter:
         for latest in self._latest.values():
             for fam in latest.scrape.canonical:
                 self._add_family(metrics, latest, fam)
-        resource = Resource(attributes=[_kv("service.name", "slotune-agent"),
-                                        _kv("host.name", self.node)])
+        resource = Resource(
+            attributes=[_kv("service.name", "slotune-agent"), _kv("host.name", self.node)]
+        )
         scope = InstrumentationScope(name="slotune.agent")
-        return ExportMetricsServiceRequest(resource_metrics=[pb.ResourceMetrics(
-            resource=resource,
-            scope_metrics=[pb.ScopeMetrics(scope=scope, metrics=list(metrics.values()))])])
+        return ExportMetricsServiceRequest(
+            resource_metrics=[
+                pb.ResourceMetrics(
+                    resource=resource,
+                    scope_metrics=[pb.ScopeMetrics(scope=scope, metrics=list(metrics.values()))],
+                )
+            ]
+        )
 
     async def push(self) -> None:
         """Send the scrapes that arrived since the last push; log failures once."""
@@ -205,14 +248,18 @@ class OtlpExporter:
 
     async def _post(self, request: ExportMetricsServiceRequest) -> None:
         async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-            resp = await client.post(self.endpoint, content=request.SerializeToString(),
-                                      headers={"Content-Type": "application/x-protobuf"})
+            resp = await client.post(
+                self.endpoint,
+                content=request.SerializeToString(),
+                headers={"Content-Type": "application/x-protobuf"},
+            )
             resp.raise_for_status()
 
     async def _export_grpc(self, request: ExportMetricsServiceRequest) -> None:
         if self._channel is None:
             self._channel = grpc.aio.insecure_channel(self.endpoint)
-        await MetricsServiceStub(self._channel).Export(request, timeout=self.timeout_s)
+        stub = MetricsServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        await stub.Export(request, timeout=self.timeout_s)
 
     def close(self) -> None:
         """Drop the gRPC channel (its sockets close with the event loop)."""
@@ -223,8 +270,7 @@ class OtlpExporter:
         name, bounds = GENAI_HISTOGRAMS.get(fam.name, (f"slotune.{fam.name}", ()))
         metric = metrics.get(name)
         if metric is None:
-            metric = pb.Metric(name=name, description=canonical.description,
-                               unit=canonical.unit)
+            metric = pb.Metric(name=name, description=canonical.description, unit=canonical.unit)
             metrics[name] = metric
         now_ns = int(latest.ts * _NS)
 
@@ -235,15 +281,24 @@ class OtlpExporter:
             metric.histogram.aggregation_temporality = _CUMULATIVE
             for labels, (buckets, total, count) in _histogram_points(fam):
                 explicit = bounds or tuple(le for le, _ in buckets if le != float("inf"))
-                metric.histogram.data_points.append(pb.HistogramDataPoint(
-                    attributes=self._attributes(latest.target, labels),
-                    start_time_unix_nano=start_of(labels), time_unix_nano=now_ns,
-                    count=round(count), sum=total, explicit_bounds=explicit,
-                    bucket_counts=rebucket(buckets, count, explicit)))
+                metric.histogram.data_points.append(
+                    pb.HistogramDataPoint(
+                        attributes=self._attributes(latest.target, labels),
+                        start_time_unix_nano=start_of(labels),
+                        time_unix_nano=now_ns,
+                        count=round(count),
+                        sum=total,
+                        explicit_bounds=explicit,
+                        bucket_counts=rebucket(buckets, count, explicit),
+                    )
+                )
             return
         for s in fam.samples:
-            point = pb.NumberDataPoint(attributes=self._attributes(latest.target, s.labels),
-                                       time_unix_nano=now_ns, as_double=s.value)
+            point = pb.NumberDataPoint(
+                attributes=self._attributes(latest.target, s.labels),
+                time_unix_nano=now_ns,
+                as_double=s.value,
+            )
             if fam.type is MetricType.COUNTER:
                 metric.sum.aggregation_temporality = _CUMULATIVE
                 metric.sum.is_monotonic = True
@@ -257,8 +312,10 @@ class OtlpExporter:
         model = dict(labels).get("model_name") or target.labels.get("model", "")
         out = [_kv("slotune.target", target.name)]
         if target.kind.is_engine:
-            out += [_kv("gen_ai.provider.name", target.kind.value),
-                    _kv("gen_ai.operation.name", "generate")]
+            out += [
+                _kv("gen_ai.provider.name", target.kind.value),
+                _kv("gen_ai.operation.name", "generate"),
+            ]
             if model:
                 out.append(_kv("gen_ai.request.model", model))
             parts = urlsplit(target.url)

@@ -16,13 +16,16 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.metrics_core import Metric
 
-from collector.agent.base import MetricType, Scrape
-from collector.agent.canonical import CANONICAL
-from collector.agent.targets import TargetSpec
+from slotune.collector.agent.base import MetricType, Scrape
+from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.agent.targets import TargetSpec
 
 _UNIT_SUFFIX = {"s": "_seconds", "bytes": "_bytes"}
-_PROM_TYPES = {MetricType.COUNTER: "counter", MetricType.GAUGE: "gauge",
-               MetricType.HISTOGRAM: "histogram"}
+_PROM_TYPES = {
+    MetricType.COUNTER: "counter",
+    MetricType.GAUGE: "gauge",
+    MetricType.HISTOGRAM: "histogram",
+}
 _TARGET_LABELS = ("node", "pool", "model")
 
 
@@ -43,7 +46,7 @@ class PrometheusExporter:
         self._lock = threading.Lock()
         self._latest: dict[str, tuple[TargetSpec, Scrape | None]] = {}
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)  # type: ignore[arg-type]
+        self.registry.register(self)
         self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
         self.host = host
 
@@ -81,7 +84,7 @@ class PrometheusExporter:
                     metric = Metric(name, CANONICAL[fam.name].description, _PROM_TYPES[fam.type])
                     families[name] = metric
                 for s in fam.samples:
-                    suffix = s.name[len(fam.name):]
+                    suffix = s.name[len(fam.name) :]
                     if fam.type is MetricType.COUNTER:
                         suffix = "_total"
                     metric.add_sample(name + suffix, {**dict(s.labels), **base}, s.value)

@@ -7,8 +7,8 @@ from types import TracebackType
 
 import aiohttp
 
-from collector.agent.base import Response
-from collector.errors import SourceError
+from slotune.collector.agent.base import Response
+from slotune.collector.errors import SourceError
 
 _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
 
@@ -31,8 +31,12 @@ class HttpFetcher:
         )
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -44,16 +48,22 @@ class HttpFetcher:
         try:
             async with self._session.get(url) as resp:
                 if resp.status != 200:
-                    raise SourceError(f"{url} answered HTTP {resp.status}; check the path "
-                                      "(engines serve /metrics) and that metrics are enabled")
+                    raise SourceError(
+                        f"{url} answered HTTP {resp.status}; check the path "
+                        "(engines serve /metrics) and that metrics are enabled"
+                    )
                 text = await resp.text(errors="replace")
                 return Response(text, resp.headers.get("Content-Type", ""))
         except TimeoutError:
-            raise SourceError(f"{url} did not answer within {self.timeout_s:g} s; check the "
-                              "server's load or raise the scrape timeout") from None
+            raise SourceError(
+                f"{url} did not answer within {self.timeout_s:g} s; check the "
+                "server's load or raise the scrape timeout"
+            ) from None
         except aiohttp.ClientError as e:
-            raise SourceError(f"{url} is unreachable ({type(e).__name__}: {e}); check that "
-                              "the server runs and the host and port are right") from None
+            raise SourceError(
+                f"{url} is unreachable ({type(e).__name__}: {e}); check that "
+                "the server runs and the host and port are right"
+            ) from None
 
     async def discover_model(self, base_url: str) -> str | None:
         """The first model id an OpenAI-compatible server lists at ``/v1/models``, if any."""

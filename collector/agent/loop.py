@@ -24,14 +24,14 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from collector.agent.base import Scrape, Source
-from collector.agent.encode import DEFAULT_HEARTBEAT_S, SampleEncoder
-from collector.agent.fetch import HttpFetcher
-from collector.agent.registry import make_source
-from collector.agent.targets import TargetSpec
-from collector.agent.writer import StoreWriter
-from collector.errors import SourceError
-from collector.store import SampleIn
+from slotune.collector.agent.base import Scrape, Source
+from slotune.collector.agent.encode import DEFAULT_HEARTBEAT_S, SampleEncoder
+from slotune.collector.agent.fetch import HttpFetcher
+from slotune.collector.agent.registry import make_source
+from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.errors import SourceError
+from slotune.collector.store import SampleIn
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,14 @@ class ScrapeOutcome:
 class TargetRunner:
     """One target's source, health and backoff."""
 
-    def __init__(self, spec: TargetSpec, source: Source, *, timeout_s: float,
-                 max_backoff_s: float = DEFAULT_MAX_BACKOFF_S) -> None:
+    def __init__(
+        self,
+        spec: TargetSpec,
+        source: Source,
+        *,
+        timeout_s: float,
+        max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
+    ) -> None:
         self.spec = spec
         self.source = source
         self.timeout_s = timeout_s
@@ -92,10 +98,12 @@ class TargetRunner:
         """Seconds until the next attempt: the interval, or the backoff while down."""
         if self.health is not TargetHealth.DOWN:
             return self.spec.interval_s
-        return min(self.spec.interval_s * 2 ** self.num_failures, self.max_backoff_s)
+        backoff_s = self.spec.interval_s * 2.0**self.num_failures
+        return min(backoff_s, self.max_backoff_s)
 
-    async def scrape(self, fetch: HttpFetcher, clock: Callable[[], float]
-                     ) -> tuple[ScrapeOutcome, Scrape | None, float]:
+    async def scrape(
+        self, fetch: HttpFetcher, clock: Callable[[], float]
+    ) -> tuple[ScrapeOutcome, Scrape | None, float]:
         """Collect once; never raises (a failure is an outcome with ``is_up`` False)."""
         ts = clock()
         started = time.perf_counter()
@@ -114,9 +122,14 @@ class TargetRunner:
         self._set_health(scrape is not None, error)
         if scrape is not None and not self._model_known:
             await self._discover_model(fetch)
-        outcome = ScrapeOutcome(self.spec.name, scrape is not None,
-                                scrape.num_samples if scrape else 0,
-                                len(scrape.skipped) if scrape else 0, duration, error)
+        outcome = ScrapeOutcome(
+            self.spec.name,
+            scrape is not None,
+            scrape.num_samples if scrape else 0,
+            len(scrape.skipped) if scrape else 0,
+            duration,
+            error,
+        )
         return outcome, scrape, ts
 
     def _set_health(self, is_up: bool, error: str) -> None:
@@ -145,10 +158,12 @@ _NO_LABELS: dict[str, str] = {}
 
 def health_samples(outcome: ScrapeOutcome, ts: float) -> list[SampleIn]:
     """``up`` and ``scrape_duration_seconds`` of one attempt."""
-    return [SampleIn(outcome.target, "up", "gauge", _NO_LABELS, ts,
-                     1.0 if outcome.is_up else 0.0),
-            SampleIn(outcome.target, "scrape_duration_seconds", "gauge", _NO_LABELS, ts,
-                     outcome.duration_s)]
+    return [
+        SampleIn(outcome.target, "up", "gauge", _NO_LABELS, ts, 1.0 if outcome.is_up else 0.0),
+        SampleIn(
+            outcome.target, "scrape_duration_seconds", "gauge", _NO_LABELS, ts, outcome.duration_s
+        ),
+    ]
 
 
 class Agent:
@@ -164,15 +179,22 @@ class Agent:
             :mod:`collector.agent.encode`); 0 writes every sample.
     """
 
-    def __init__(self, targets: Sequence[TargetSpec], writer: StoreWriter,
-                 exporters: Sequence[Exporter] = (), *, timeout_s: float = 5.0,
-                 clock: Callable[[], float] = time.time,
-                 heartbeat_s: float = DEFAULT_HEARTBEAT_S) -> None:
+    def __init__(
+        self,
+        targets: Sequence[TargetSpec],
+        writer: StoreWriter,
+        exporters: Sequence[Exporter] = (),
+        *,
+        timeout_s: float = 5.0,
+        clock: Callable[[], float] = time.time,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+    ) -> None:
         # Like Prometheus, a scrape may not outlast its interval; but never under a second,
         # which a loaded node needs for a 40 KB exposition.
-        self.runners = [TargetRunner(t, make_source(t),
-                                     timeout_s=min(timeout_s, max(t.interval_s, 1.0)))
-                        for t in targets]
+        self.runners = [
+            TargetRunner(t, make_source(t), timeout_s=min(timeout_s, max(t.interval_s, 1.0)))
+            for t in targets
+        ]
         self.writer = writer
         self.exporters = list(exporters)
         self.clock = clock
@@ -198,8 +220,7 @@ class Agent:
         """
         stop = asyncio.Event()
         async with HttpFetcher(self.timeout_s) as fetch:
-            scrapers = [asyncio.create_task(self._run_target(r, fetch, stop))
-                        for r in self.runners]
+            scrapers = [asyncio.create_task(self._run_target(r, fetch, stop)) for r in self.runners]
             helpers = [asyncio.create_task(self.writer.run())]
             helpers.extend(asyncio.create_task(self._push_loop(e)) for e in self.exporters)
             try:
@@ -235,8 +256,9 @@ class Agent:
             exp.update(runner.spec, scrape, ts)
         return outcome
 
-    async def _run_target(self, runner: TargetRunner, fetch: HttpFetcher,
-                          stop: asyncio.Event) -> None:
+    async def _run_target(
+        self, runner: TargetRunner, fetch: HttpFetcher, stop: asyncio.Event
+    ) -> None:
         loop = asyncio.get_running_loop()
         due = loop.time()
         while not stop.is_set():

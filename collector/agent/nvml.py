@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from collector.agent.base import (
+from slotune.collector.agent.base import (
     Family,
     Fetcher,
     Labels,
@@ -29,8 +29,8 @@ from collector.agent.base import (
     Source,
     SourceKind,
 )
-from collector.agent.canonical import CANONICAL
-from collector.errors import SourceError
+from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.errors import SourceError
 
 _RAW = "nvml:"
 # raw NVML reading -> (canonical name, factor from the raw unit)
@@ -134,15 +134,21 @@ def _device(nv: Any, handle: Any) -> Iterable[tuple[str, float]]:
         yield "utilization_gpu_percent", float(util.gpu)
         yield "utilization_memory_percent", float(util.memory)
     scalars: tuple[tuple[str, Callable[[], Any]], ...] = (
-        ("pcie_tx_kilobytes_per_second",
-         lambda: nv.nvmlDeviceGetPcieThroughput(handle, nv.NVML_PCIE_UTIL_TX_BYTES)),
-        ("pcie_rx_kilobytes_per_second",
-         lambda: nv.nvmlDeviceGetPcieThroughput(handle, nv.NVML_PCIE_UTIL_RX_BYTES)),
+        (
+            "pcie_tx_kilobytes_per_second",
+            lambda: nv.nvmlDeviceGetPcieThroughput(handle, nv.NVML_PCIE_UTIL_TX_BYTES),
+        ),
+        (
+            "pcie_rx_kilobytes_per_second",
+            lambda: nv.nvmlDeviceGetPcieThroughput(handle, nv.NVML_PCIE_UTIL_RX_BYTES),
+        ),
         ("power_milliwatts", lambda: nv.nvmlDeviceGetPowerUsage(handle)),
         ("power_limit_milliwatts", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(handle)),
         ("energy_millijoules", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle)),
-        ("temperature_celsius",
-         lambda: nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU)),
+        (
+            "temperature_celsius",
+            lambda: nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU),
+        ),
         ("clock_sm_mhz", lambda: nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_SM)),
         ("clock_memory_mhz", lambda: nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_MEM)),
     )
@@ -173,10 +179,14 @@ def _scrape(readings: list[tuple[str, Labels, float]]) -> Scrape:
             target, scale = _CANONICAL[name]
             canonical.setdefault(target, []).append(Sample(target, labels, value * scale))
     return Scrape(
-        tuple(Family(_RAW + n, MetricType.COUNTER if n in _COUNTERS else MetricType.GAUGE,
-                     tuple(s)) for n, s in raw.items()),
-        tuple(Family(n, CANONICAL[n].type, tuple(s), CANONICAL[n].description)
-              for n, s in canonical.items()),
+        tuple(
+            Family(_RAW + n, MetricType.COUNTER if n in _COUNTERS else MetricType.GAUGE, tuple(s))
+            for n, s in raw.items()
+        ),
+        tuple(
+            Family(n, CANONICAL[n].type, tuple(s), CANONICAL[n].description)
+            for n, s in canonical.items()
+        ),
     )
 
 
@@ -250,13 +260,13 @@ class FakeNvml:
     def nvmlDeviceGetUUID(self, gpu: FakeGpu) -> str:
         return gpu.uuid
 
-    def nvmlDeviceGetMemoryInfo(self, gpu: FakeGpu, version: int | None = None
-                                ) -> SimpleNamespace:
+    def nvmlDeviceGetMemoryInfo(self, gpu: FakeGpu, version: int | None = None) -> SimpleNamespace:
         if version != self.nvmlMemory_v2:
             raise FakeNvmlError("the fake answers memory info version 2 only")
         free = gpu.total_bytes - gpu.used_bytes - gpu.reserved_bytes
-        return SimpleNamespace(total=gpu.total_bytes, used=gpu.used_bytes,
-                               reserved=gpu.reserved_bytes, free=free)
+        return SimpleNamespace(
+            total=gpu.total_bytes, used=gpu.used_bytes, reserved=gpu.reserved_bytes, free=free
+        )
 
     def nvmlDeviceGetUtilizationRates(self, gpu: FakeGpu) -> SimpleNamespace:
         return SimpleNamespace(gpu=gpu.utilization_gpu, memory=gpu.utilization_memory)
@@ -282,6 +292,5 @@ class FakeNvml:
     def nvmlDeviceGetClockInfo(self, gpu: FakeGpu, clock: int) -> int:
         return gpu.sm_clock_mhz if clock == self.NVML_CLOCK_SM else gpu.memory_clock_mhz
 
-    def nvmlDeviceGetComputeRunningProcesses(self, gpu: FakeGpu
-                                             ) -> list[SimpleNamespace]:
+    def nvmlDeviceGetComputeRunningProcesses(self, gpu: FakeGpu) -> list[SimpleNamespace]:
         return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in gpu.processes]

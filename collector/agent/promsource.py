@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
-from collector.agent.canonical import Rule, apply_rules
-from collector.agent.promtext import PromTextParser, reuse_unchanged
+from slotune.collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
+from slotune.collector.agent.canonical import Rule, apply_rules
+from slotune.collector.agent.promtext import PromTextParser, reuse_unchanged
 
 
 class PromTextSource(Source):
@@ -33,8 +33,7 @@ class PromTextSource(Source):
         skipped: list[SkippedLine] = []
         for url in self.urls:
             resp = await fetch.get(url)
-            parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type,
-                                             source=url)
+            parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type, source=url)
             raw.extend(parsed.families)
             skipped.extend(parsed.skipped)
         return self.from_families(raw, skipped)
@@ -47,8 +46,12 @@ class PromTextSource(Source):
         """
         skipped_t = tuple(skipped or ())
         last = self._last_scrape
-        if (last is not None and last.skipped == skipped_t and len(raw) == len(self._last_raw)
-                and all(a is b for a, b in zip(raw, self._last_raw, strict=True))):
+        if (
+            last is not None
+            and last.skipped == skipped_t
+            and len(raw) == len(self._last_raw)
+            and all(a is b for a, b in zip(raw, self._last_raw, strict=True))
+        ):
             return last
         prepared = [self._prepare(f) for f in raw]
         self._prepared = {p[0].name: p for p in prepared}
@@ -84,4 +87,3 @@ class PromTextSource(Source):
     def derive(self, families: tuple[Family, ...]) -> tuple[Family, ...]:
         """Canonical families computed from several raw ones (default: none)."""
         return ()
-

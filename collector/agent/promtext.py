@@ -29,8 +29,8 @@ from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
 )
 
-from collector.agent.base import Family, Labels, MetricType, Sample, SkippedLine
-from collector.errors import SourceError
+from slotune.collector.agent.base import Family, Labels, MetricType, Sample, SkippedLine
+from slotune.collector.errors import SourceError
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SAMPLE_RE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+)?))?\s*$")
@@ -97,8 +97,7 @@ class PromTextParser:
         self._last_result: ParseResult | None = None
         self._last_families: dict[str, Family] = {}
 
-    def parse(self, text: str, *, content_type: str = "",
-              source: str = "response") -> ParseResult:
+    def parse(self, text: str, *, content_type: str = "", source: str = "response") -> ParseResult:
         """Parse a Prometheus text (0.0.4) or OpenMetrics body.
 
         Args:
@@ -138,8 +137,7 @@ class PromTextParser:
         return result
 
 
-def reuse_unchanged(families: tuple[Family, ...], last: dict[str, Family]
-                     ) -> tuple[Family, ...]:
+def reuse_unchanged(families: tuple[Family, ...], last: dict[str, Family]) -> tuple[Family, ...]:
     """The previous body's Family object wherever a family did not change.
 
     Later stages (canonical mapping, the encoder) recognise an unchanged family by identity
@@ -156,7 +154,7 @@ def _flat_from_client(text: str) -> _Flat | None:
     """Parse OpenMetrics with prometheus_client; None when it refuses the body."""
     flat = _Flat({}, {}, {}, [])
     try:
-        for fam in openmetrics_families(text):
+        for fam in openmetrics_families(text):  # type: ignore[no-untyped-call]
             kind = _TYPES.get(fam.type, MetricType.UNTYPED)
             if kind is not MetricType.UNTYPED:
                 flat.types[fam.name] = kind
@@ -171,8 +169,11 @@ def _flat_from_client(text: str) -> _Flat | None:
     return flat
 
 
-def _flat_line_by_line(text: str, heads: dict[str, tuple[str, Labels]],
-                       comments: dict[str, tuple[str, str, str] | None]) -> _Flat:
+def _flat_line_by_line(
+    text: str,
+    heads: dict[str, tuple[str, Labels]],
+    comments: dict[str, tuple[str, str, str] | None],
+) -> _Flat:
     flat = _Flat({}, {}, {}, [])
     samples = flat.samples
     for line_no, raw_line in enumerate(text.splitlines(), start=1):
@@ -204,7 +205,8 @@ def _comment(flat: _Flat, line: str, comments: dict[str, tuple[str, str, str] | 
     else:
         m = _COMMENT_RE.match(line)
         parsed = comments[line] = (
-            (m.group(1), m.group(2), (m.group(3) or "").strip()) if m else None)
+            (m.group(1), m.group(2), (m.group(3) or "").strip()) if m else None
+        )
     if parsed is None:
         return
     keyword, name, rest = parsed
@@ -235,7 +237,7 @@ def _sample_line(flat: _Flat, line: str, heads: dict[str, tuple[str, Labels]]) -
     is_value = not name.endswith("_created")  # creation timestamps are not values
     if m.group(4) is None and line[value_at - 1] == " ":
         # what rpartition(" ") yields for this line next time: name and labels
-        heads[line[:value_at - 1]] = (name, labels) if is_value else _NOT_A_VALUE
+        heads[line[: value_at - 1]] = (name, labels) if is_value else _NOT_A_VALUE
     if is_value:
         flat.samples[(name, labels)] = value
     return ""
@@ -271,8 +273,9 @@ def _family_of(name: str, types: dict[str, MetricType]) -> tuple[str, MetricType
     return None
 
 
-def _group(flat: _Flat, typed: dict[str, tuple[str, MetricType]] | None = None
-           ) -> tuple[Family, ...]:
+def _group(
+    flat: _Flat, typed: dict[str, tuple[str, MetricType]] | None = None
+) -> tuple[Family, ...]:
     """Samples grouped by family.
 
     ``typed`` caches name -> family decided by ``# TYPE`` lines (valid while they stay the
@@ -305,8 +308,11 @@ def _group(flat: _Flat, typed: dict[str, tuple[str, MetricType]] | None = None
 
 
 def _histogram_bases(flat: _Flat) -> set[str]:
-    return {name.removesuffix("_bucket") for (name, labels) in flat.samples
-            if name.endswith("_bucket") and any(k == "le" for k, _ in labels)}
+    return {
+        name.removesuffix("_bucket")
+        for (name, labels) in flat.samples
+        if name.endswith("_bucket") and any(k == "le" for k, _ in labels)
+    }
 
 
 def _untyped_histogram_base(name: str, bases: set[str]) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collector.agent.base import Source, SourceKind
-from collector.agent.dcgm import DcgmSource
-from collector.agent.nvml import FakeNvml, NvmlSource
-from collector.agent.sglang import SglangSource
-from collector.agent.targets import TargetSpec
-from collector.agent.trtllm import TrtllmSource
-from collector.agent.vllm import VllmSource
+from slotune.collector.agent.base import Source, SourceKind
+from slotune.collector.agent.dcgm import DcgmSource
+from slotune.collector.agent.nvml import FakeNvml, NvmlSource
+from slotune.collector.agent.sglang import SglangSource
+from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.agent.trtllm import TrtllmSource
+from slotune.collector.agent.vllm import VllmSource
 
 SOURCES: dict[SourceKind, type[Source]] = {
     SourceKind.VLLM: VllmSource,

@@ -11,20 +11,20 @@ from pathlib import Path
 
 import platformdirs
 
-from collector.agent.encode import DEFAULT_HEARTBEAT_S
-from collector.agent.export_otel import OtlpExporter
-from collector.agent.export_prom import PrometheusExporter
-from collector.agent.loop import Agent, Exporter, ScrapeOutcome
-from collector.agent.spool import Spool
-from collector.agent.targets import (
+from slotune.collector.agent.encode import DEFAULT_HEARTBEAT_S
+from slotune.collector.agent.export_otel import OtlpExporter
+from slotune.collector.agent.export_prom import PrometheusExporter
+from slotune.collector.agent.loop import Agent, Exporter, ScrapeOutcome
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.targets import (
     DEFAULT_INTERVAL_S,
     TargetSpec,
     check_unique,
     load_targets_file,
     parse_target_arg,
 )
-from collector.agent.writer import StoreWriter
-from collector.errors import ConfigError
+from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.errors import ConfigError
 
 
 def default_spool_dir() -> Path:
@@ -69,14 +69,16 @@ class AgentConfig:
 def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
     """The targets of the command line and the targets file, names checked unique."""
     node = config.node or socket.gethostname()
-    targets = [parse_target_arg(a, interval_s=config.interval_s, node=node)
-               for a in config.target_args]
+    targets = [
+        parse_target_arg(a, interval_s=config.interval_s, node=node) for a in config.target_args
+    ]
     if config.targets_file is not None:
-        targets += load_targets_file(config.targets_file, node=node,
-                                     interval_s=config.interval_s)
+        targets += load_targets_file(config.targets_file, node=node, interval_s=config.interval_s)
     if not targets:
-        raise ConfigError("no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
-                          " or --targets FILE.yaml")
+        raise ConfigError(
+            "no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
+            " or --targets FILE.yaml"
+        )
     check_unique(targets)
     return targets
 
@@ -88,16 +90,21 @@ def build_agent(config: AgentConfig) -> Agent:
     writer = StoreWriter(config.db_url, spool)
     exporters: list[Exporter] = []
     if config.otlp_endpoint:
-        exporters.append(OtlpExporter(config.otlp_endpoint, config.otlp_protocol,
-                                      node=config.node or socket.gethostname()))
+        exporters.append(
+            OtlpExporter(
+                config.otlp_endpoint, config.otlp_protocol, node=config.node or socket.gethostname()
+            )
+        )
     if config.prometheus_port is not None:
         exporters.append(PrometheusExporter(config.prometheus_host, config.prometheus_port))
-    return Agent(targets, writer, exporters, timeout_s=config.timeout_s,
-                 heartbeat_s=config.heartbeat_s)
+    return Agent(
+        targets, writer, exporters, timeout_s=config.timeout_s, heartbeat_s=config.heartbeat_s
+    )
 
 
-def run_agent(config: AgentConfig, *, once: bool = False,
-              duration_s: float | None = None) -> list[ScrapeOutcome]:
+def run_agent(
+    config: AgentConfig, *, once: bool = False, duration_s: float | None = None
+) -> list[ScrapeOutcome]:
     """Run the agent until interrupted (or ``duration_s``), or scrape once with ``once``.
 
     Returns:

@@ -12,9 +12,9 @@ memory pressure, its form of preemption.
 
 from __future__ import annotations
 
-from collector.agent.base import Family, SourceKind
-from collector.agent.canonical import Rule
-from collector.agent.promsource import PromTextSource
+from slotune.collector.agent.base import Family, SourceKind
+from slotune.collector.agent.canonical import Rule
+from slotune.collector.agent.promsource import PromTextSource
 
 SGLANG_RULES: tuple[Rule, ...] = (
     Rule("sglang:time_to_first_token_seconds", "ttft"),

@@ -9,13 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from collector.agent.base import Family, MetricType, Scrape, SourceKind
-from collector.agent.canonical import CANONICAL
-from collector.agent.fetch import HttpFetcher
-from collector.agent.registry import make_source
-from collector.agent.targets import make_target
-from collector.errors import ConfigError
-from collector.store import bucket_quantile
+from slotune.collector.agent.base import Family, MetricType, Scrape, SourceKind
+from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.agent.fetch import HttpFetcher
+from slotune.collector.agent.registry import make_source
+from slotune.collector.agent.targets import make_target
+from slotune.collector.errors import ConfigError
+from slotune.collector.store import bucket_quantile
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +92,15 @@ def snapshot_from_scrape(kind: str, url: str, scrape: Scrape, ts: float) -> Engi
             values = [s.value for s in fam.samples]
             is_ratio = CANONICAL[fam.name].unit == "ratio"
             gauges[fam.name] = sum(values) / len(values) if is_ratio else sum(values)
-    return EngineSnapshot(kind, url, ts, MappingProxyType(counters), MappingProxyType(gauges),
-                          MappingProxyType(histograms), len(scrape.skipped))
+    return EngineSnapshot(
+        kind,
+        url,
+        ts,
+        MappingProxyType(counters),
+        MappingProxyType(gauges),
+        MappingProxyType(histograms),
+        len(scrape.skipped),
+    )
 
 
 def _histogram(fam: Family) -> HistogramSnapshot:
@@ -145,4 +152,3 @@ def scrape_snapshot(kind: str, base_url: str, *, timeout_s: float = 5.0) -> Engi
     with ThreadPoolExecutor(max_workers=1) as pool:
         scrape = pool.submit(asyncio.run, collect()).result()
     return snapshot_from_scrape(kind, base_url, scrape, time.time())
-

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector.store import SampleIn
+from slotune.collector.store import SampleIn
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ def _encode(batch: Sequence[SampleIn]) -> str:
 
 
 def _decode(line: str) -> list[SampleIn]:
-    return [SampleIn(t, n, ty, lbl, float(ts), float(v)) for t, n, ty, lbl, ts, v in
-            json.loads(line)]
+    return [
+        SampleIn(t, n, ty, lbl, float(ts), float(v)) for t, n, ty, lbl, ts, v in json.loads(line)
+    ]
 
 
 class Spool:
@@ -60,8 +61,13 @@ class Spool:
         segment_bytes: size at which a segment is closed.
     """
 
-    def __init__(self, directory: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
@@ -105,8 +111,12 @@ class Spool:
             oldest.unlink()
             self._dropped_batches += batches
             self._dropped_samples += samples
-            log.warning("spool over %d bytes: dropped its oldest %d samples (%s)",
-                        self.max_bytes, samples, oldest.name)
+            log.warning(
+                "spool over %d bytes: dropped its oldest %d samples (%s)",
+                self.max_bytes,
+                samples,
+                oldest.name,
+            )
 
     def replay(self, write: Callable[[list[SampleIn]], object]) -> int:
         """Hand every spooled batch, oldest first, to ``write``; delete what was written.
@@ -137,5 +147,9 @@ class Spool:
     def stats(self) -> SpoolStats:
         """Current size and drop counts."""
         segments = self._segments()
-        return SpoolStats(len(segments), sum(p.stat().st_size for p in segments),
-                          self._dropped_batches, self._dropped_samples)
+        return SpoolStats(
+            len(segments),
+            sum(p.stat().st_size for p in segments),
+            self._dropped_batches,
+            self._dropped_samples,
+        )

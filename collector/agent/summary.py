@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from collector.errors import ConfigError
-from collector.store import (
+from slotune.collector.errors import ConfigError
+from slotune.collector.store import (
     Store,
     TargetInfo,
     counter_increase,
@@ -63,8 +63,9 @@ class TargetMetricsSummary:
         return asdict(self)
 
 
-def summarize_metrics(store: Store, *, target: str | None = None, window_s: float = 300.0,
-                      end_ts: float | None = None) -> list[TargetMetricsSummary]:
+def summarize_metrics(
+    store: Store, *, target: str | None = None, window_s: float = 300.0, end_ts: float | None = None
+) -> list[TargetMetricsSummary]:
     """Summaries of every target (or one) over ``[end_ts - window_s, end_ts]``.
 
     Args:
@@ -109,9 +110,16 @@ def _summarize(store: Store, t: TargetInfo, start: float, end: float) -> TargetM
     up = latest("up")
     requests = rate("e2e_count")
     return TargetMetricsSummary(
-        target=name, kind=t.kind, node=t.node, model=t.model, window_s=end - start,
-        end_ts=end, is_up=None if up is None else up >= 1.0,
-        ttft_ms=quantiles("ttft"), itl_ms=quantiles("itl"), tpot_ms=quantiles("tpot"),
+        target=name,
+        kind=t.kind,
+        node=t.node,
+        model=t.model,
+        window_s=end - start,
+        end_ts=end,
+        is_up=None if up is None else up >= 1.0,
+        ttft_ms=quantiles("ttft"),
+        itl_ms=quantiles("itl"),
+        tpot_ms=quantiles("tpot"),
         e2e_ms=quantiles("e2e"),
         request_throughput=requests if requests is not None else rate("requests_finished"),
         output_token_throughput=rate("generation_tokens"),

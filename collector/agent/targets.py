@@ -31,9 +31,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from collector.agent.base import SourceKind
-from collector.errors import ConfigError
-from collector.slo import parse_duration_s
+from slotune.collector.agent.base import SourceKind
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import parse_duration_s
 
 DEFAULT_INTERVAL_S = 5.0
 _KINDS = ", ".join(k.value for k in SourceKind)
@@ -104,20 +104,33 @@ def default_name(kind: SourceKind, url: str, node: str) -> str:
     return f"{kind.value}@{urlsplit(url).netloc}"
 
 
-def make_target(kind: SourceKind, url: str, *, name: str = "", labels: Mapping[str, str] | None
-                = None, interval_s: float = DEFAULT_INTERVAL_S, node: str = "") -> TargetSpec:
+def make_target(
+    kind: SourceKind,
+    url: str,
+    *,
+    name: str = "",
+    labels: Mapping[str, str] | None = None,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    node: str = "",
+) -> TargetSpec:
     """Build a target, resolving its URLs and default name."""
     if interval_s <= 0:
         raise ConfigError(f"target {name or url!r}: interval must be positive, got {interval_s}")
     node = node or socket.gethostname()
     all_labels = {"node": node, **{str(k): str(v) for k, v in (labels or {}).items()}}
-    return TargetSpec(name=name or default_name(kind, url, all_labels["node"]), kind=kind,
-                      url=url, metrics_urls=metrics_urls(kind, url), labels=all_labels,
-                      interval_s=interval_s)
+    return TargetSpec(
+        name=name or default_name(kind, url, all_labels["node"]),
+        kind=kind,
+        url=url,
+        metrics_urls=metrics_urls(kind, url),
+        labels=all_labels,
+        interval_s=interval_s,
+    )
 
 
-def parse_target_arg(text: str, *, interval_s: float = DEFAULT_INTERVAL_S,
-                     node: str = "") -> TargetSpec:
+def parse_target_arg(
+    text: str, *, interval_s: float = DEFAULT_INTERVAL_S, node: str = ""
+) -> TargetSpec:
     """Parse ``KIND=URL`` (or bare ``nvml``) from the command line.
 
     Raises:
@@ -130,8 +143,9 @@ def parse_target_arg(text: str, *, interval_s: float = DEFAULT_INTERVAL_S,
     return make_target(kind, url.strip(), interval_s=interval_s, node=node)
 
 
-def load_targets_file(path: str | Path, *, node: str = "",
-                      interval_s: float = DEFAULT_INTERVAL_S) -> list[TargetSpec]:
+def load_targets_file(
+    path: str | Path, *, node: str = "", interval_s: float = DEFAULT_INTERVAL_S
+) -> list[TargetSpec]:
     """Read a targets YAML file (format in the module docstring).
 
     Intervals: a target's own, else the file's ``interval``, else ``interval_s`` (the
@@ -148,14 +162,22 @@ def load_targets_file(path: str | Path, *, node: str = "",
         raise ConfigError(f"targets file {str(path)!r} must be a mapping with a 'targets' list")
     default_interval = _interval(doc.get("interval"), f"{path}: interval", interval_s)
     default_labels = _labels(doc.get("labels"), f"{path}: labels")
-    targets = [_entry(e, i, path, default_interval, default_labels, node)
-               for i, e in enumerate(doc["targets"])]
+    targets = [
+        _entry(e, i, path, default_interval, default_labels, node)
+        for i, e in enumerate(doc["targets"])
+    ]
     check_unique(targets)
     return targets
 
 
-def _entry(entry: Any, index: int, path: str | Path, interval_s: float,
-           labels: Mapping[str, str], node: str) -> TargetSpec:
+def _entry(
+    entry: Any,
+    index: int,
+    path: str | Path,
+    interval_s: float,
+    labels: Mapping[str, str],
+    node: str,
+) -> TargetSpec:
     where = f"{path}: targets[{index}]"
     if not isinstance(entry, dict) or "kind" not in entry:
         raise ConfigError(f"{where} must be a mapping with at least 'kind' (and 'url')")
@@ -164,10 +186,14 @@ def _entry(entry: Any, index: int, path: str | Path, interval_s: float,
     if kind is not SourceKind.NVML and not url:
         raise ConfigError(f"{where}: 'url' is required for kind {kind.value}")
     entry_labels = {**labels, **_labels(entry.get("labels"), f"{where}.labels")}
-    return make_target(kind, url, name=str(entry.get("name", "")), labels=entry_labels,
-                       interval_s=_interval(entry.get("interval"), f"{where}.interval",
-                                            interval_s),
-                       node=entry_labels.get("node", node))
+    return make_target(
+        kind,
+        url,
+        name=str(entry.get("name", "")),
+        labels=entry_labels,
+        interval_s=_interval(entry.get("interval"), f"{where}.interval", interval_s),
+        node=entry_labels.get("node", node),
+    )
 
 
 def _interval(value: Any, where: str, default: float) -> float:

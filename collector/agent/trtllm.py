@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from collector.agent.base import (
+from slotune.collector.agent.base import (
     Family,
     Fetcher,
     MetricType,
@@ -28,9 +28,9 @@ from collector.agent.base import (
     SkippedLine,
     SourceKind,
 )
-from collector.agent.canonical import CANONICAL, Rule, format_le, gauge
-from collector.agent.promsource import PromTextSource
-from collector.errors import SourceError
+from slotune.collector.agent.canonical import CANONICAL, Rule, format_le, gauge
+from slotune.collector.agent.promsource import PromTextSource
+from slotune.collector.errors import SourceError
 
 _PROM_NAMES = (
     ("time_to_first_token_seconds", "ttft"),
@@ -48,8 +48,9 @@ ITERATION_LATENCY_BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0
 _JSON_PREFIX = "trtllm_json:"
 
 
-def parse_iteration_stats(text: str, source: str = "response") -> tuple[list[dict[str, Any]],
-                                                                        list[SkippedLine]]:
+def parse_iteration_stats(
+    text: str, source: str = "response"
+) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
     """Parse a ``/metrics`` JSON body: a list of iteration-stat objects.
 
     Documentation excerpts elide fields with ``...`` lines; those lines are skipped one by
@@ -85,8 +86,10 @@ def parse_iteration_stats(text: str, source: str = "response") -> tuple[list[dic
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise SourceError(f"{source}: expected a JSON list of iteration stats, got "
-                          f"{type(data).__name__}; is this trtllm-serve's /metrics?")
+        raise SourceError(
+            f"{source}: expected a JSON list of iteration stats, got "
+            f"{type(data).__name__}; is this trtllm-serve's /metrics?"
+        )
     return [e for e in data if isinstance(e, dict)], skipped
 
 
@@ -134,8 +137,9 @@ class TrtllmSource(PromTextSource):
                 elements.extend(got)
                 has_stats = True
             else:
-                parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type,
-                                                 source=url)
+                parsed = self.parsers[url].parse(
+                    resp.text, content_type=resp.content_type, source=url
+                )
                 raw.extend(parsed.families)
                 sk = list(parsed.skipped)
             skipped.extend(sk)
@@ -145,8 +149,9 @@ class TrtllmSource(PromTextSource):
         json_raw, json_canonical = self.from_iteration_stats(elements)
         return Scrape(scrape.raw + json_raw, scrape.canonical + json_canonical, scrape.skipped)
 
-    def from_iteration_stats(self, elements: list[dict[str, Any]]
-                             ) -> tuple[tuple[Family, ...], tuple[Family, ...]]:
+    def from_iteration_stats(
+        self, elements: list[dict[str, Any]]
+    ) -> tuple[tuple[Family, ...], tuple[Family, ...]]:
         """Fold drained iteration stats into the running totals; return raw and canonical."""
         for elem in elements:
             self._iterations += 1
@@ -159,28 +164,41 @@ class TrtllmSource(PromTextSource):
         raw: list[Family] = []
         if elements:
             latest = elements[-1]
-            raw = [Family(_JSON_PREFIX + path, MetricType.GAUGE,
-                          (Sample(_JSON_PREFIX + path, (), value),))
-                   for path, value in _flatten(latest)]
+            raw = [
+                Family(
+                    _JSON_PREFIX + path, MetricType.GAUGE, (Sample(_JSON_PREFIX + path, (), value),)
+                )
+                for path, value in _flatten(latest)
+            ]
             canonical.extend(_latest_gauges(latest))
         return tuple(raw), tuple(canonical)
 
     def _totals(self) -> Family:
         samples, cumulative = [], 0
-        for bound, count in zip((*ITERATION_LATENCY_BOUNDS_S, float("inf")),
-                                self._latency_counts, strict=True):
+        for bound, count in zip(
+            (*ITERATION_LATENCY_BOUNDS_S, float("inf")), self._latency_counts, strict=True
+        ):
             cumulative += count
-            samples.append(Sample("iteration_latency_bucket", (("le", format_le(bound)),),
-                                  float(cumulative)))
+            samples.append(
+                Sample("iteration_latency_bucket", (("le", format_le(bound)),), float(cumulative))
+            )
         samples.append(Sample("iteration_latency_sum", (), self._latency_sum_s))
         samples.append(Sample("iteration_latency_count", (), float(cumulative)))
-        return Family("iteration_latency", MetricType.HISTOGRAM, tuple(samples),
-                      CANONICAL["iteration_latency"].description)
+        return Family(
+            "iteration_latency",
+            MetricType.HISTOGRAM,
+            tuple(samples),
+            CANONICAL["iteration_latency"].description,
+        )
 
 
 def _iteration_counter(iterations: int) -> Family:
-    return Family("iterations", MetricType.COUNTER, (Sample("iterations", (), float(iterations)),),
-                  CANONICAL["iterations"].description)
+    return Family(
+        "iterations",
+        MetricType.COUNTER,
+        (Sample("iterations", (), float(iterations)),),
+        CANONICAL["iterations"].description,
+    )
 
 
 def _latest_gauges(elem: dict[str, Any]) -> list[Family]:
@@ -201,7 +219,12 @@ def _latest_gauges(elem: dict[str, Any]) -> list[Family]:
     if reused is not None and missed is not None:
         # Both are running totals in the engine, so they are counters here too.
         for name, value in (("prefix_hits", reused), ("prefix_queries", reused + missed)):
-            out.append(Family(name, MetricType.COUNTER, (Sample(name, (), value),),
-                              CANONICAL[name].description))
+            out.append(
+                Family(
+                    name,
+                    MetricType.COUNTER,
+                    (Sample(name, (), value),),
+                    CANONICAL[name].description,
+                )
+            )
     return out
-

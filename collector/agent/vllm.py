@@ -16,9 +16,9 @@ V1 labels every series with ``model_name`` and, for data-parallel deployments, `
 
 from __future__ import annotations
 
-from collector.agent.base import SourceKind
-from collector.agent.canonical import Rule
-from collector.agent.promsource import PromTextSource
+from slotune.collector.agent.base import SourceKind
+from slotune.collector.agent.canonical import Rule
+from slotune.collector.agent.promsource import PromTextSource
 
 VLLM_RULES: tuple[Rule, ...] = (
     Rule("vllm:time_to_first_token_seconds", "ttft"),

@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collector.agent.spool import Spool
-from collector.agent.targets import TargetSpec
-from collector.errors import ConfigError, StoreError
-from collector.store import SampleIn, Store, open_store, register_target, write_samples
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.errors import ConfigError, StoreError
+from slotune.collector.store import SampleIn, Store, open_store, register_target, write_samples
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,20 @@ class StoreWriter:
         max_queued: most samples held in memory waiting for a write (oldest dropped beyond).
     """
 
-    def __init__(self, db_url: str | None, spool: Spool, *, batch_max: int = 20_000,
-                 flush_interval_s: float = 1.0, max_queued: int = 200_000) -> None:
+    def __init__(
+        self,
+        db_url: str | None,
+        spool: Spool,
+        *,
+        batch_max: int = 20_000,
+        flush_interval_s: float = 1.0,
+        max_queued: int = 200_000,
+    ) -> None:
         if max_queued < batch_max:
-            raise ConfigError(f"max_queued ({max_queued}) must be at least batch_max "
-                              f"({batch_max}): a write takes up to batch_max queued samples")
+            raise ConfigError(
+                f"max_queued ({max_queued}) must be at least batch_max "
+                f"({batch_max}): a write takes up to batch_max queued samples"
+            )
         self.db_url = db_url
         self.spool = spool
         self.batch_max = batch_max
@@ -92,9 +101,12 @@ class StoreWriter:
         now = time.monotonic()
         if now - self._dropped_logged_at >= _DROP_LOG_INTERVAL_S:
             self._dropped_logged_at = now
-            log.warning("the store writes slower than the targets are scraped: %d queued "
-                        "samples dropped so far (oldest first; at most %d are held)",
-                        self._dropped, self.max_queued)
+            log.warning(
+                "the store writes slower than the targets are scraped: %d queued "
+                "samples dropped so far (oldest first; at most %d are held)",
+                self._dropped,
+                self.max_queued,
+            )
 
     def register(self, target: TargetSpec) -> None:
         """Register (or update) a target in the store with the next write."""
@@ -188,8 +200,7 @@ class StoreWriter:
 
     def stats(self) -> WriterStats:
         """Counts since start."""
-        return WriterStats(self._written, self._spooled, self._replayed, self._dropped,
-                           self._is_up)
+        return WriterStats(self._written, self._spooled, self._replayed, self._dropped, self._is_up)
 
     def close(self) -> None:
         """Release the store's connections."""

@@ -9,13 +9,13 @@ Public surface (the tuner and the CLI use only these)::
     run_id = save_run(store, result, name="baseline")
 """
 
-from collector.bench.arrivals import ArrivalKind, ArrivalSpec
-from collector.bench.client import Endpoint
-from collector.bench.config import BenchConfig
-from collector.bench.maxrate import MaxRateResult, RatePoint, find_max_rate
-from collector.bench.persist import save_run
-from collector.bench.result import BenchResult
-from collector.bench.runner import arun_benchmark, run_benchmark
+from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
+from slotune.collector.bench.client import Endpoint
+from slotune.collector.bench.config import BenchConfig
+from slotune.collector.bench.maxrate import MaxRateResult, RatePoint, find_max_rate
+from slotune.collector.bench.persist import save_run
+from slotune.collector.bench.result import BenchResult
+from slotune.collector.bench.runner import arun_benchmark, run_benchmark
 
 __all__ = [
     "ArrivalKind",

@@ -22,8 +22,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from collector.errors import ConfigError
-from collector.workload.traces import Trace
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload.traces import Trace
 
 
 class ArrivalKind(StrEnum):
@@ -54,9 +54,9 @@ class ArrivalSpec:
 
     def __post_init__(self) -> None:
         if self.kind in (ArrivalKind.POISSON, ArrivalKind.GAMMA, ArrivalKind.CONSTANT) and (
-                self.rate is None or not self.rate > 0):
-            raise ConfigError("--rate must be a number of requests per second above zero "
-                              "(or inf)")
+            self.rate is None or not self.rate > 0
+        ):
+            raise ConfigError("--rate must be a number of requests per second above zero (or inf)")
         if self.kind is ArrivalKind.GAMMA and not self.burstiness > 0:
             raise ConfigError("--burstiness must be above zero (1 = Poisson, < 1 burstier)")
         if self.kind is ArrivalKind.CONCURRENCY and (self.concurrency or 0) < 1:
@@ -83,8 +83,9 @@ class ArrivalSpec:
         return f"{self.kind.value} {self.rate:g} req/s{extra}"
 
 
-def arrival_times(spec: ArrivalSpec, num_requests: int, *, seed: int = 0,
-                  trace: Trace | None = None) -> np.ndarray:
+def arrival_times(
+    spec: ArrivalSpec, num_requests: int, *, seed: int = 0, trace: Trace | None = None
+) -> np.ndarray:
     """Send offsets in seconds (first at 0) for ``num_requests`` open-loop requests.
 
     Raises:
@@ -97,8 +98,10 @@ def arrival_times(spec: ArrivalSpec, num_requests: int, *, seed: int = 0,
     if spec.kind is ArrivalKind.TRACE:
         if trace is None or len(trace) < num_requests:
             have = 0 if trace is None else len(trace)
-            raise ConfigError(f"--trace-timing needs a trace with {num_requests} requests; "
-                              f"it has {have}: lower --num-requests or use --rate")
+            raise ConfigError(
+                f"--trace-timing needs a trace with {num_requests} requests; "
+                f"it has {have}: lower --num-requests or use --rate"
+            )
         ts = np.array([r.timestamp_s for r in trace.requests[:num_requests]], dtype=float)
         offsets: np.ndarray = (ts - ts[0]) * spec.time_scale
         return offsets
@@ -117,8 +120,9 @@ def arrival_times(spec: ArrivalSpec, num_requests: int, *, seed: int = 0,
     return np.cumsum(gaps)
 
 
-def arrival_times_within(spec: ArrivalSpec, duration_s: float, *, seed: int = 0,
-                         trace: Trace | None = None) -> np.ndarray:
+def arrival_times_within(
+    spec: ArrivalSpec, duration_s: float, *, seed: int = 0, trace: Trace | None = None
+) -> np.ndarray:
     """The open-loop send offsets that fall within ``[0, duration_s)``."""
     if spec.kind is ArrivalKind.TRACE:
         if trace is None:
@@ -136,9 +140,14 @@ def arrival_times_within(spec: ArrivalSpec, duration_s: float, *, seed: int = 0,
         n *= 2
 
 
-def arrival_from_flags(*, rate: float | None = None, burstiness: float = 1.0,
-                       concurrency: int | None = None, trace_timing: bool = False,
-                       time_scale: float = 1.0) -> ArrivalSpec:
+def arrival_from_flags(
+    *,
+    rate: float | None = None,
+    burstiness: float = 1.0,
+    concurrency: int | None = None,
+    trace_timing: bool = False,
+    time_scale: float = 1.0,
+) -> ArrivalSpec:
     """The arrival process of ``--rate [--burstiness] | --concurrency | --trace-timing``.
 
     Raises:
@@ -146,8 +155,10 @@ def arrival_from_flags(*, rate: float | None = None, burstiness: float = 1.0,
     """
     given = [rate is not None, concurrency is not None, trace_timing]
     if sum(given) != 1:
-        raise ConfigError("give exactly one arrival process: --rate R [--burstiness B], "
-                          "--concurrency C, or --trace-timing [--time-scale K]")
+        raise ConfigError(
+            "give exactly one arrival process: --rate R [--burstiness B], "
+            "--concurrency C, or --trace-timing [--time-scale K]"
+        )
     if rate is not None:
         return ArrivalSpec.from_rate(rate, burstiness)
     if concurrency is not None:

@@ -23,10 +23,10 @@ from typing import Any
 
 import aiohttp
 
-from collector.bench.sse import DONE, ProtocolError, SSEDecoder, parse_chunk
-from collector.errors import ConfigError
-from collector.records import RequestRecord
-from collector.workload.tokens import count_tokens
+from slotune.collector.bench.sse import DONE, ProtocolError, SSEDecoder, parse_chunk
+from slotune.collector.errors import ConfigError
+from slotune.collector.records import RequestRecord
+from slotune.collector.workload.tokens import count_tokens
 
 
 class Endpoint(StrEnum):
@@ -100,8 +100,9 @@ def normalize_base_url(url: str) -> str:
     """``http://h:8000/v1/`` -> ``http://h:8000``; rejects anything but http(s) URLs."""
     u = url.strip().rstrip("/")
     if not u.startswith(("http://", "https://")):
-        raise ConfigError(f"--url {url!r} must start with http:// or https://, "
-                          "e.g. http://127.0.0.1:8000")
+        raise ConfigError(
+            f"--url {url!r} must start with http:// or https://, e.g. http://127.0.0.1:8000"
+        )
     return u[:-3] if u.endswith("/v1") else u
 
 
@@ -114,8 +115,7 @@ def headers(api_key: str | None) -> dict[str, str]:
 
 def request_body(options: ClientOptions, prompt: Prompt) -> dict[str, Any]:
     """The JSON body for one request."""
-    body: dict[str, Any] = {"model": options.model, "stream": options.stream,
-                            "temperature": 0.0}
+    body: dict[str, Any] = {"model": options.model, "stream": options.stream, "temperature": 0.0}
     if options.endpoint is Endpoint.COMPLETIONS:
         body["prompt"] = prompt.text
         body["max_tokens"] = prompt.output_tokens
@@ -130,8 +130,9 @@ def request_body(options: ClientOptions, prompt: Prompt) -> dict[str, Any]:
     return body
 
 
-async def discover_model(session: aiohttp.ClientSession, base_url: str,
-                         api_key: str | None, timeout_s: float = 10.0) -> str:
+async def discover_model(
+    session: aiohttp.ClientSession, base_url: str, api_key: str | None, timeout_s: float = 10.0
+) -> str:
     """The first model a server lists at ``/v1/models``.
 
     Raises:
@@ -139,14 +140,17 @@ async def discover_model(session: aiohttp.ClientSession, base_url: str,
     """
     url = f"{base_url}/v1/models"
     try:
-        async with session.get(url, headers=headers(api_key),
-                               timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.get(
+            url, headers=headers(api_key), timeout=aiohttp.ClientTimeout(total=timeout_s)
+        ) as resp:
             if resp.status != 200:
                 raise ConfigError(f"GET {url} answered HTTP {resp.status}; pass --model NAME")
             data = await resp.json(content_type=None)
     except (aiohttp.ClientError, TimeoutError) as e:
-        raise ConfigError(f"cannot reach {url} ({type(e).__name__}: {e}); check --url "
-                          "and that the server is running") from e
+        raise ConfigError(
+            f"cannot reach {url} ({type(e).__name__}: {e}); check --url "
+            "and that the server is running"
+        ) from e
     models = data.get("data") if isinstance(data, dict) else None
     if not models or not isinstance(models[0], dict) or "id" not in models[0]:
         raise ConfigError(f"{url} lists no model; pass --model NAME")
@@ -165,8 +169,17 @@ class _Stream:
     sooner, so their reads are stamped sooner.
     """
 
-    __slots__ = ("counter", "done_s", "error", "estimates", "explicit", "finish", "received",
-                 "times", "usage")
+    __slots__ = (
+        "counter",
+        "done_s",
+        "error",
+        "estimates",
+        "explicit",
+        "finish",
+        "received",
+        "times",
+        "usage",
+    )
 
     def __init__(self, counter: Callable[[str], int]) -> None:
         self.counter = counter
@@ -257,8 +270,9 @@ class _SendClock:
         self.sent_s: float | None = None
 
 
-async def _on_request_chunk_sent(_: aiohttp.ClientSession, ctx: Any,
-                                 __: aiohttp.TraceRequestChunkSentParams) -> None:
+async def _on_request_chunk_sent(
+    _: aiohttp.ClientSession, ctx: Any, __: aiohttp.TraceRequestChunkSentParams
+) -> None:
     # aiohttp awaits this immediately before writing the chunk (with the buffered headers).
     clock = ctx.trace_request_ctx
     if isinstance(clock, _SendClock) and clock.sent_s is None:
@@ -287,9 +301,15 @@ def _read_clock(resp: aiohttp.ClientResponse) -> _ReadClock | None:
     return clock
 
 
-async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
-                       request_id: str, prompt: Prompt, *, scheduled_s: float | None = None,
-                       counter: Callable[[str], int] = count_tokens) -> ClientResult:
+async def send_request(
+    session: aiohttp.ClientSession,
+    options: ClientOptions,
+    request_id: str,
+    prompt: Prompt,
+    *,
+    scheduled_s: float | None = None,
+    counter: Callable[[str], int] = count_tokens,
+) -> ClientResult:
     """Send one request and time it; never raises for server or network failures."""
     url = options.base_url + options.endpoint.path
     hdrs = headers(options.api_key)
@@ -302,8 +322,9 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
     clock = _SendClock()
     asked_s = time.perf_counter()
     try:
-        async with session.post(url, data=data, headers=hdrs, timeout=timeout,
-                                trace_request_ctx=clock) as resp:
+        async with session.post(
+            url, data=data, headers=hdrs, timeout=timeout, trace_request_ctx=clock
+        ) as resp:
             status = resp.status
             if status >= 400:
                 body = (await resp.read())[:300].decode("utf-8", errors="replace")
@@ -315,12 +336,18 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
             else:
                 end_s = await _read_whole(resp, state)
     except (TimeoutError, aiohttp.ServerTimeoutError) as e:
-        state.error = (ErrorKind.TIMEOUT, f"no complete response within {options.timeout_s:g} s"
-                       + (f" ({e})" if str(e) else ""))
+        state.error = (
+            ErrorKind.TIMEOUT,
+            f"no complete response within {options.timeout_s:g} s" + (f" ({e})" if str(e) else ""),
+        )
     except aiohttp.ClientConnectorError as e:
         state.error = (ErrorKind.CONNECT, str(e)[:300])
-    except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
-            aiohttp.ClientOSError, ConnectionError) as e:
+    except (
+        aiohttp.ServerDisconnectedError,
+        aiohttp.ClientPayloadError,
+        aiohttp.ClientOSError,
+        ConnectionError,
+    ) as e:
         state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
     except (ProtocolError, aiohttp.ClientResponseError, UnicodeDecodeError) as e:
         state.error = (ErrorKind.PROTOCOL, str(e)[:300])
@@ -334,8 +361,7 @@ async def send_request(session: aiohttp.ClientSession, options: ClientOptions,
     return _finish(request_id, prompt, send_s, end_s, status, state, scheduled_s)
 
 
-async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream,
-                       send_s: float) -> float | None:
+async def _read_stream(resp: aiohttp.ClientResponse, state: _Stream, send_s: float) -> float | None:
     decoder = SSEDecoder()
     content = resp.content
     clock = _read_clock(resp)
@@ -372,8 +398,15 @@ async def _read_whole(resp: aiohttp.ClientResponse, state: _Stream) -> float:
     return end_s
 
 
-def _finish(request_id: str, prompt: Prompt, send_s: float, end_s: float | None,
-            status: int | None, state: _Stream, scheduled_s: float | None) -> ClientResult:
+def _finish(
+    request_id: str,
+    prompt: Prompt,
+    send_s: float,
+    end_s: float | None,
+    status: int | None,
+    state: _Stream,
+    scheduled_s: float | None,
+) -> ClientResult:
     usage = state.usage or {}
     out_tokens = _int_or_none(usage.get("completion_tokens"))
     in_tokens = _int_or_none(usage.get("prompt_tokens"))
@@ -382,13 +415,18 @@ def _finish(request_id: str, prompt: Prompt, send_s: float, end_s: float | None,
     first = next((t for t, n in zip(state.times, tokens, strict=True) if n > 0), None)
     error = state.error
     record = RequestRecord(
-        request_id=request_id, send_s=send_s,
-        first_token_s=first, end_s=end_s if error is None else None,
-        chunk_times_s=tuple(state.times), chunk_tokens=tokens,
+        request_id=request_id,
+        send_s=send_s,
+        first_token_s=first,
+        end_s=end_s if error is None else None,
+        chunk_times_s=tuple(state.times),
+        chunk_tokens=tokens,
         input_tokens=in_tokens if in_tokens is not None else prompt.input_tokens,
         output_tokens=out_tokens,
-        error=error[0].value if error else None, error_detail=error[1] if error else None,
-        http_status=status, scheduled_s=scheduled_s,
+        error=error[0].value if error else None,
+        error_detail=error[1] if error else None,
+        http_status=status,
+        scheduled_s=scheduled_s,
     )
     return ClientResult(record, client_count)
 
@@ -400,8 +438,9 @@ def _int_or_none(x: Any) -> int | None:
         return None
 
 
-def assign_chunk_tokens(estimates: list[int], explicit: bool,
-                        usage_tokens: int | None) -> tuple[int, ...]:
+def assign_chunk_tokens(
+    estimates: list[int], explicit: bool, usage_tokens: int | None
+) -> tuple[int, ...]:
     """Tokens per chunk, consistent with the server's total where the text allows.
 
     Chunks that state their tokens (``token_ids``/logprobs) are taken as they are. Otherwise

@@ -8,8 +8,13 @@ from typing import Any
 
 LATENCY_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 LATENCY_STATS = ("mean", "p50", "p90", "p99")
-RATE_METRICS = ("request_throughput", "output_token_throughput", "goodput", "offered_rate",
-                "achieved_rate")
+RATE_METRICS = (
+    "request_throughput",
+    "output_token_throughput",
+    "goodput",
+    "offered_rate",
+    "achieved_rate",
+)
 COUNT_METRICS = ("num_requests", "num_completed", "num_errors")
 
 

@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from collector.bench.arrivals import ArrivalKind, ArrivalSpec
-from collector.bench.client import Endpoint, normalize_base_url
-from collector.errors import ConfigError
-from collector.slo import SLO
+from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
+from slotune.collector.bench.client import Endpoint, normalize_base_url
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import SLO
 
 DEFAULT_NUM_REQUESTS = 100
 
@@ -70,27 +70,39 @@ class BenchConfig:
         object.__setattr__(self, "url", normalize_base_url(self.url))
         object.__setattr__(self, "endpoint", Endpoint(self.endpoint))
         object.__setattr__(self, "slos", tuple(self.slos))
-        sources = [self.workload is not None, self.trace_file is not None,
-                   self.input_len is not None or self.output_len is not None]
+        sources = [
+            self.workload is not None,
+            self.trace_file is not None,
+            self.input_len is not None or self.output_len is not None,
+        ]
         if sum(sources) != 1:
-            raise ConfigError("give exactly one workload: --workload NAME, --trace FILE, or "
-                              "--input-len SPEC --output-len SPEC")
+            raise ConfigError(
+                "give exactly one workload: --workload NAME, --trace FILE, or "
+                "--input-len SPEC --output-len SPEC"
+            )
         if sources[2] and (self.input_len is None or self.output_len is None):
             raise ConfigError("a synthetic workload needs both --input-len and --output-len")
         if (self.shared_prefix_tokens or self.turns != 1) and not sources[2]:
-            raise ConfigError("--shared-prefix and --turns apply to synthetic workloads "
-                              "(--input-len/--output-len); traces carry their own sharing")
+            raise ConfigError(
+                "--shared-prefix and --turns apply to synthetic workloads "
+                "(--input-len/--output-len); traces carry their own sharing"
+            )
         if self.arrival.kind is ArrivalKind.TRACE and sources[2]:
-            raise ConfigError("--trace-timing needs --workload or --trace: synthetic "
-                              "workloads have no timestamps; use --rate")
+            raise ConfigError(
+                "--trace-timing needs --workload or --trace: synthetic "
+                "workloads have no timestamps; use --rate"
+            )
         if self.num_requests is not None and self.duration_s is not None:
             raise ConfigError("give --num-requests or --duration, not both")
         if self.num_requests is not None and self.num_requests < 1:
             raise ConfigError("--num-requests must be at least 1")
         if self.duration_s is not None and not self.duration_s > 0:
             raise ConfigError("--duration must be above zero seconds")
-        if self.duration_s is not None and self.arrival.rate is not None \
-                and math.isinf(self.arrival.rate):
+        if (
+            self.duration_s is not None
+            and self.arrival.rate is not None
+            and math.isinf(self.arrival.rate)
+        ):
             raise ConfigError("--rate inf needs --num-requests, not --duration")
         if self.warmup < 0:
             raise ConfigError("--warmup must be zero or more requests")
@@ -117,17 +129,31 @@ class BenchConfig:
         """Settings as JSON, without the API key."""
         a = self.arrival
         return {
-            "url": self.url, "model": self.model, "endpoint": self.endpoint.value,
-            "workload": self.workload, "trace_file": self.trace_file,
-            "input_len": self.input_len, "output_len": self.output_len,
-            "shared_prefix_tokens": self.shared_prefix_tokens, "turns": self.turns,
-            "arrival": {"kind": a.kind.value,
-                        "rate": "inf" if a.rate is not None and math.isinf(a.rate) else a.rate,
-                        "burstiness": a.burstiness,
-                        "concurrency": a.concurrency, "time_scale": a.time_scale},
-            "num_requests": self.num_requests, "duration_s": self.duration_s,
-            "warmup": self.warmup, "cooldown": self.cooldown,
-            "slos": [s.spec for s in self.slos], "seed": self.seed,
-            "timeout_s": self.timeout_s, "tokenizer": self.tokenizer, "stream": self.stream,
-            "ignore_eos": self.ignore_eos, "api_key_set": self.api_key is not None,
+            "url": self.url,
+            "model": self.model,
+            "endpoint": self.endpoint.value,
+            "workload": self.workload,
+            "trace_file": self.trace_file,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "shared_prefix_tokens": self.shared_prefix_tokens,
+            "turns": self.turns,
+            "arrival": {
+                "kind": a.kind.value,
+                "rate": "inf" if a.rate is not None and math.isinf(a.rate) else a.rate,
+                "burstiness": a.burstiness,
+                "concurrency": a.concurrency,
+                "time_scale": a.time_scale,
+            },
+            "num_requests": self.num_requests,
+            "duration_s": self.duration_s,
+            "warmup": self.warmup,
+            "cooldown": self.cooldown,
+            "slos": [s.spec for s in self.slos],
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+            "tokenizer": self.tokenizer,
+            "stream": self.stream,
+            "ignore_eos": self.ignore_eos,
+            "api_key_set": self.api_key is not None,
         }

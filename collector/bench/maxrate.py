@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.errors import ConfigError
-from collector.slo import SLO
-from collector.summary import Summary
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import SLO
+from slotune.collector.summary import Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,12 @@ class RatePoint:
     all_met: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rate": self.rate, "all_met": self.all_met, "attainment": self.attainment,
-                "summary": self.summary}
+        return {
+            "rate": self.rate,
+            "all_met": self.all_met,
+            "attainment": self.attainment,
+            "summary": self.summary,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,26 +61,40 @@ class MaxRateResult:
     converged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"max_rate": self.max_rate, "bracket": list(self.bracket),
-                "converged": self.converged, "curve": [p.to_dict() for p in self.curve]}
+        return {
+            "max_rate": self.max_rate,
+            "bracket": list(self.bracket),
+            "converged": self.converged,
+            "curve": [p.to_dict() for p in self.curve],
+        }
 
 
 def _point(rate: float, summary: Summary, slos: Sequence[SLO]) -> RatePoint:
     by_name = {a.slo.name: a for a in summary.slo_attainment}
     missing = [s.name for s in slos if s.name not in by_name]
     if missing:
-        raise ConfigError(f"the measure function's summary lacks SLO(s) {', '.join(missing)}; "
-                          "summarize each run with the same SLOs given to find_max_rate")
+        raise ConfigError(
+            f"the measure function's summary lacks SLO(s) {', '.join(missing)}; "
+            "summarize each run with the same SLOs given to find_max_rate"
+        )
     atts = [by_name[s.name] for s in slos]
-    return RatePoint(rate=rate, summary=summary.to_dict(),
-                     attainment={a.slo.name: a.attainment for a in atts},
-                     all_met=all(a.is_met for a in atts))
+    return RatePoint(
+        rate=rate,
+        summary=summary.to_dict(),
+        attainment={a.slo.name: a.attainment for a in atts},
+        all_met=all(a.is_met for a in atts),
+    )
 
 
-def find_max_rate(measure: Callable[[float], Summary], slos: Sequence[SLO], *,
-                  start_rate: float = 1.0, rel_tolerance: float = 0.05,
-                  max_steps: int = 16,
-                  on_point: Callable[[RatePoint], None] | None = None) -> MaxRateResult:
+def find_max_rate(
+    measure: Callable[[float], Summary],
+    slos: Sequence[SLO],
+    *,
+    start_rate: float = 1.0,
+    rel_tolerance: float = 0.05,
+    max_steps: int = 16,
+    on_point: Callable[[RatePoint], None] | None = None,
+) -> MaxRateResult:
     """Search the highest rate at which every SLO holds.
 
     Args:
@@ -112,8 +130,12 @@ def find_max_rate(measure: Callable[[float], Summary], slos: Sequence[SLO], *,
         return point.all_met
 
     good, bad = _bracket(probe, start_rate, max_steps)
-    while bad is not None and good > 0 and (bad - good) / bad > rel_tolerance \
-            and len(curve) < max_steps:
+    while (
+        bad is not None
+        and good > 0
+        and (bad - good) / bad > rel_tolerance
+        and len(curve) < max_steps
+    ):
         mid = (good + bad) / 2
         if probe(mid):
             good = mid
@@ -124,8 +146,9 @@ def find_max_rate(measure: Callable[[float], Summary], slos: Sequence[SLO], *,
     return MaxRateResult(max_rate=good, curve=curve, bracket=(good, bad), converged=converged)
 
 
-def _bracket(probe: Callable[[float], bool], start_rate: float,
-             max_steps: int) -> tuple[float, float | None]:
+def _bracket(
+    probe: Callable[[float], bool], start_rate: float, max_steps: int
+) -> tuple[float, float | None]:
     """(passing, failing) rates around the threshold by doubling or halving."""
     rate = start_rate
     if probe(rate):

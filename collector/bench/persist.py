@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.bench.result import BenchResult
-from collector.errors import ConfigError
-from collector.store import (
+from slotune.collector.bench.result import BenchResult
+from slotune.collector.errors import ConfigError
+from slotune.collector.store import (
     BenchRunInfo,
     BenchRunMeta,
     Store,
@@ -33,9 +33,15 @@ def save_run(store: Store, result: BenchResult, name: str | None = None) -> int:
         The run id.
     """
     config = {**result.config.to_dict(), "wall_offset_s": result.wall_offset_s}
-    meta = BenchRunMeta(name=name or run_name(result), url=result.config.url,
-                        model=result.model, workload=result.config.workload_name,
-                        started_at=result.started_at, ended_at=result.ended_at, config=config)
+    meta = BenchRunMeta(
+        name=name or run_name(result),
+        url=result.config.url,
+        model=result.model,
+        workload=result.config.workload_name,
+        started_at=result.started_at,
+        ended_at=result.ended_at,
+        config=config,
+    )
     return save_bench_run(store, meta, list(result.records), result.summary.to_dict())
 
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collector.bench.arrivals import ArrivalKind, arrival_times, arrival_times_within
-from collector.bench.config import DEFAULT_NUM_REQUESTS, BenchConfig
-from collector.errors import ConfigError
-from collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
-from collector.workload.traces import Trace, resolve_workload
+from slotune.collector.bench.arrivals import ArrivalKind, arrival_times, arrival_times_within
+from slotune.collector.bench.config import DEFAULT_NUM_REQUESTS, BenchConfig
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
+from slotune.collector.workload.traces import Trace, resolve_workload
 
 # A closed-loop run by duration cannot know its request count; this bounds the supply.
 CLOSED_LOOP_REQUESTS_PER_STREAM_S = 20
@@ -67,8 +67,11 @@ def make_plan(config: BenchConfig) -> Plan:
         per_phase = m if m is not None else _closed_loop_supply(config)
         supply = w + per_phase + (per_phase if config.cooldown else 0)
     trace = _take(config, source, supply, w + (m or 1))
-    times = arrival_times(spec, len(trace), seed=config.seed, trace=trace) \
-        if spec.is_open_loop else None
+    times = (
+        arrival_times(spec, len(trace), seed=config.seed, trace=trace)
+        if spec.is_open_loop
+        else None
+    )
     return Plan(trace=trace, times_s=times, num_warmup=w, num_measured=m)
 
 
@@ -90,8 +93,10 @@ def _open_loop_measured(config: BenchConfig, source: Trace | None) -> int:
             return config.num_requests
         if spec.kind is ArrivalKind.TRACE and source is not None:
             if len(source) <= w:
-                raise ConfigError(f"--warmup {w} leaves no request of the {len(source)}-request "
-                                  "trace to measure; lower --warmup")
+                raise ConfigError(
+                    f"--warmup {w} leaves no request of the {len(source)}-request "
+                    "trace to measure; lower --warmup"
+                )
             return len(source) - w
         return DEFAULT_NUM_REQUESTS
     if spec.kind is ArrivalKind.TRACE:
@@ -106,14 +111,23 @@ def _open_loop_measured(config: BenchConfig, source: Trace | None) -> int:
 def _take(config: BenchConfig, source: Trace | None, supply: int, needed: int) -> Trace:
     if source is None:
         assert config.input_len is not None and config.output_len is not None
-        input_len = parse_length_spec(config.input_len, column=Column.INPUT,
-                                      field_name="--input-len")
-        output_len = parse_length_spec(config.output_len, column=Column.OUTPUT,
-                                       field_name="--output-len")
-        return synthetic_trace(input_len, output_len, supply, seed=config.seed,
-                               shared_prefix_tokens=config.shared_prefix_tokens,
-                               turns=config.turns)
+        input_len = parse_length_spec(
+            config.input_len, column=Column.INPUT, field_name="--input-len"
+        )
+        output_len = parse_length_spec(
+            config.output_len, column=Column.OUTPUT, field_name="--output-len"
+        )
+        return synthetic_trace(
+            input_len,
+            output_len,
+            supply,
+            seed=config.seed,
+            shared_prefix_tokens=config.shared_prefix_tokens,
+            turns=config.turns,
+        )
     if len(source) < needed:
-        raise ConfigError(f"workload {source.name!r} has {len(source)} requests, fewer than the "
-                          f"{needed} asked (warm-up + measured); lower --num-requests/--warmup")
+        raise ConfigError(
+            f"workload {source.name!r} has {len(source)} requests, fewer than the "
+            f"{needed} asked (warm-up + measured); lower --num-requests/--warmup"
+        )
     return Trace(name=source.name, requests=source.requests[:supply], source=source.source)

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from collector.bench.client import Prompt
-from collector.errors import ConfigError
-from collector.workload.tokens import count_tokens, synthetic_text
-from collector.workload.traces import Trace, TraceRequest
+from slotune.collector.bench.client import Prompt
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload.tokens import count_tokens, synthetic_text
+from slotune.collector.workload.traces import Trace, TraceRequest
 
 
 class TokenCounter(Protocol):
@@ -65,8 +65,10 @@ class HFTokenizerCounter:
 
 def _load_tokenizer(path: Path) -> tuple[Any, Any]:
     if not path.is_dir():
-        raise ConfigError(f"--tokenizer {path}: not a directory; give a local Hugging Face "
-                          "tokenizer directory (with tokenizer.json)")
+        raise ConfigError(
+            f"--tokenizer {path}: not a directory; give a local Hugging Face "
+            "tokenizer directory (with tokenizer.json)"
+        )
     tokenizers: Any
     try:
         import tokenizers
@@ -74,15 +76,16 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
         tokenizers = None
     if tokenizers is not None and (path / "tokenizer.json").is_file():
         tok = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
-        return (lambda t: tok.encode(t, add_special_tokens=False).ids,
-                lambda ids: tok.decode(ids))
+        return (lambda t: tok.encode(t, add_special_tokens=False).ids, lambda ids: tok.decode(ids))
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]
     except ImportError:
         if tokenizers is not None:
-            raise ConfigError(f"--tokenizer {path}: no tokenizer.json there; give a Hugging Face "
-                              "tokenizer directory with tokenizer.json (or install "
-                              "'transformers' for other tokenizer formats)") from None
+            raise ConfigError(
+                f"--tokenizer {path}: no tokenizer.json there; give a Hugging Face "
+                "tokenizer directory with tokenizer.json (or install "
+                "'transformers' for other tokenizer formats)"
+            ) from None
         raise ConfigError(
             f"--tokenizer {path}: reading it needs the 'tokenizers' package (for "
             "tokenizer.json) or 'transformers'; install one (pip install tokenizers) or "
@@ -92,8 +95,7 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
         hf = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as e:
         raise ConfigError(f"--tokenizer {path}: no tokenizer could be loaded there ({e})") from e
-    return (lambda t: hf.encode(t, add_special_tokens=False),
-            lambda ids: hf.decode(ids))
+    return (lambda t: hf.encode(t, add_special_tokens=False), lambda ids: hf.decode(ids))
 
 
 def token_counter(tokenizer_path: str | Path | None) -> TokenCounter:
@@ -124,12 +126,16 @@ class PromptBuilder:
         counter: token counter; default the approximation.
     """
 
-    def __init__(self, *, seed: int = 0, shared_prefix_tokens: int = 0,
-                 counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self, *, seed: int = 0, shared_prefix_tokens: int = 0, counter: TokenCounter | None = None
+    ) -> None:
         self._seed = seed
         self._counter = counter or ApproxCounter()
-        self._system = (self._counter.text_of(shared_prefix_tokens, _seed(seed, "system"))
-                        if shared_prefix_tokens > 0 else "")
+        self._system = (
+            self._counter.text_of(shared_prefix_tokens, _seed(seed, "system"))
+            if shared_prefix_tokens > 0
+            else ""
+        )
         self._last_turn: dict[str, tuple[_Turn, int]] = {}
 
     def build(self, req: TraceRequest, index: int) -> Prompt:
@@ -142,15 +148,23 @@ class PromptBuilder:
             turn = _session_turn(req, index, self._seed, c, self._system, prev)
             if req.session_id is not None:
                 self._last_turn[req.session_id] = (turn, req.output_tokens)
-        return Prompt(text=turn.text, messages=turn.messages, input_tokens=turn.input_tokens,
-                      output_tokens=req.output_tokens)
+        return Prompt(
+            text=turn.text,
+            messages=turn.messages,
+            input_tokens=turn.input_tokens,
+            output_tokens=req.output_tokens,
+        )
 
 
-def build_prompts(trace: Trace, *, seed: int = 0, shared_prefix_tokens: int = 0,
-                  counter: TokenCounter | None = None) -> list[Prompt]:
+def build_prompts(
+    trace: Trace,
+    *,
+    seed: int = 0,
+    shared_prefix_tokens: int = 0,
+    counter: TokenCounter | None = None,
+) -> list[Prompt]:
     """One prompt per trace request, in trace order (see :class:`PromptBuilder`)."""
-    builder = PromptBuilder(seed=seed, shared_prefix_tokens=shared_prefix_tokens,
-                            counter=counter)
+    builder = PromptBuilder(seed=seed, shared_prefix_tokens=shared_prefix_tokens, counter=counter)
     return [builder.build(req, i) for i, req in enumerate(trace.requests)]
 
 
@@ -170,11 +184,18 @@ def _block_prompt(req: TraceRequest, index: int, seed: int, c: TokenCounter) -> 
     return _Turn(({"role": "user", "content": text},), text, c.count(text))
 
 
-def _session_turn(req: TraceRequest, index: int, seed: int, c: TokenCounter, system: str,
-                  prev: tuple[_Turn, int] | None) -> _Turn:
+def _session_turn(
+    req: TraceRequest,
+    index: int,
+    seed: int,
+    c: TokenCounter,
+    system: str,
+    prev: tuple[_Turn, int] | None,
+) -> _Turn:
     if prev is None:
         history_msgs: tuple[dict[str, str], ...] = (
-            ({"role": "system", "content": system},) if system else ())
+            ({"role": "system", "content": system},) if system else ()
+        )
         history_text = system
     else:
         turn, prev_out = prev

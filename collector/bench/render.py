@@ -18,11 +18,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from collector.bench.compare import ComparisonRow
-from collector.bench.maxrate import MaxRateResult
-from collector.records import RequestRecord
-from collector.slo import SLO
-from collector.store import BenchRunInfo
+from slotune.collector.bench.compare import ComparisonRow
+from slotune.collector.bench.maxrate import MaxRateResult
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLO
+from slotune.collector.store import BenchRunInfo
 
 
 class LiveProgress:
@@ -35,9 +35,14 @@ class LiveProgress:
         self._itl_s: list[float] = []
         self._errors = 0
         self._good = 0
-        self._progress = Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=self._console,
-                                  auto_refresh=False)
+        self._progress = Progress(
+            TextColumn("[bold]bench"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._console,
+            auto_refresh=False,
+        )
         self._task = self._progress.add_task("requests", total=None)
         self._live: Live | None = None
         self._started_s = 0.0
@@ -47,8 +52,7 @@ class LiveProgress:
         self._progress.update(self._task, total=num_measured)
         self._duration_s = duration_s
         self._started_s = time.perf_counter()
-        self._live = Live(self._render(), console=self._console, auto_refresh=False,
-                          transient=True)
+        self._live = Live(self._render(), console=self._console, auto_refresh=False, transient=True)
         self._live.start()
 
     def record(self, record: RequestRecord) -> None:
@@ -72,8 +76,11 @@ class LiveProgress:
             self._live = None
 
     def _render(self) -> RenderableType:
-        parts = [f"TTFT {_pcts(self._ttft_s)}", f"ITL {_pcts(self._itl_s)}",
-                 f"errors {self._errors}"]
+        parts = [
+            f"TTFT {_pcts(self._ttft_s)}",
+            f"ITL {_pcts(self._itl_s)}",
+            f"errors {self._errors}",
+        ]
         if self._slos:
             parts.append(f"good {self._good}")
         if self._duration_s is not None:
@@ -107,15 +114,19 @@ def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType
         lat.add_column(stat, justify="right")
     for name in ("ttft", "itl", "tpot", "e2e"):
         block = summary.get(f"{name}_ms") or {}
-        lat.add_row(name, *(_ms(block.get(s)) for s in
-                            ("mean", "p50", "p90", "p95", "p99", "p99.9")),
-                    str(block.get("count", 0)))
+        lat.add_row(
+            name,
+            *(_ms(block.get(s)) for s in ("mean", "p50", "p90", "p95", "p99", "p99.9")),
+            str(block.get("count", 0)),
+        )
     totals = Table.grid(padding=(0, 2))
     totals.add_column()
     totals.add_column(justify="right")
     rows = [
-        ("requests (completed / sent)",
-         f"{summary.get('num_completed')} / {summary.get('num_requests')}"),
+        (
+            "requests (completed / sent)",
+            f"{summary.get('num_completed')} / {summary.get('num_requests')}",
+        ),
         ("target rate (req/s)", _num(summary.get("target_rate"))),
         ("offered rate, as scheduled (req/s)", _num(summary.get("offered_rate"))),
         ("achieved send rate (req/s)", _num(summary.get("achieved_rate"))),
@@ -127,13 +138,18 @@ def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType
     ]
     lag = summary.get("send_lag_ms")
     if isinstance(lag, Mapping):
-        rows.append(("send lag p50 / p99 / max (ms)",
-                     f"{lag['p50']:.2f} / {lag['p99']:.2f} / {lag['max']:.2f}"))
+        rows.append(
+            (
+                "send lag p50 / p99 / max (ms)",
+                f"{lag['p50']:.2f} / {lag['p99']:.2f} / {lag['max']:.2f}",
+            )
+        )
     errors = summary.get("errors_by_kind") or {}
     rows.append(("errors", ", ".join(f"{k} {v}" for k, v in errors.items()) or "none"))
     if summary.get("client_token_mismatches"):
-        rows.append(("client token re-count != usage",
-                     f"{summary['client_token_mismatches']} requests"))
+        rows.append(
+            ("client token re-count != usage", f"{summary['client_token_mismatches']} requests")
+        )
     for label, value in rows:
         totals.add_row(label, value)
     parts: list[RenderableType] = [lat, totals]
@@ -148,10 +164,18 @@ def slo_table(attainment: Sequence[Mapping[str, Any]]) -> Table:
         table.add_column(col, justify="left" if col == "slo" else "right")
     for a in attainment:
         value = a.get("value")
-        shown = "-" if value is None else (f"{value:.2f} ms" if a.get("unit") == "ms"
-                                           else f"{value:.2%}")
-        table.add_row(a["spec"], shown, f"{a['attainment']:.2%}", f"{a['objective']:.2%}",
-                      "[green]yes[/]" if a["met"] else "[red]no[/]")
+        shown = (
+            "-"
+            if value is None
+            else (f"{value:.2f} ms" if a.get("unit") == "ms" else f"{value:.2%}")
+        )
+        table.add_row(
+            a["spec"],
+            shown,
+            f"{a['attainment']:.2%}",
+            f"{a['objective']:.2%}",
+            "[green]yes[/]" if a["met"] else "[red]no[/]",
+        )
     return table
 
 
@@ -171,32 +195,61 @@ def compare_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str) -> 
 def max_rate_table(result: MaxRateResult) -> Table:
     """The max-rate curve: rate -> percentiles and SLO attainment."""
     table = Table(title=f"max rate {result.max_rate:.3g} req/s", title_justify="left")
-    for col in ("rate", "ttft p99 ms", "itl p99 ms", "tpot p99 ms", "e2e p99 ms",
-                "goodput", "attainment", "all met"):
+    for col in (
+        "rate",
+        "ttft p99 ms",
+        "itl p99 ms",
+        "tpot p99 ms",
+        "e2e p99 ms",
+        "goodput",
+        "attainment",
+        "all met",
+    ):
         table.add_column(col, justify="right")
     for p in result.curve:
         s = p.summary
         att = ", ".join(f"{k} {v:.1%}" for k, v in p.attainment.items())
-        table.add_row(f"{p.rate:.3g}", *(_ms((s.get(m) or {}).get("p99"))
-                                          for m in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")),
-                      _num(s.get("goodput")), att,
-                      "[green]yes[/]" if p.all_met else "[red]no[/]")
+        table.add_row(
+            f"{p.rate:.3g}",
+            *(_ms((s.get(m) or {}).get("p99")) for m in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")),
+            _num(s.get("goodput")),
+            att,
+            "[green]yes[/]" if p.all_met else "[red]no[/]",
+        )
     return table
 
 
 def runs_table(infos: Sequence[BenchRunInfo]) -> Table:
     """Stored runs: id, name, model, workload, when, size, headline figures."""
     table = Table(title="benchmark runs", title_justify="left")
-    for col in ("id", "name", "model", "workload", "started", "requests", "ttft p99 ms",
-                "itl p99 ms", "req/s", "goodput", "slos met"):
+    for col in (
+        "id",
+        "name",
+        "model",
+        "workload",
+        "started",
+        "requests",
+        "ttft p99 ms",
+        "itl p99 ms",
+        "req/s",
+        "goodput",
+        "slos met",
+    ):
         table.add_column(col, justify="right" if col in ("id", "requests") else "left")
     for i in infos:
         s = i.summary
         started = datetime.fromtimestamp(i.meta.started_at).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(str(i.run_id), i.meta.name, i.meta.model, i.meta.workload, started,
-                      str(i.num_requests), _ms((s.get("ttft_ms") or {}).get("p99")),
-                      _ms((s.get("itl_ms") or {}).get("p99")),
-                      _num(s.get("request_throughput")), _num(s.get("goodput")),
-                      "-" if not s.get("slo_attainment") else
-                      ("yes" if s.get("slos_met") else "no"))
+        table.add_row(
+            str(i.run_id),
+            i.meta.name,
+            i.meta.model,
+            i.meta.workload,
+            started,
+            str(i.num_requests),
+            _ms((s.get("ttft_ms") or {}).get("p99")),
+            _ms((s.get("itl_ms") or {}).get("p99")),
+            _num(s.get("request_throughput")),
+            _num(s.get("goodput")),
+            "-" if not s.get("slo_attainment") else ("yes" if s.get("slos_met") else "no"),
+        )
     return table

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from collector.bench.client import ClientResult
-from collector.bench.config import BenchConfig
-from collector.bench.plan import Plan
-from collector.records import RequestRecord
-from collector.summary import Summary, summarize
+from slotune.collector.bench.client import ClientResult
+from slotune.collector.bench.config import BenchConfig
+from slotune.collector.bench.plan import Plan
+from slotune.collector.records import RequestRecord
+from slotune.collector.summary import Summary, summarize
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +44,14 @@ class BenchResult:
 
     def to_dict(self, *, with_records: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "name": self.config.name, "model": self.model,
-            "workload": self.config.workload_name, "config": self.config.to_dict(),
-            "started_at": self.started_at, "ended_at": self.ended_at,
-            "wall_offset_s": self.wall_offset_s, "summary": self.summary.to_dict(),
+            "name": self.config.name,
+            "model": self.model,
+            "workload": self.config.workload_name,
+            "config": self.config.to_dict(),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "wall_offset_s": self.wall_offset_s,
+            "summary": self.summary.to_dict(),
         }
         if with_records:
             out["records"] = [_record_dict(r) for r in self.records]
@@ -58,12 +62,23 @@ def _record_dict(r: RequestRecord) -> dict[str, Any]:
     return {f: getattr(r, f) for f in RequestRecord.__slots__}
 
 
-def build_result(config: BenchConfig, plan: Plan, results: list[ClientResult], model: str,
-            started_at: float, wall_offset_s: float, *, num_cooldown: int) -> BenchResult:
+def build_result(
+    config: BenchConfig,
+    plan: Plan,
+    results: list[ClientResult],
+    model: str,
+    started_at: float,
+    wall_offset_s: float,
+    *,
+    num_cooldown: int,
+) -> BenchResult:
     records = [r.record for r in results]
     sends = np.array([r.send_s for r in records])
-    achieved = ((len(sends) - 1) / float(sends.max() - sends.min())
-                if len(sends) > 1 and sends.max() > sends.min() else None)
+    achieved = (
+        (len(sends) - 1) / float(sends.max() - sends.min())
+        if len(sends) > 1 and sends.max() > sends.min()
+        else None
+    )
     lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
     with_usage = [r for r in results if r.record.output_tokens is not None]
     extra: dict[str, Any] = {
@@ -74,14 +89,22 @@ def build_result(config: BenchConfig, plan: Plan, results: list[ClientResult], m
         "num_warmup": min(plan.num_warmup, len(plan.trace)),
         "num_cooldown": num_cooldown,
         "usage_missing": sum(1 for r in records if r.is_ok and r.output_tokens is None),
-        "client_token_mismatches": sum(1 for r in with_usage
-                                       if r.client_output_tokens != r.record.output_tokens),
+        "client_token_mismatches": sum(
+            1 for r in with_usage if r.client_output_tokens != r.record.output_tokens
+        ),
     }
     summary = summarize(records, config.slos, extra=extra)
-    return BenchResult(records=tuple(records), summary=summary,
-                       offered_rate=plan.offered_rate, achieved_rate=achieved, config=config,
-                       model=model, started_at=started_at, ended_at=time.time(),
-                       wall_offset_s=wall_offset_s)
+    return BenchResult(
+        records=tuple(records),
+        summary=summary,
+        offered_rate=plan.offered_rate,
+        achieved_rate=achieved,
+        config=config,
+        model=model,
+        started_at=started_at,
+        ended_at=time.time(),
+        wall_offset_s=wall_offset_s,
+    )
 
 
 def _finite(rate: float | None) -> float | str | None:
@@ -92,5 +115,8 @@ def _lag_ms(lags: list[float]) -> dict[str, float] | None:
     if not lags:
         return None
     a = np.asarray(lags) * 1000.0
-    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-            "max": float(a.max())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+    }

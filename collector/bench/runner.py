@@ -18,7 +18,7 @@ from typing import Protocol
 
 import aiohttp
 
-from collector.bench.client import (
+from slotune.collector.bench.client import (
     ClientOptions,
     ClientResult,
     Prompt,
@@ -26,11 +26,11 @@ from collector.bench.client import (
     send_request,
     timing_trace_config,
 )
-from collector.bench.config import BenchConfig
-from collector.bench.plan import Plan, make_plan
-from collector.bench.prompts import PromptBuilder, token_counter
-from collector.bench.result import BenchResult, build_result
-from collector.records import RequestRecord
+from slotune.collector.bench.config import BenchConfig
+from slotune.collector.bench.plan import Plan, make_plan
+from slotune.collector.bench.prompts import PromptBuilder, token_counter
+from slotune.collector.bench.result import BenchResult, build_result
+from slotune.collector.records import RequestRecord
 
 START_LEAD_S = 0.05  # schedule origin a little ahead, so request 0 is not already late
 REFRESH_S = 0.5
@@ -57,14 +57,20 @@ class ProgressSink(Protocol):
 class _Run:
     """Shared state of one run while requests are in flight."""
 
-    def __init__(self, plan: Plan, config: BenchConfig, session: aiohttp.ClientSession,
-                 options: ClientOptions, sink: ProgressSink | None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        config: BenchConfig,
+        session: aiohttp.ClientSession,
+        options: ClientOptions,
+        sink: ProgressSink | None,
+    ) -> None:
         self.plan, self.config, self.session, self.options = plan, config, session, options
         self.sink = sink
         self.counter = token_counter(config.tokenizer)
-        self.builder = PromptBuilder(seed=config.seed,
-                                     shared_prefix_tokens=config.shared_prefix_tokens,
-                                     counter=self.counter)
+        self.builder = PromptBuilder(
+            seed=config.seed, shared_prefix_tokens=config.shared_prefix_tokens, counter=self.counter
+        )
         self.results: dict[int, ClientResult] = {}
         self.measured_in_flight = 0
         self.window_closed = False
@@ -88,8 +94,9 @@ class _Run:
         duration_s = self.config.duration_s or 0.0
         return Phase.MEASURED if now_s < self.measure_start_s + duration_s else Phase.COOLDOWN
 
-    def launch(self, i: int, prompt: Prompt, phase: Phase,
-               scheduled_s: float | None) -> asyncio.Task[None]:
+    def launch(
+        self, i: int, prompt: Prompt, phase: Phase, scheduled_s: float | None
+    ) -> asyncio.Task[None]:
         """Start one request; in-flight counts change before the task first runs."""
         if phase is Phase.MEASURED:
             self.measured_in_flight += 1
@@ -97,11 +104,16 @@ class _Run:
         (self.cooldown_tasks if phase is Phase.COOLDOWN else self.tasks).append(task)
         return task
 
-    async def _send(self, i: int, prompt: Prompt, phase: Phase,
-                    scheduled_s: float | None) -> None:
+    async def _send(self, i: int, prompt: Prompt, phase: Phase, scheduled_s: float | None) -> None:
         try:
-            result = await send_request(self.session, self.options, f"req-{i}", prompt,
-                                        scheduled_s=scheduled_s, counter=self.counter.count)
+            result = await send_request(
+                self.session,
+                self.options,
+                f"req-{i}",
+                prompt,
+                scheduled_s=scheduled_s,
+                counter=self.counter.count,
+            )
         finally:
             if phase is Phase.MEASURED:
                 self.measured_in_flight -= 1
@@ -184,19 +196,29 @@ async def _closed_loop(run: _Run) -> None:
     await run.finish()
 
 
-async def arun_benchmark(config: BenchConfig, *,
-                         progress: ProgressSink | None = None) -> BenchResult:
+async def arun_benchmark(
+    config: BenchConfig, *, progress: ProgressSink | None = None
+) -> BenchResult:
     """Run one benchmark (async); see :func:`run_benchmark`."""
     plan = make_plan(config)
     started_at = time.time()
     wall_offset_s = started_at - time.perf_counter()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-    async with aiohttp.ClientSession(connector=connector, trace_configs=[timing_trace_config()],
-                                     timeout=aiohttp.ClientTimeout(total=None)) as session:
+    async with aiohttp.ClientSession(
+        connector=connector,
+        trace_configs=[timing_trace_config()],
+        timeout=aiohttp.ClientTimeout(total=None),
+    ) as session:
         model = config.model or await discover_model(session, config.url, config.api_key)
-        options = ClientOptions(base_url=config.url, model=model, endpoint=config.endpoint,
-                                timeout_s=config.timeout_s, api_key=config.api_key,
-                                stream=config.stream, ignore_eos=config.ignore_eos)
+        options = ClientOptions(
+            base_url=config.url,
+            model=model,
+            endpoint=config.endpoint,
+            timeout_s=config.timeout_s,
+            api_key=config.api_key,
+            stream=config.stream,
+            ignore_eos=config.ignore_eos,
+        )
         run = _Run(plan, config, session, options, progress)
         refresher = asyncio.create_task(_refresh(progress)) if progress is not None else None
         if progress is not None:
@@ -210,8 +232,15 @@ async def arun_benchmark(config: BenchConfig, *,
             if progress is not None:
                 progress.stop()
     results = [run.results[i] for i in sorted(run.results)]
-    return build_result(config, plan, results, model, started_at, wall_offset_s,
-                        num_cooldown=len(run.cooldown_tasks))
+    return build_result(
+        config,
+        plan,
+        results,
+        model,
+        started_at,
+        wall_offset_s,
+        num_cooldown=len(run.cooldown_tasks),
+    )
 
 
 @contextlib.contextmanager
@@ -251,7 +280,7 @@ def run_benchmark(config: BenchConfig, *, progress: bool = False) -> BenchResult
     """
     sink: ProgressSink | None = None
     if progress:
-        from collector.bench.render import LiveProgress
+        from slotune.collector.bench.render import LiveProgress
 
         sink = LiveProgress(config.slos)
     return asyncio.run(arun_benchmark(config, progress=sink))

@@ -6,8 +6,8 @@ frozen records (ORM rows never leave this package). The schema is managed by Ale
 than this slotune knows. See docs/store.md.
 """
 
-from collector.store._bench import list_bench_runs, load_bench_run, save_bench_run
-from collector.store._findings import (
+from slotune.collector.store._bench import list_bench_runs, load_bench_run, save_bench_run
+from slotune.collector.store._findings import (
     list_alert_events,
     list_alert_rules,
     list_diagnoses,
@@ -15,7 +15,7 @@ from collector.store._findings import (
     save_alert_rule,
     save_diagnosis,
 )
-from collector.store._queries import (
+from slotune.collector.store._queries import (
     bucket_quantile,
     counter_increase,
     counter_rate,
@@ -23,7 +23,7 @@ from collector.store._queries import (
     histogram_quantile,
     latest_value,
 )
-from collector.store._records import (
+from slotune.collector.store._records import (
     AlertEventInfo,
     AlertRuleInfo,
     AlertState,
@@ -38,10 +38,10 @@ from collector.store._records import (
     StudyStatus,
     TargetInfo,
 )
-from collector.store._retention import prune, rollup
-from collector.store._samples import write_samples
-from collector.store._slos import delete_slo, list_slos, save_slos
-from collector.store._store import (
+from slotune.collector.store._retention import prune, rollup
+from slotune.collector.store._samples import write_samples
+from slotune.collector.store._slos import delete_slo, list_slos, save_slos
+from slotune.collector.store._store import (
     RevisionInfo,
     Store,
     current_revision,
@@ -50,9 +50,9 @@ from collector.store._store import (
     schema_status,
     upgrade,
 )
-from collector.store._studies import get_study, list_studies, save_study
-from collector.store._targets import list_targets, register_target
-from collector.store._url import default_db_url, redact_url
+from slotune.collector.store._studies import get_study, list_studies, save_study
+from slotune.collector.store._targets import list_targets, register_target
+from slotune.collector.store._url import default_db_url, redact_url
 
 __all__ = [
     "AlertEventInfo",

@@ -8,14 +8,20 @@ from typing import Any
 
 from sqlalchemy import select
 
-from collector.errors import ConfigError
-from collector.store._models import AlertEvent, AlertRule, Diagnosis
-from collector.store._records import AlertEventInfo, AlertRuleInfo, AlertState, DiagnosisInfo
-from collector.store._store import Store
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import AlertEvent, AlertRule, Diagnosis
+from slotune.collector.store._records import (
+    AlertEventInfo,
+    AlertRuleInfo,
+    AlertState,
+    DiagnosisInfo,
+)
+from slotune.collector.store._store import Store
 
 
-def save_diagnosis(store: Store, kind: str, inputs: Mapping[str, Any],
-                   result: Mapping[str, Any], subject: str = "") -> int:
+def save_diagnosis(
+    store: Store, kind: str, inputs: Mapping[str, Any], result: Mapping[str, Any], subject: str = ""
+) -> int:
     """Store an analysis result with its inputs; returns its id.
 
     Args:
@@ -26,8 +32,13 @@ def save_diagnosis(store: Store, kind: str, inputs: Mapping[str, Any],
         subject: what it is about (a target, a run, a trace file).
     """
     with store.session() as session:
-        row = Diagnosis(kind=kind, subject=subject, inputs=dict(inputs), result=dict(result),
-                        created_at=time.time())
+        row = Diagnosis(
+            kind=kind,
+            subject=subject,
+            inputs=dict(inputs),
+            result=dict(result),
+            created_at=time.time(),
+        )
         session.add(row)
         session.flush()
         return row.id
@@ -39,9 +50,17 @@ def list_diagnoses(store: Store, kind: str | None = None, limit: int = 50) -> li
     if kind is not None:
         query = query.where(Diagnosis.kind == kind)
     with store.session() as session:
-        return [DiagnosisInfo(id=r.id, kind=r.kind, subject=r.subject, inputs=dict(r.inputs),
-                              result=dict(r.result), created_at=r.created_at)
-                for r in session.scalars(query.limit(limit))]
+        return [
+            DiagnosisInfo(
+                id=r.id,
+                kind=r.kind,
+                subject=r.subject,
+                inputs=dict(r.inputs),
+                result=dict(r.result),
+                created_at=r.created_at,
+            )
+            for r in session.scalars(query.limit(limit))
+        ]
 
 
 def save_alert_rule(store: Store, rule: AlertRuleInfo) -> int:
@@ -62,11 +81,22 @@ def save_alert_rule(store: Store, rule: AlertRuleInfo) -> int:
 def list_alert_rules(store: Store) -> list[AlertRuleInfo]:
     """Every alert rule, by name."""
     with store.session() as session:
-        return [AlertRuleInfo(name=r.name, kind=r.kind, slo_name=r.slo_name, metric=r.metric,
-                              op=r.op, threshold=r.threshold, for_s=r.for_s,
-                              severity=r.severity, labels=dict(r.labels),
-                              config=dict(r.config), enabled=r.enabled)
-                for r in session.scalars(select(AlertRule).order_by(AlertRule.name))]
+        return [
+            AlertRuleInfo(
+                name=r.name,
+                kind=r.kind,
+                slo_name=r.slo_name,
+                metric=r.metric,
+                op=r.op,
+                threshold=r.threshold,
+                for_s=r.for_s,
+                severity=r.severity,
+                labels=dict(r.labels),
+                config=dict(r.config),
+                enabled=r.enabled,
+            )
+            for r in session.scalars(select(AlertRule).order_by(AlertRule.name))
+        ]
 
 
 def record_alert_event(store: Store, event: AlertEventInfo) -> int:
@@ -78,29 +108,46 @@ def record_alert_event(store: Store, event: AlertEventInfo) -> int:
     try:
         state = AlertState(event.state)
     except ValueError as e:
-        raise ConfigError(f"alert state {event.state!r} is unknown; use firing or resolved") \
-            from e
+        raise ConfigError(f"alert state {event.state!r} is unknown; use firing or resolved") from e
     with store.session() as session:
         rule_id = session.scalar(select(AlertRule.id).where(AlertRule.name == event.rule))
         if rule_id is None:
             raise ConfigError(f"no alert rule named {event.rule!r}; save the rule first")
-        row = AlertEvent(rule_id=rule_id, state=state.value, ts=event.ts, value=event.value,
-                         labels=dict(event.labels), message=event.message)
+        row = AlertEvent(
+            rule_id=rule_id,
+            state=state.value,
+            ts=event.ts,
+            value=event.value,
+            labels=dict(event.labels),
+            message=event.message,
+        )
         session.add(row)
         session.flush()
         return row.id
 
 
-def list_alert_events(store: Store, rule: str | None = None,
-                      since_ts: float | None = None) -> list[AlertEventInfo]:
+def list_alert_events(
+    store: Store, rule: str | None = None, since_ts: float | None = None
+) -> list[AlertEventInfo]:
     """Alert events, oldest first, optionally of one rule and since a time."""
-    query = (select(AlertEvent, AlertRule.name).join(AlertRule, AlertRule.id == AlertEvent.rule_id)
-             .order_by(AlertEvent.ts, AlertEvent.id))
+    query = (
+        select(AlertEvent, AlertRule.name)
+        .join(AlertRule, AlertRule.id == AlertEvent.rule_id)
+        .order_by(AlertEvent.ts, AlertEvent.id)
+    )
     if rule is not None:
         query = query.where(AlertRule.name == rule)
     if since_ts is not None:
         query = query.where(AlertEvent.ts >= since_ts)
     with store.session() as session:
-        return [AlertEventInfo(rule=name, state=AlertState(e.state), ts=e.ts, value=e.value,
-                               labels=dict(e.labels), message=e.message)
-                for e, name in session.execute(query)]
+        return [
+            AlertEventInfo(
+                rule=name,
+                state=AlertState(e.state),
+                ts=e.ts,
+                value=e.value,
+                labels=dict(e.labels),
+                message=e.message,
+            )
+            for e, name in session.execute(query)
+        ]

@@ -10,9 +10,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
-import migrations
-from collector.errors import SchemaMismatch
-from collector.store._models import Base
+import slotune.migrations
+from slotune.collector.errors import SchemaMismatch
+from slotune.collector.store._models import Base
 
 # Optuna keeps its own ``alembic_version`` table in the same database.
 VERSION_TABLE = "slotune_alembic_version"
@@ -21,7 +21,7 @@ VERSION_TABLE = "slotune_alembic_version"
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration pointing at the ``migrations`` package, wherever installed."""
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    config.set_main_option("script_location", str(Path(slotune.migrations.__file__).parent))
     config.set_main_option("version_table", VERSION_TABLE)
     if connection is not None:
         config.attributes["connection"] = connection
@@ -71,11 +71,13 @@ def check_revision(connection: Connection) -> None:
     if current == head:
         return
     if current is None:
-        what = "has slotune tables but no revision" if has_slotune_tables(connection) \
+        what = (
+            "has slotune tables but no revision"
+            if has_slotune_tables(connection)
             else "is empty (no slotune schema)"
+        )
         raise SchemaMismatch(
-            f"the database {what}; this slotune expects revision {head}: "
-            "run `slotune db upgrade`"
+            f"the database {what}; this slotune expects revision {head}: run `slotune db upgrade`"
         )
     if current not in known_revisions():
         raise SchemaMismatch(

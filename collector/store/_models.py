@@ -63,8 +63,9 @@ class MetricSeries(Base):
 
     __tablename__ = "metric_series"
     __table_args__ = (
-        UniqueConstraint("target_id", "name", "labels_hash",
-                         name="uq_metric_series_target_name_labels"),
+        UniqueConstraint(
+            "target_id", "name", "labels_hash", name="uq_metric_series_target_name_labels"
+        ),
         Index("ix_metric_series_target_name", "target_id", "name"),
     )
 
@@ -105,7 +106,8 @@ class CounterReset(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     series_id: Mapped[int] = mapped_column(
-        ForeignKey("metric_series.id", ondelete="CASCADE"), primary_key=True)
+        ForeignKey("metric_series.id", ondelete="CASCADE"), primary_key=True
+    )
     ts: Mapped[float] = mapped_column(Float, primary_key=True)
     prev_value: Mapped[float] = mapped_column(Float)
 
@@ -117,7 +119,8 @@ class SampleRollup(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     series_id: Mapped[int] = mapped_column(
-        ForeignKey("metric_series.id", ondelete="CASCADE"), primary_key=True)
+        ForeignKey("metric_series.id", ondelete="CASCADE"), primary_key=True
+    )
     ts: Mapped[float] = mapped_column(Float, primary_key=True)
     step_s: Mapped[float] = mapped_column(Float)
     min: Mapped[float] = mapped_column(Float)
@@ -149,7 +152,8 @@ class BenchRequest(Base):
     __tablename__ = "bench_request"
 
     run_id: Mapped[int] = mapped_column(
-        ForeignKey("bench_run.id", ondelete="CASCADE"), primary_key=True)
+        ForeignKey("bench_run.id", ondelete="CASCADE"), primary_key=True
+    )
     request_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer)
     send_s: Mapped[float] = mapped_column(Float)

@@ -18,38 +18,51 @@ from typing import Any
 
 from sqlalchemy import Connection, select, text
 
-from collector.errors import ConfigError
-from collector.store._models import MetricSeries, Target
-from collector.store._store import Store
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import MetricSeries, Target
+from slotune.collector.store._store import Store
 
-_AT_OR_BEFORE = text("SELECT ts, value FROM sample WHERE series_id = :s AND ts <= :t "
-                     "ORDER BY ts DESC LIMIT 1")
-_FIRST_AFTER = text("SELECT ts, value FROM sample WHERE series_id = :s AND ts > :a "
-                    "AND ts <= :b ORDER BY ts LIMIT 1")
-_RESETS = text("SELECT COALESCE(SUM(prev_value), 0) FROM counter_reset "
-               "WHERE series_id = :s AND ts > :a AND ts <= :b")
-_RAW_SUM = text("SELECT COALESCE(SUM(value), 0), COUNT(*) FROM sample "
-                "WHERE series_id = :s AND ts >= :a AND ts < :b")
-_ROLLUP_SUM = text("SELECT COALESCE(SUM(sum), 0), COALESCE(SUM(count), 0) FROM sample_rollup "
-                   "WHERE series_id = :s AND ts >= :a AND ts < :b")
+_AT_OR_BEFORE = text(
+    "SELECT ts, value FROM sample WHERE series_id = :s AND ts <= :t ORDER BY ts DESC LIMIT 1"
+)
+_FIRST_AFTER = text(
+    "SELECT ts, value FROM sample WHERE series_id = :s AND ts > :a AND ts <= :b ORDER BY ts LIMIT 1"
+)
+_RESETS = text(
+    "SELECT COALESCE(SUM(prev_value), 0) FROM counter_reset "
+    "WHERE series_id = :s AND ts > :a AND ts <= :b"
+)
+_RAW_SUM = text(
+    "SELECT COALESCE(SUM(value), 0), COUNT(*) FROM sample "
+    "WHERE series_id = :s AND ts >= :a AND ts < :b"
+)
+_ROLLUP_SUM = text(
+    "SELECT COALESCE(SUM(sum), 0), COALESCE(SUM(count), 0) FROM sample_rollup "
+    "WHERE series_id = :s AND ts >= :a AND ts < :b"
+)
 
 
-def matching_series(conn: Connection, target: str, name: str,
-                    labels: Mapping[str, str] | None) -> list[tuple[int, dict[str, Any], float]]:
+def matching_series(
+    conn: Connection, target: str, name: str, labels: Mapping[str, str] | None
+) -> list[tuple[int, dict[str, Any], float]]:
     """(id, labels, rollup horizon) of the series of ``target`` named ``name`` whose labels
     include every item of ``labels``."""
     rows = conn.execute(
         select(MetricSeries.id, MetricSeries.labels, MetricSeries.rollup_until_ts)
         .join(Target, Target.id == MetricSeries.target_id)
-        .where(Target.name == target, MetricSeries.name == name)).all()
+        .where(Target.name == target, MetricSeries.name == name)
+    ).all()
     want = dict(labels or {})
-    return [(sid, lbl, horizon if horizon is not None else -math.inf)
-            for sid, lbl, horizon in rows
-            if all(lbl.get(k) == v for k, v in want.items())]
+    return [
+        (sid, lbl, horizon if horizon is not None else -math.inf)
+        for sid, lbl, horizon in rows
+        if all(lbl.get(k) == v for k, v in want.items())
+    ]
 
 
-def series_increase(conn: Connection, series_id: int, start_ts: float,
-                    end_ts: float) -> float | None:
+def series_increase(
+    conn: Connection, series_id: int, start_ts: float, end_ts: float
+) -> float | None:
     """Reset-aware increase of one cumulative series over (start_ts, end_ts]."""
     last = conn.execute(_AT_OR_BEFORE, {"s": series_id, "t": end_ts}).first()
     if last is None:
@@ -70,8 +83,14 @@ def _check_window(start_ts: float, end_ts: float) -> None:
         raise ConfigError(f"window end {end_ts} must be after its start {start_ts}")
 
 
-def counter_increase(store: Store, target: str, name: str, start_ts: float, end_ts: float,
-                     labels: Mapping[str, str] | None = None) -> float | None:
+def counter_increase(
+    store: Store,
+    target: str,
+    name: str,
+    start_ts: float,
+    end_ts: float,
+    labels: Mapping[str, str] | None = None,
+) -> float | None:
     """Increase of a counter over a window, summed over the matching series.
 
     Args:
@@ -87,32 +106,53 @@ def counter_increase(store: Store, target: str, name: str, start_ts: float, end_
     """
     _check_window(start_ts, end_ts)
     with store.connection() as conn:
-        values = [series_increase(conn, sid, start_ts, end_ts)
-                  for sid, _, _ in matching_series(conn, target, name, labels)]
+        values = [
+            series_increase(conn, sid, start_ts, end_ts)
+            for sid, _, _ in matching_series(conn, target, name, labels)
+        ]
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
 
-def counter_rate(store: Store, target: str, name: str, start_ts: float, end_ts: float,
-                 labels: Mapping[str, str] | None = None) -> float | None:
+def counter_rate(
+    store: Store,
+    target: str,
+    name: str,
+    start_ts: float,
+    end_ts: float,
+    labels: Mapping[str, str] | None = None,
+) -> float | None:
     """Per-second rate over a window: :func:`counter_increase` / window length."""
     increase = counter_increase(store, target, name, start_ts, end_ts, labels)
     return None if increase is None else increase / (end_ts - start_ts)
 
 
-def latest_value(store: Store, target: str, name: str, labels: Mapping[str, str] | None = None,
-                 at_ts: float | None = None) -> float | None:
+def latest_value(
+    store: Store,
+    target: str,
+    name: str,
+    labels: Mapping[str, str] | None = None,
+    at_ts: float | None = None,
+) -> float | None:
     """The newest value at or before ``at_ts`` (now when None), summed over matching series."""
     at = math.inf if at_ts is None else at_ts
     with store.connection() as conn:
-        points = [conn.execute(_AT_OR_BEFORE, {"s": sid, "t": at}).first()
-                  for sid, _, _ in matching_series(conn, target, name, labels)]
+        points = [
+            conn.execute(_AT_OR_BEFORE, {"s": sid, "t": at}).first()
+            for sid, _, _ in matching_series(conn, target, name, labels)
+        ]
     values = [float(p[1]) for p in points if p is not None]
     return sum(values) if values else None
 
 
-def gauge_avg(store: Store, target: str, name: str, start_ts: float, end_ts: float,
-              labels: Mapping[str, str] | None = None) -> float | None:
+def gauge_avg(
+    store: Store,
+    target: str,
+    name: str,
+    start_ts: float,
+    end_ts: float,
+    labels: Mapping[str, str] | None = None,
+) -> float | None:
     """Mean of a gauge's samples in [start_ts, end_ts), pooled over matching series.
 
     The window is half-open so that it splits exactly along roll-up steps: rolled-up time
@@ -126,14 +166,22 @@ def gauge_avg(store: Store, target: str, name: str, start_ts: float, end_ts: flo
             s, n = conn.execute(_RAW_SUM, {"s": sid, "a": raw_from, "b": end_ts}).one()
             total, count = total + float(s), count + int(n)
             if start_ts < horizon:
-                s, n = conn.execute(_ROLLUP_SUM, {"s": sid, "a": start_ts,
-                                                  "b": min(end_ts, horizon)}).one()
+                s, n = conn.execute(
+                    _ROLLUP_SUM, {"s": sid, "a": start_ts, "b": min(end_ts, horizon)}
+                ).one()
                 total, count = total + float(s), count + int(n)
     return total / count if count else None
 
 
-def histogram_quantile(store: Store, target: str, family: str, q: float, start_ts: float,
-                       end_ts: float, labels: Mapping[str, str] | None = None) -> float | None:
+def histogram_quantile(
+    store: Store,
+    target: str,
+    family: str,
+    q: float,
+    start_ts: float,
+    end_ts: float,
+    labels: Mapping[str, str] | None = None,
+) -> float | None:
     """Quantile ``q`` of a histogram family over a window, from its bucket increases.
 
     Args:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from collector.records import RequestRecord
+from slotune.collector.records import RequestRecord
 
 
 class MetricType(StrEnum):
@@ -175,5 +175,9 @@ class RetentionCounts:
     alert_events: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {"samples": self.samples, "rollups": self.rollups,
-                "counter_resets": self.counter_resets, "alert_events": self.alert_events}
+        return {
+            "samples": self.samples,
+            "rollups": self.rollups,
+            "counter_resets": self.counter_resets,
+            "alert_events": self.alert_events,
+        }

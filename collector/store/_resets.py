@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import Connection, delete, text
 
-from collector.errors import ConfigError
-from collector.store._models import CounterReset
-from collector.store._targets import insert_ignore
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import CounterReset
+from slotune.collector.store._targets import insert_ignore
 
 # What the writer remembers of a series: (ts, value) of its newest sample.
 Last = tuple[float, float]
@@ -49,9 +49,13 @@ class BatchScan:
     last: dict[int, Last]
 
 
-def scan_batch(series_ids: Sequence[int], ts_list: Sequence[float],
-               value_list: Sequence[float], cumulative: set[int],
-               last_of: Mapping[int, Last]) -> BatchScan:
+def scan_batch(
+    series_ids: Sequence[int],
+    ts_list: Sequence[float],
+    value_list: Sequence[float],
+    cumulative: set[int],
+    last_of: Mapping[int, Last],
+) -> BatchScan:
     """Sort a batch and find its counter resets without a per-sample Python loop.
 
     Raises:
@@ -60,8 +64,9 @@ def scan_batch(series_ids: Sequence[int], ts_list: Sequence[float],
     ts_in = np.asarray(ts_list, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(ts_in))
     if bad.size:
-        raise ConfigError(f"sample timestamp {ts_in[bad[0]]!r} is not a finite epoch time in "
-                          "seconds")
+        raise ConfigError(
+            f"sample timestamp {ts_in[bad[0]]!r} is not a finite epoch time in seconds"
+        )
     order = np.lexsort((ts_in, np.asarray(series_ids, dtype=np.int64)))
     series = np.asarray(series_ids, dtype=np.int64)[order]
     ts, value = ts_in[order], np.asarray(value_list, dtype=np.float64)[order]
@@ -75,8 +80,7 @@ def scan_batch(series_ids: Sequence[int], ts_list: Sequence[float],
     ids = series[first].tolist()
 
     is_cum = np.fromiter((u in cumulative for u in ids), dtype=bool, count=len(ids))
-    remembered = np.array([last_of.get(u, _UNKNOWN) for u in ids],
-                          dtype=np.float64).reshape(-1, 2)
+    remembered = np.array([last_of.get(u, _UNKNOWN) for u in ids], dtype=np.float64).reshape(-1, 2)
     # Sorted, a repeated timestamp is the only way a series can go "backwards" in a batch.
     repeated = ~starts_series[1:] & (ts[1:] <= ts[:-1])
     has_repeat = np.bincount(group_of[1:][repeated], minlength=len(ids)) > 0
@@ -88,35 +92,50 @@ def scan_batch(series_ids: Sequence[int], ts_list: Sequence[float],
     prev_value[first] = remembered[:, 1]
     drops = np.flatnonzero((value < prev_value) & tracked[group_of])
     return BatchScan(
-        series=series, ts=ts, value=value,
+        series=series,
+        ts=ts,
+        value=value,
         newest=dict(zip(ids, ts[final].tolist(), strict=True)),
-        resets=list(zip(series[drops].tolist(), ts[drops].tolist(),
-                        prev_value[drops].tolist(), strict=True)),
-        rescan_from=dict(zip(series[first][rescan].tolist(), ts[first][rescan].tolist(),
-                             strict=True)),
-        last=dict(zip(series[final][tracked].tolist(),
-                      zip(ts[final][tracked].tolist(), value[final][tracked].tolist(),
-                          strict=True), strict=True)),
+        resets=list(
+            zip(series[drops].tolist(), ts[drops].tolist(), prev_value[drops].tolist(), strict=True)
+        ),
+        rescan_from=dict(
+            zip(series[first][rescan].tolist(), ts[first][rescan].tolist(), strict=True)
+        ),
+        last=dict(
+            zip(
+                series[final][tracked].tolist(),
+                zip(ts[final][tracked].tolist(), value[final][tracked].tolist(), strict=True),
+                strict=True,
+            )
+        ),
     )
 
 
 def insert_resets(conn: Connection, resets: Sequence[tuple[int, float, float]]) -> None:
     """Store resets; one already stored is left as it is."""
     if resets:
-        conn.execute(insert_ignore(conn, CounterReset),
-                     [{"series_id": s, "ts": t, "prev_value": p} for s, t, p in resets])
+        conn.execute(
+            insert_ignore(conn, CounterReset),
+            [{"series_id": s, "ts": t, "prev_value": p} for s, t, p in resets],
+        )
 
 
 def rederive_resets(conn: Connection, series_id: int, since_ts: float) -> Last:
     """Recompute the resets of one series from ``since_ts`` on; returns its last sample."""
     prev = conn.execute(
-        text("SELECT ts, value FROM sample WHERE series_id = :s AND ts < :t "
-             "ORDER BY ts DESC LIMIT 1"), {"s": series_id, "t": since_ts}).first()
+        text(
+            "SELECT ts, value FROM sample WHERE series_id = :s AND ts < :t ORDER BY ts DESC LIMIT 1"
+        ),
+        {"s": series_id, "t": since_ts},
+    ).first()
     points = conn.execute(
         text("SELECT ts, value FROM sample WHERE series_id = :s AND ts >= :t ORDER BY ts"),
-        {"s": series_id, "t": since_ts}).all()
-    conn.execute(delete(CounterReset).where(CounterReset.series_id == series_id,
-                                            CounterReset.ts >= since_ts))
+        {"s": series_id, "t": since_ts},
+    ).all()
+    conn.execute(
+        delete(CounterReset).where(CounterReset.series_id == series_id, CounterReset.ts >= since_ts)
+    )
     last = (float(prev[0]), float(prev[1])) if prev is not None else NEVER
     resets = []
     for ts, value in points:

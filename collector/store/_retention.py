@@ -14,10 +14,16 @@ import time
 
 from sqlalchemy import Connection, delete, func, select, text, update
 
-from collector.errors import ConfigError
-from collector.store._models import AlertEvent, CounterReset, MetricSeries, Sample, SampleRollup
-from collector.store._records import RetentionCounts
-from collector.store._store import Store
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import (
+    AlertEvent,
+    CounterReset,
+    MetricSeries,
+    Sample,
+    SampleRollup,
+)
+from slotune.collector.store._records import RetentionCounts
+from slotune.collector.store._store import Store
 
 # Matches collector.store._samples.is_cumulative, in SQL.
 _CUMULATIVE_SQL = (
@@ -51,15 +57,17 @@ def prune(store: Store, older_than_s: float, *, now: float | None = None) -> Ret
             samples=conn.execute(delete(Sample).where(Sample.ts < cutoff)).rowcount,
             rollups=conn.execute(delete(SampleRollup).where(SampleRollup.ts < cutoff)).rowcount,
             counter_resets=conn.execute(
-                delete(CounterReset).where(CounterReset.ts < cutoff)).rowcount,
+                delete(CounterReset).where(CounterReset.ts < cutoff)
+            ).rowcount,
             alert_events=conn.execute(delete(AlertEvent).where(AlertEvent.ts < cutoff)).rowcount,
         )
     store.cache.clear()
     return counts
 
 
-def rollup(store: Store, older_than_s: float, step_s: float = 60.0, *,
-           now: float | None = None) -> RetentionCounts:
+def rollup(
+    store: Store, older_than_s: float, step_s: float = 60.0, *, now: float | None = None
+) -> RetentionCounts:
     """Roll samples older than ``older_than_s`` up to one per ``step_s`` (idempotent).
 
     Returns:
@@ -75,20 +83,28 @@ def rollup(store: Store, older_than_s: float, step_s: float = 60.0, *,
         ignore = "OR IGNORE " if conn.dialect.name == "sqlite" else ""
         conflict = "" if conn.dialect.name == "sqlite" else " ON CONFLICT DO NOTHING"
         bucket = _bucket_sql(conn, "s.ts")
-        written = conn.execute(text(
-            f"INSERT {ignore}INTO sample_rollup (series_id, ts, step_s, min, max, sum, count) "
-            f"SELECT s.series_id, {bucket}, :step, MIN(s.value), MAX(s.value), SUM(s.value), "
-            "COUNT(*) FROM sample s JOIN metric_series m ON m.id = s.series_id "
-            f"WHERE s.ts >= :low AND s.ts < :cutoff AND NOT {_CUMULATIVE_SQL} "
-            "AND s.ts >= COALESCE(m.rollup_until_ts, 0) "
-            f"GROUP BY s.series_id, {bucket}{conflict}"), params).rowcount
-        removed = conn.execute(text(
-            "DELETE FROM sample WHERE ts >= :low AND ts < :cutoff AND EXISTS ("
-            "SELECT 1 FROM sample s2 WHERE s2.series_id = sample.series_id "
-            f"AND s2.ts > sample.ts AND s2.ts < {_bucket_sql(conn, 'sample.ts')} + :step)"),
-            params).rowcount
-        conn.execute(update(MetricSeries)
-                     .where(MetricSeries.rollup_until_ts.is_(None)
-                            | (MetricSeries.rollup_until_ts < cutoff))
-                     .values(rollup_until_ts=cutoff))
+        written = conn.execute(
+            text(
+                f"INSERT {ignore}INTO sample_rollup (series_id, ts, step_s, min, max, sum, count) "
+                f"SELECT s.series_id, {bucket}, :step, MIN(s.value), MAX(s.value), SUM(s.value), "
+                "COUNT(*) FROM sample s JOIN metric_series m ON m.id = s.series_id "
+                f"WHERE s.ts >= :low AND s.ts < :cutoff AND NOT {_CUMULATIVE_SQL} "
+                "AND s.ts >= COALESCE(m.rollup_until_ts, 0) "
+                f"GROUP BY s.series_id, {bucket}{conflict}"
+            ),
+            params,
+        ).rowcount
+        removed = conn.execute(
+            text(
+                "DELETE FROM sample WHERE ts >= :low AND ts < :cutoff AND EXISTS ("
+                "SELECT 1 FROM sample s2 WHERE s2.series_id = sample.series_id "
+                f"AND s2.ts > sample.ts AND s2.ts < {_bucket_sql(conn, 'sample.ts')} + :step)"
+            ),
+            params,
+        ).rowcount
+        conn.execute(
+            update(MetricSeries)
+            .where(MetricSeries.rollup_until_ts.is_(None) | (MetricSeries.rollup_until_ts < cutoff))
+            .values(rollup_until_ts=cutoff)
+        )
     return RetentionCounts(samples=removed, rollups=written)

@@ -22,12 +22,18 @@ import psycopg
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
-from collector.errors import ConfigError
-from collector.store._models import MetricSeries
-from collector.store._records import MetricType, SampleIn
-from collector.store._resets import NEVER, BatchScan, insert_resets, rederive_resets, scan_batch
-from collector.store._store import SeriesKey, Store
-from collector.store._targets import ensure_target, insert_ignore, touch_targets
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import MetricSeries
+from slotune.collector.store._records import MetricType, SampleIn
+from slotune.collector.store._resets import (
+    NEVER,
+    BatchScan,
+    insert_resets,
+    rederive_resets,
+    scan_batch,
+)
+from slotune.collector.store._store import SeriesKey, Store
+from slotune.collector.store._targets import ensure_target, insert_ignore, touch_targets
 
 _TYPES = {t.value for t in MetricType}
 _CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -44,7 +50,8 @@ def is_cumulative(name: str, type_: str) -> bool:
     if type_ == MetricType.COUNTER:
         return True
     return type_ in (MetricType.HISTOGRAM, MetricType.SUMMARY) and name.endswith(
-        _CUMULATIVE_SUFFIXES)
+        _CUMULATIVE_SUFFIXES
+    )
 
 
 def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
@@ -94,8 +101,9 @@ def _write(conn: Connection, store: Store, batch: Sequence[SampleIn]) -> int:
             append(hit[2])
         else:
             append(_series_id(conn, store, s))
-    scan = scan_batch(series_ids, [s.ts for s in batch], [s.value for s in batch],
-                      cache.cumulative, cache.last)
+    scan = scan_batch(
+        series_ids, [s.ts for s in batch], [s.value for s in batch], cache.cumulative, cache.last
+    )
     if conn.dialect.name == "sqlite":
         inserted = _insert_sqlite(conn, scan)
     else:
@@ -127,20 +135,34 @@ def _series_id(conn: Connection, store: Store, s: SampleIn) -> int:
 
 def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) -> int:
     if s.type not in _TYPES:
-        raise ConfigError(f"sample {s.name!r} of target {s.target!r}: type {s.type!r} is "
-                          f"unknown; use one of {', '.join(sorted(_TYPES))}")
+        raise ConfigError(
+            f"sample {s.name!r} of target {s.target!r}: type {s.type!r} is "
+            f"unknown; use one of {', '.join(sorted(_TYPES))}"
+        )
     target_id = ensure_target(conn, store, s.target)
     digest = labels_hash(s.labels)
-    where = (MetricSeries.target_id == target_id, MetricSeries.name == s.name,
-             MetricSeries.labels_hash == digest)
+    where = (
+        MetricSeries.target_id == target_id,
+        MetricSeries.name == s.name,
+        MetricSeries.labels_hash == digest,
+    )
     found = conn.execute(select(MetricSeries.id).where(*where)).scalar_one_or_none()
     is_new = found is None
     if is_new:
-        conn.execute(insert_ignore(conn, MetricSeries).values(
-            target_id=target_id, name=s.name, type=s.type, labels=dict(s.labels),
-            labels_hash=digest))
-    series_id: int = found if found is not None else conn.execute(
-        select(MetricSeries.id).where(*where)).scalar_one()
+        conn.execute(
+            insert_ignore(conn, MetricSeries).values(
+                target_id=target_id,
+                name=s.name,
+                type=s.type,
+                labels=dict(s.labels),
+                labels_hash=digest,
+            )
+        )
+    series_id: int = (
+        found
+        if found is not None
+        else conn.execute(select(MetricSeries.id).where(*where)).scalar_one()
+    )
     store.cache.ids[key] = series_id
     store.cache.target_of[series_id] = target_id
     if is_cumulative(s.name, s.type):
@@ -155,11 +177,21 @@ def _insert_sqlite(conn: Connection, scan: BatchScan) -> int:
     rows = zip(scan.series.tolist(), scan.ts.tolist(), scan.value.tolist(), strict=True)
     sql = "INSERT OR IGNORE INTO sample (series_id, ts, value) VALUES (?, ?, ?)"
     with _driver(conn, sql) as driver:
-        return max(driver.executemany(sql, rows).rowcount, 0)
+        count: int = driver.executemany(sql, rows).rowcount
+        return max(count, 0)
 
 
-_COPY_ROW = np.dtype([("fields", ">i2"), ("len_id", ">i4"), ("series_id", ">i8"),
-                      ("len_ts", ">i4"), ("ts", ">f8"), ("len_value", ">i4"), ("value", ">f8")])
+_COPY_ROW = np.dtype(
+    [
+        ("fields", ">i2"),
+        ("len_id", ">i4"),
+        ("series_id", ">i8"),
+        ("len_ts", ">i4"),
+        ("ts", ">f8"),
+        ("len_value", ">i4"),
+        ("value", ">f8"),
+    ]
+)
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _COPY_TRAILER = struct.pack(">h", -1)
 
@@ -180,21 +212,26 @@ def _copy_samples(conn: Connection, scan: BatchScan) -> int:
     payload = _copy_payload(scan.series, scan.ts, scan.value)
     with _driver(conn, "COPY sample") as driver:
         try:
-            with driver.transaction(), driver.cursor() as cur, \
-                    cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
-                             ) as cp:
+            with (
+                driver.transaction(),
+                driver.cursor() as cur,
+                cur.copy("COPY sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp,
+            ):
                 cp.write(payload)
             return len(scan.series)
         except psycopg.errors.UniqueViolation:
             pass
         with driver.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
-                        "ts double precision, value double precision) ON COMMIT DELETE ROWS")
-            with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
-                          ) as cp:
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS sample_in (series_id bigint, "
+                "ts double precision, value double precision) ON COMMIT DELETE ROWS"
+            )
+            with cur.copy("COPY sample_in (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as cp:
                 cp.write(payload)
-            cur.execute("INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
-                        "FROM sample_in ON CONFLICT DO NOTHING")
+            cur.execute(
+                "INSERT INTO sample (series_id, ts, value) SELECT series_id, ts, value "
+                "FROM sample_in ON CONFLICT DO NOTHING"
+            )
             inserted = int(cur.rowcount)
             cur.execute("DELETE FROM sample_in")
         return max(inserted, 0)

@@ -8,10 +8,10 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, select
 
-from collector.errors import ConfigError
-from collector.slo import SLI, SLO, Selector
-from collector.store._models import SLORow
-from collector.store._store import Store
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import SLI, SLO, Selector
+from slotune.collector.store._models import SLORow
+from slotune.collector.store._store import Store
 
 
 def save_slos(store: Store, slos: Sequence[SLO]) -> None:
@@ -21,16 +21,20 @@ def save_slos(store: Store, slos: Sequence[SLO]) -> None:
         raise ConfigError("two SLOs share a name; give each a unique name")
     now = time.time()
     with store.session() as session:
-        existing = {r.name: r for r in session.scalars(
-            select(SLORow).where(SLORow.name.in_(names)))}
+        existing = {
+            r.name: r for r in session.scalars(select(SLORow).where(SLORow.name.in_(names)))
+        }
         for slo in slos:
             row = existing.get(slo.name)
             if row is None:
                 row = SLORow(name=slo.name, created_at=now)
                 session.add(row)
             row.sli, row.threshold, row.percentile = slo.sli.value, slo.threshold, slo.percentile
-            row.objective, row.window_s, row.description = (slo.objective, slo.window_s,
-                                                            slo.description)
+            row.objective, row.window_s, row.description = (
+                slo.objective,
+                slo.window_s,
+                slo.description,
+            )
             row.selector_model = slo.selector.model
             row.selector_pool = slo.selector.pool
             row.selector_target = slo.selector.target
@@ -40,12 +44,21 @@ def save_slos(store: Store, slos: Sequence[SLO]) -> None:
 def list_slos(store: Store) -> list[SLO]:
     """Every stored SLO, by name."""
     with store.session() as session:
-        return [SLO(name=r.name, sli=SLI(r.sli), threshold=r.threshold,
-                    percentile=r.percentile, objective=r.objective, window_s=r.window_s,
-                    selector=Selector(model=r.selector_model, pool=r.selector_pool,
-                                      target=r.selector_target),
-                    description=r.description)
-                for r in session.scalars(select(SLORow).order_by(SLORow.name))]
+        return [
+            SLO(
+                name=r.name,
+                sli=SLI(r.sli),
+                threshold=r.threshold,
+                percentile=r.percentile,
+                objective=r.objective,
+                window_s=r.window_s,
+                selector=Selector(
+                    model=r.selector_model, pool=r.selector_pool, target=r.selector_target
+                ),
+                description=r.description,
+            )
+            for r in session.scalars(select(SLORow).order_by(SLORow.name))
+        ]
 
 
 def delete_slo(store: Store, name: str) -> None:

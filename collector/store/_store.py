@@ -11,9 +11,9 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.errors import StoreError, StoreUnavailable
-from collector.store import _migrate
-from collector.store._url import (
+from slotune.collector.errors import StoreError, StoreUnavailable
+from slotune.collector.store import _migrate
+from slotune.collector.store._url import (
     create_store_engine,
     default_db_path,
     default_db_url,
@@ -43,7 +43,8 @@ class SeriesCache:
 
     ids: dict[SeriesKey, int] = field(default_factory=dict)
     by_labels_obj: dict[FastKey, tuple[Mapping[str, str], dict[str, str], int]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     cumulative: set[int] = field(default_factory=set)
     last: dict[int, tuple[float, float]] = field(default_factory=dict)
     targets: dict[str, int] = field(default_factory=dict)
@@ -108,9 +109,11 @@ def translate_errors(url: str) -> Iterator[None]:
     except OperationalError as e:
         raise StoreUnavailable(_explain(e, url)) from e
     except DBAPIError as e:
-        raise StoreError(f"{url}: the database refused the operation "
-                         f"({_first_line(e.orig)}); check the schema with "
-                         "`slotune db current`") from e
+        raise StoreError(
+            f"{url}: the database refused the operation "
+            f"({_first_line(e.orig)}); check the schema with "
+            "`slotune db current`"
+        ) from e
     except SQLAlchemyError as e:
         raise StoreError(f"{url}: {type(e).__name__}: {_first_line(e)}") from e
 
@@ -124,25 +127,41 @@ def _explain(e: OperationalError, url: str) -> str:
     msg = _first_line(e.orig).replace("\n", " ")
     low = msg.lower()
     if "database is locked" in low or "database table is locked" in low:
-        return (f"the SQLite file of {url} is locked by another process; stop the other "
-                "writer or retry later (PostgreSQL serves concurrent writers)")
+        return (
+            f"the SQLite file of {url} is locked by another process; stop the other "
+            "writer or retry later (PostgreSQL serves concurrent writers)"
+        )
     if "unable to open database file" in low or "readonly database" in low:
-        return (f"cannot write the SQLite file of {url} ({msg}); check the path and its "
-                "permissions, or pass another --db URL")
+        return (
+            f"cannot write the SQLite file of {url} ({msg}); check the path and its "
+            "permissions, or pass another --db URL"
+        )
     if "not a database" in low:
         return f"{url} is not a SQLite database file; pass the right --db URL"
     if "password authentication failed" in low or "no password supplied" in low:
-        return (f"PostgreSQL refused the login for {url} (password authentication failed); "
-                "fix the user/password in --db or SLOTUNE_DB")
+        return (
+            f"PostgreSQL refused the login for {url} (password authentication failed); "
+            "fix the user/password in --db or SLOTUNE_DB"
+        )
     if "does not exist" in low and "database" in low:
-        return (f"the PostgreSQL database of {url} does not exist; create it "
-                "(createdb) or fix the database name in --db")
-    if "connection refused" in low or "could not connect" in low or "connection failed" in low \
-            or "timeout" in low or "name or service not known" in low \
-            or "could not translate host name" in low or "terminating connection" in low \
-            or "server closed the connection" in low:
-        return (f"cannot connect to the database at {url} ({msg}); check that the server is "
-                "running and the host/port in --db or SLOTUNE_DB")
+        return (
+            f"the PostgreSQL database of {url} does not exist; create it "
+            "(createdb) or fix the database name in --db"
+        )
+    if (
+        "connection refused" in low
+        or "could not connect" in low
+        or "connection failed" in low
+        or "timeout" in low
+        or "name or service not known" in low
+        or "could not translate host name" in low
+        or "terminating connection" in low
+        or "server closed the connection" in low
+    ):
+        return (
+            f"cannot connect to the database at {url} ({msg}); check that the server is "
+            "running and the host/port in --db or SLOTUNE_DB"
+        )
     return f"the database at {url} is unavailable ({msg}); check --db or SLOTUNE_DB"
 
 
@@ -177,8 +196,11 @@ def open_store(url: str | None = None, *, check_schema: bool = True) -> Store:
     try:
         with store.connection() as conn:
             conn.execute(text("SELECT 1"))
-            if is_default and _migrate.revision_of(conn) is None \
-                    and not _migrate.has_slotune_tables(conn):
+            if (
+                is_default
+                and _migrate.revision_of(conn) is None
+                and not _migrate.has_slotune_tables(conn)
+            ):
                 _migrate.upgrade_connection(conn)
             elif check_schema:
                 _migrate.check_revision(conn)
@@ -251,8 +273,12 @@ class RevisionInfo:
         return self.current == self.head
 
     def to_dict(self) -> dict[str, object]:
-        return {"url": self.url, "current": self.current, "head": self.head,
-                "up_to_date": self.is_current}
+        return {
+            "url": self.url,
+            "current": self.current,
+            "head": self.head,
+            "up_to_date": self.is_current,
+        }
 
 
 def schema_status(url: str | None = None) -> RevisionInfo:
@@ -268,4 +294,3 @@ def schema_status(url: str | None = None) -> RevisionInfo:
 def current_revision(url: str | None = None) -> str | None:
     """The schema revision stamped in the database (None before the first upgrade)."""
     return schema_status(url).current
-

@@ -6,10 +6,10 @@ import time
 
 from sqlalchemy import select
 
-from collector.errors import ConfigError
-from collector.store._models import TuningStudy
-from collector.store._records import StudyInfo, StudyStatus
-from collector.store._store import Store
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import TuningStudy
+from slotune.collector.store._records import StudyInfo, StudyStatus
+from slotune.collector.store._store import Store
 
 
 def save_study(store: Store, info: StudyInfo) -> int:
@@ -21,16 +21,22 @@ def save_study(store: Store, info: StudyInfo) -> int:
     try:
         status = StudyStatus(info.status)
     except ValueError as e:
-        raise ConfigError(f"study {info.name!r}: status {info.status!r} is unknown; use one of "
-                          f"{', '.join(s.value for s in StudyStatus)}") from e
+        raise ConfigError(
+            f"study {info.name!r}: status {info.status!r} is unknown; use one of "
+            f"{', '.join(s.value for s in StudyStatus)}"
+        ) from e
     with store.session() as session:
-        row = session.scalars(select(TuningStudy).where(TuningStudy.name == info.name)
-                              ).one_or_none()
+        row = session.scalars(
+            select(TuningStudy).where(TuningStudy.name == info.name)
+        ).one_or_none()
         if row is None:
             row = TuningStudy(name=info.name, created_at=info.created_at)
             session.add(row)
-        row.optuna_study_name, row.backend, row.engine = (info.optuna_study_name, info.backend,
-                                                          info.engine)
+        row.optuna_study_name, row.backend, row.engine = (
+            info.optuna_study_name,
+            info.backend,
+            info.engine,
+        )
         row.model, row.gpu, row.workload = info.model, info.gpu, info.workload
         row.objective, row.slos, row.status = info.objective, list(info.slos), status.value
         row.result, row.updated_at = dict(info.result), time.time()
@@ -39,11 +45,20 @@ def save_study(store: Store, info: StudyInfo) -> int:
 
 
 def _info(row: TuningStudy) -> StudyInfo:
-    return StudyInfo(name=row.name, optuna_study_name=row.optuna_study_name,
-                     backend=row.backend, engine=row.engine, model=row.model, gpu=row.gpu,
-                     workload=row.workload, objective=row.objective, slos=tuple(row.slos),
-                     status=StudyStatus(row.status), result=dict(row.result),
-                     created_at=row.created_at)
+    return StudyInfo(
+        name=row.name,
+        optuna_study_name=row.optuna_study_name,
+        backend=row.backend,
+        engine=row.engine,
+        model=row.model,
+        gpu=row.gpu,
+        workload=row.workload,
+        objective=row.objective,
+        slos=tuple(row.slos),
+        status=StudyStatus(row.status),
+        result=dict(row.result),
+        created_at=row.created_at,
+    )
 
 
 def list_studies(store: Store) -> list[StudyInfo]:

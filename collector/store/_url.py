@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from collector.errors import StoreUnavailable
+from slotune.collector.errors import StoreUnavailable
 
 DEFAULT_SQLITE_TIMEOUT_S = 10.0
 URL_FORMS = "sqlite:///path/to/slotune.db or postgresql+psycopg://user:password@host:5432/dbname"
@@ -55,9 +55,7 @@ def parse_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as e:
-        raise StoreUnavailable(
-            f"{redact_url(url)!r} is not a database URL; use {URL_FORMS}"
-        ) from e
+        raise StoreUnavailable(f"{redact_url(url)!r} is not a database URL; use {URL_FORMS}") from e
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise StoreUnavailable(
             f"database {parsed.get_backend_name()!r} in {redact_url(parsed)} is not supported; "

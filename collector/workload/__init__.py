@@ -1,6 +1,6 @@
 """Workloads: real and synthetic request traces in one canonical form."""
 
-from collector.workload.traces import (
+from slotune.collector.workload.traces import (
     NAMED_WORKLOADS,
     Trace,
     TraceRequest,

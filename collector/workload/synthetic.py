@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.errors import ConfigError
-from collector.workload.traces import (
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload.traces import (
     NAMED_WORKLOADS,
     Trace,
     TraceRequest,
@@ -47,8 +47,7 @@ class Column(StrEnum):
     OUTPUT = "output"
 
 
-_ARITY = {LengthKind.FIXED: 1, LengthKind.UNIFORM: 2, LengthKind.NORMAL: 2,
-          LengthKind.LOGNORMAL: 2}
+_ARITY = {LengthKind.FIXED: 1, LengthKind.UNIFORM: 2, LengthKind.NORMAL: 2, LengthKind.LOGNORMAL: 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,6 @@ class LengthSpec:
         return lengths
 
 
-
 @functools.lru_cache(maxsize=8)
 def _empirical_values(source: str, column: Column) -> np.ndarray:
     """One length column of a bundled trace or trace file (read once per process)."""
@@ -96,8 +94,9 @@ def _empirical_values(source: str, column: Column) -> np.ndarray:
     return np.array([getattr(r, attr) for r in trace.requests], dtype=np.int64)
 
 
-def parse_length_spec(text: str, *, column: Column = Column.INPUT,
-                      field_name: str = "--input-len") -> LengthSpec:
+def parse_length_spec(
+    text: str, *, column: Column = Column.INPUT, field_name: str = "--input-len"
+) -> LengthSpec:
     """Parse a length spec (see the module docstring).
 
     Raises:
@@ -109,25 +108,28 @@ def parse_length_spec(text: str, *, column: Column = Column.INPUT,
     try:
         kind = LengthKind(kind_text)
     except ValueError:
-        raise ConfigError(f"{field_name} {raw!r}: unknown distribution {head!r}; "
-                          f"write one of {SPEC_FORMS}") from None
+        raise ConfigError(
+            f"{field_name} {raw!r}: unknown distribution {head!r}; write one of {SPEC_FORMS}"
+        ) from None
     if kind is LengthKind.EMPIRICAL:
         return _empirical(raw, rest.strip(), column, field_name)
     numbers = rest if sep else raw
     try:
         params = tuple(float(p) for p in numbers.split(","))
     except ValueError:
-        raise ConfigError(f"{field_name} {raw!r}: expected numbers; write one of "
-                          f"{SPEC_FORMS}") from None
+        raise ConfigError(
+            f"{field_name} {raw!r}: expected numbers; write one of {SPEC_FORMS}"
+        ) from None
     if len(params) != _ARITY[kind]:
-        raise ConfigError(f"{field_name} {raw!r}: {kind.value} takes {_ARITY[kind]} "
-                          f"number(s); write one of {SPEC_FORMS}")
+        raise ConfigError(
+            f"{field_name} {raw!r}: {kind.value} takes {_ARITY[kind]} "
+            f"number(s); write one of {SPEC_FORMS}"
+        )
     _check_params(kind, params, raw, field_name)
     return LengthSpec(kind=kind, params=params, column=column, text=raw)
 
 
-def _check_params(kind: LengthKind, params: tuple[float, ...], raw: str,
-                  field_name: str) -> None:
+def _check_params(kind: LengthKind, params: tuple[float, ...], raw: str, field_name: str) -> None:
     low_or_mean, second = params[0], params[-1]
     bad = {
         LengthKind.FIXED: low_or_mean < 1 or not float(low_or_mean).is_integer(),
@@ -149,13 +151,22 @@ def _empirical(raw: str, source: str, column: Column, field_name: str) -> Length
     if not source:
         raise ConfigError(f"{field_name} {raw!r}: name a trace, e.g. empirical:azure-conv")
     if source not in NAMED_WORKLOADS and not Path(source).is_file():
-        raise ConfigError(f"{field_name} {raw!r}: {source!r} is neither a bundled trace "
-                          f"({', '.join(NAMED_WORKLOADS)}) nor a trace file")
+        raise ConfigError(
+            f"{field_name} {raw!r}: {source!r} is neither a bundled trace "
+            f"({', '.join(NAMED_WORKLOADS)}) nor a trace file"
+        )
     return LengthSpec(kind=LengthKind.EMPIRICAL, source=source, column=column, text=raw)
 
 
-def synthetic_trace(input_len: LengthSpec, output_len: LengthSpec, num_requests: int, *,
-                    seed: int = 0, shared_prefix_tokens: int = 0, turns: int = 1) -> Trace:
+def synthetic_trace(
+    input_len: LengthSpec,
+    output_len: LengthSpec,
+    num_requests: int,
+    *,
+    seed: int = 0,
+    shared_prefix_tokens: int = 0,
+    turns: int = 1,
+) -> Trace:
     """A trace of ``num_requests`` requests with lengths drawn from two specs.
 
     Arrival times are all zero: the load generator's arrival process sets them.
@@ -186,10 +197,14 @@ def synthetic_trace(input_len: LengthSpec, output_len: LengthSpec, num_requests:
     for i in range(num_requests):
         s = i % num_sessions
         total_in = history[s] + int(new_in[i])
-        requests.append(TraceRequest(
-            timestamp_s=0.0, input_tokens=total_in, output_tokens=int(out[i]),
-            session_id=f"session-{s}" if turns > 1 else None,
-        ))
+        requests.append(
+            TraceRequest(
+                timestamp_s=0.0,
+                input_tokens=total_in,
+                output_tokens=int(out[i]),
+                session_id=f"session-{s}" if turns > 1 else None,
+            )
+        )
         history[s] = total_in + int(out[i])
     name = f"synthetic(in={input_len.text},out={output_len.text}"
     name += f",prefix={shared_prefix_tokens}" if shared_prefix_tokens else ""

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from collector.errors import ConfigError
+from slotune.collector.errors import ConfigError
 
 MOONCAKE_BLOCK_SIZE = 512
 
@@ -70,12 +70,18 @@ class Trace:
 
 NAMED_WORKLOADS: dict[str, tuple[str, str]] = {
     "azure-code": ("azure_llm_2023_code.csv", "Azure LLM inference trace 2023, code (CC-BY-4.0)"),
-    "azure-conv": ("azure_llm_2023_conv.csv", "Azure LLM inference trace 2023, conversation "
-                                             "(CC-BY-4.0)"),
-    "mooncake-conversation": ("mooncake_conversation.jsonl",
-                              "Mooncake FAST'25 conversation trace (Apache-2.0)"),
-    "mooncake-synthetic": ("mooncake_synthetic.jsonl",
-                           "Mooncake FAST'25 synthetic trace (Apache-2.0)"),
+    "azure-conv": (
+        "azure_llm_2023_conv.csv",
+        "Azure LLM inference trace 2023, conversation (CC-BY-4.0)",
+    ),
+    "mooncake-conversation": (
+        "mooncake_conversation.jsonl",
+        "Mooncake FAST'25 conversation trace (Apache-2.0)",
+    ),
+    "mooncake-synthetic": (
+        "mooncake_synthetic.jsonl",
+        "Mooncake FAST'25 synthetic trace (Apache-2.0)",
+    ),
 }
 
 
@@ -87,7 +93,7 @@ def named_workload(name: str) -> Trace:
             f"{', '.join(NAMED_WORKLOADS)} or pass --trace FILE"
         )
     filename, source = NAMED_WORKLOADS[name]
-    ref = resources.files("collector.workload") / "data" / filename
+    ref = resources.files("slotune.collector.workload") / "data" / filename
     with resources.as_file(ref) as path:
         trace = load_trace(path)
     return replace(trace, name=name, source=source)
@@ -158,6 +164,7 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
     if not isinstance(obj, dict):
         raise ConfigError(f"{p}:{lineno}: each line must be a JSON object")
     is_mooncake = "input_length" in obj
+    block: int | None
     try:
         if is_mooncake:
             ts = float(obj["timestamp"]) / 1000.0
@@ -169,10 +176,14 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
             block = int(obj["block_size"]) if obj.get("block_size") is not None else None
         hash_ids = tuple(int(h) for h in obj.get("hash_ids") or ())
     except KeyError as e:
-        fields = ("timestamp, input_length, output_length" if is_mooncake
-                  else "timestamp, input_tokens, output_tokens")
-        raise ConfigError(f"{p}:{lineno}: missing field {e.args[0]!r}; each line needs {fields}") \
-            from e
+        fields = (
+            "timestamp, input_length, output_length"
+            if is_mooncake
+            else "timestamp, input_tokens, output_tokens"
+        )
+        raise ConfigError(
+            f"{p}:{lineno}: missing field {e.args[0]!r}; each line needs {fields}"
+        ) from e
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{p}:{lineno}: a field has the wrong type ({e})") from e
     if n_in < 1 or n_out < 1:
@@ -180,10 +191,15 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
     if hash_ids and block is None:
         block = MOONCAKE_BLOCK_SIZE
     session = obj.get("session_id")
-    return TraceRequest(timestamp_s=ts, input_tokens=n_in, output_tokens=n_out,
-                        hash_ids=hash_ids, block_size=block if hash_ids else None,
-                        session_id=str(session) if session is not None else None,
-                        model=obj.get("model"))
+    return TraceRequest(
+        timestamp_s=ts,
+        input_tokens=n_in,
+        output_tokens=n_out,
+        hash_ids=hash_ids,
+        block_size=block if hash_ids else None,
+        session_id=str(session) if session is not None else None,
+        model=obj.get("model"),
+    )
 
 
 def _read_azure(p: Path) -> list[TraceRequest]:
@@ -198,8 +214,9 @@ def _read_azure(p: Path) -> list[TraceRequest]:
                 raise ConfigError(
                     f"{p}:{lineno}: expected TIMESTAMP,ContextTokens,GeneratedTokens ({e})"
                 ) from e
-            out.append(TraceRequest(timestamp_s=ts, input_tokens=max(n_in, 1),
-                                    output_tokens=max(n_out, 1)))
+            out.append(
+                TraceRequest(timestamp_s=ts, input_tokens=max(n_in, 1), output_tokens=max(n_out, 1))
+            )
     return out
 
 
@@ -210,8 +227,14 @@ def _parse_azure_time(text: str) -> float:
     return base + (float("0." + frac) if frac else 0.0)
 
 
-def retime(trace: Trace, *, rate: float | None = None, time_scale: float | None = None,
-           num_requests: int | None = None, seed: int = 0) -> Trace:
+def retime(
+    trace: Trace,
+    *,
+    rate: float | None = None,
+    time_scale: float | None = None,
+    num_requests: int | None = None,
+    seed: int = 0,
+) -> Trace:
     """Cut and re-time a trace.
 
     Args:

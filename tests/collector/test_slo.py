@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.errors import SLOSpecError
-from collector.records import RequestRecord
-from collector.slo import (
+from slotune.collector.errors import SLOSpecError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import (
     SLI,
     SLO,
     Selector,
@@ -22,25 +22,29 @@ from collector.slo import (
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "slos.yaml"
 
 
-@pytest.mark.parametrize(("spec", "threshold", "percentile", "name"), [
-    ("ttft:p99 < 0.5 s", 0.5, 99.0, "ttft-p99"),
-    ("TTFT:P99<=500MS", 0.5, 99.0, "ttft-p99"),
-    ("itl:p99.9≤20ms", 0.02, 99.9, "itl-p99.9"),
-    ("e2e:p50<=2m", 120.0, 50.0, "e2e-p50"),
-    ("ttft:p99<=500µs", 0.0005, 99.0, "ttft-p99"),
-    ("ttft:p99<=250us", 0.00025, 99.0, "ttft-p99"),
-])
-def test_latency_shorthand_variants(spec: str, threshold: float, percentile: float,
-                                    name: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "threshold", "percentile", "name"),
+    [
+        ("ttft:p99 < 0.5 s", 0.5, 99.0, "ttft-p99"),
+        ("TTFT:P99<=500MS", 0.5, 99.0, "ttft-p99"),
+        ("itl:p99.9≤20ms", 0.02, 99.9, "itl-p99.9"),
+        ("e2e:p50<=2m", 120.0, 50.0, "e2e-p50"),
+        ("ttft:p99<=500µs", 0.0005, 99.0, "ttft-p99"),
+        ("ttft:p99<=250us", 0.00025, 99.0, "ttft-p99"),
+    ],
+)
+def test_latency_shorthand_variants(
+    spec: str, threshold: float, percentile: float, name: str
+) -> None:
     slo = parse_slo(spec)
-    assert (slo.threshold, slo.percentile, slo.name) == (pytest.approx(threshold), percentile,
-                                                         name)
+    assert (slo.threshold, slo.percentile, slo.name) == (pytest.approx(threshold), percentile, name)
     assert slo.objective == pytest.approx(percentile / 100)
 
 
-@pytest.mark.parametrize(("spec", "threshold"), [("error_rate<=0.5%", 0.005),
-                                                 ("Error_Rate<=0.02", 0.02),
-                                                 ("error_rate<=0%", 0.0)])
+@pytest.mark.parametrize(
+    ("spec", "threshold"),
+    [("error_rate<=0.5%", 0.005), ("Error_Rate<=0.02", 0.02), ("error_rate<=0%", 0.0)],
+)
 def test_error_rate_shorthand(spec: str, threshold: float) -> None:
     slo = parse_slo(spec)
     assert slo.sli is SLI.ERROR_RATE and slo.percentile is None
@@ -59,8 +63,10 @@ def test_shorthand_names_must_be_unique() -> None:
         parse_slos(["ttft:p99<=1s", "ttft:p99<=2s"])
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("500ms", 0.5), ("30d", 2592000.0),
-                                               ("1w", 604800.0), (15, 15.0), ("2.5h", 9000.0)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("500ms", 0.5), ("30d", 2592000.0), ("1w", 604800.0), (15, 15.0), ("2.5h", 9000.0)],
+)
 def test_durations(text: str | int, seconds: float) -> None:
     assert parse_duration_s(text) == pytest.approx(seconds)
 
@@ -75,41 +81,73 @@ def test_bad_duration_names_the_field() -> None:
 def test_example_file_parses() -> None:
     slos = {s.name: s for s in load_slo_file(EXAMPLES)}
     assert list(slos) == ["chat-ttft", "chat-itl", "chat-tpot", "batch-e2e", "errors"]
-    assert slos["chat-ttft"].selector == Selector(model="meta-llama/Llama-3.1-8B-Instruct",
-                                                  pool="chat")
+    assert slos["chat-ttft"].selector == Selector(
+        model="meta-llama/Llama-3.1-8B-Instruct", pool="chat"
+    )
     assert slos["chat-tpot"].spec == "tpot:p90<=40ms"
-    assert (slos["batch-e2e"].objective, slos["batch-e2e"].window_s) == (pytest.approx(0.995),
-                                                                         7 * 86400.0)
+    assert (slos["batch-e2e"].objective, slos["batch-e2e"].window_s) == (
+        pytest.approx(0.995),
+        7 * 86400.0,
+    )
 
 
 def test_fields_form_equals_shorthand() -> None:
-    [fields] = parse_slo_yaml("- name: a\n  sli: itl\n  percentile: p95\n  threshold: 50ms\n"
-                              "  objective: 99.5\n  description: streaming\n")
-    assert fields == SLO(name="a", sli=SLI.ITL, threshold=0.05, percentile=95.0,
-                         objective=0.995, description="streaming")
+    [fields] = parse_slo_yaml(
+        "- name: a\n  sli: itl\n  percentile: p95\n  threshold: 50ms\n"
+        "  objective: 99.5\n  description: streaming\n"
+    )
+    assert fields == SLO(
+        name="a",
+        sli=SLI.ITL,
+        threshold=0.05,
+        percentile=95.0,
+        objective=0.995,
+        description="streaming",
+    )
     [err] = parse_slo_yaml("slos:\n  - name: e\n    sli: error_rate\n    threshold: 2%\n")
     assert err.spec == "error_rate<=2%"
 
 
-@pytest.mark.parametrize(("text", "where", "message"), [
-    ("slos:\n  - name: A\n", ":2:", "field 'name' is required"),
-    ("slos:\n  - name: a\n    sli: ttft\n    percentile: 99\n    threshold: 500\n", ":5:",
-     "'500' needs a unit, e.g. 500ms"),
-    ("slos:\n  - name: a\n    spec: ttft:p99<=1s\n    objective: 150%\n", ":4:",
-     "must be a fraction like 0.995 or 99.5%"),
-    ("slos:\n  - name: a\n    spec: ttft:p99<=1s\n    window: forever\n", ":4:",
-     "field 'window': 'forever' is not a duration"),
-    ("slos:\n  - name: a\n    spec: ttft:p99<=1s\n    selector: {gpu: h100}\n", ":4:",
-     "selector field 'gpu' is unknown; allowed: model, pool, target"),
-    ("slos:\n  - name: a\n    spec: ttft:p99<=1s\n    budget: 3\n", ":4:",
-     "unknown field 'budget'"),
-    ("slos:\n  - name: a\n    spec: ttft:p99<=1s\n  - name: a\n    spec: itl:p95<=5ms\n",
-     ":4:", "'a' is used twice"),
-    ("slos:\n  - name: a\n    spec: ttft<=1s\n", ":3:", "accepted forms"),
-    ("slos: [\n", ":2:", "not valid YAML"),
-    ("", "f.yaml:", "the file is empty"),
-    ("slos: {a: 1}\n", ":1:", "expected a list under 'slos'"),
-])
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("slos:\n  - name: A\n", ":2:", "field 'name' is required"),
+        (
+            "slos:\n  - name: a\n    sli: ttft\n    percentile: 99\n    threshold: 500\n",
+            ":5:",
+            "'500' needs a unit, e.g. 500ms",
+        ),
+        (
+            "slos:\n  - name: a\n    spec: ttft:p99<=1s\n    objective: 150%\n",
+            ":4:",
+            "must be a fraction like 0.995 or 99.5%",
+        ),
+        (
+            "slos:\n  - name: a\n    spec: ttft:p99<=1s\n    window: forever\n",
+            ":4:",
+            "field 'window': 'forever' is not a duration",
+        ),
+        (
+            "slos:\n  - name: a\n    spec: ttft:p99<=1s\n    selector: {gpu: h100}\n",
+            ":4:",
+            "selector field 'gpu' is unknown; allowed: model, pool, target",
+        ),
+        (
+            "slos:\n  - name: a\n    spec: ttft:p99<=1s\n    budget: 3\n",
+            ":4:",
+            "unknown field 'budget'",
+        ),
+        (
+            "slos:\n  - name: a\n    spec: ttft:p99<=1s\n  - name: a\n    spec: itl:p95<=5ms\n",
+            ":4:",
+            "'a' is used twice",
+        ),
+        ("slos:\n  - name: a\n    spec: ttft<=1s\n", ":3:", "accepted forms"),
+        ("slos: [\n", ":2:", "not valid YAML"),
+        ("", "f.yaml:", "the file is empty"),
+        ("slos: {a: 1}\n", ":1:", "expected a list under 'slos'"),
+    ],
+)
 def test_file_errors_name_line_field_and_form(text: str, where: str, message: str) -> None:
     with pytest.raises(SLOSpecError) as e:
         parse_slo_yaml(text, source="f.yaml")
@@ -122,9 +160,14 @@ def test_unreadable_file(tmp_path: Path) -> None:
         load_slo_file(tmp_path / "missing.yaml")
 
 
-def record(ttft_s: float | None, e2e_s: float | None, chunks: tuple[float, ...] = (),
-           tokens: tuple[int, ...] = (), output_tokens: int | None = None,
-           error: str | None = None) -> RequestRecord:
+def record(
+    ttft_s: float | None,
+    e2e_s: float | None,
+    chunks: tuple[float, ...] = (),
+    tokens: tuple[int, ...] = (),
+    output_tokens: int | None = None,
+    error: str | None = None,
+) -> RequestRecord:
     return RequestRecord("r", 0.0, ttft_s, e2e_s, chunks, tokens, 10, output_tokens, error)
 
 
@@ -143,8 +186,9 @@ def test_good_means_within_threshold_per_sli() -> None:
 
 def test_failed_requests_are_never_good_and_undefined_values_never_bad() -> None:
     failed = record(0.1, None, error="timeout")
-    assert not any(parse_slo(s).is_good(failed)
-                   for s in ("ttft:p99<=1s", "e2e:p99<=1s", "error_rate<=1%"))
+    assert not any(
+        parse_slo(s).is_good(failed) for s in ("ttft:p99<=1s", "e2e:p99<=1s", "error_rate<=1%")
+    )
     one_token = record(0.1, 0.1, (0.1,), (1,), output_tokens=1)
     assert parse_slo("tpot:p90<=1ms").is_good(one_token)
     assert parse_slo("itl:p90<=1ms").is_good(one_token)
@@ -152,6 +196,14 @@ def test_failed_requests_are_never_good_and_undefined_values_never_bad() -> None
 
 def test_to_dict_names_units() -> None:
     d = parse_slo("ttft:p99<=500ms", selector=Selector(pool="chat")).to_dict()
-    assert d == {"name": "ttft-p99", "spec": "ttft:p99<=500ms", "sli": "ttft",
-                 "percentile": 99.0, "threshold": 0.5, "objective": 0.99,
-                 "window_s": 2592000.0, "selector": {"pool": "chat"}, "description": ""}
+    assert d == {
+        "name": "ttft-p99",
+        "spec": "ttft:p99<=500ms",
+        "sli": "ttft",
+        "percentile": 99.0,
+        "threshold": 0.5,
+        "objective": 0.99,
+        "window_s": 2592000.0,
+        "selector": {"pool": "chat"},
+        "description": "",
+    }

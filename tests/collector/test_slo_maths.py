@@ -1,8 +1,8 @@
 import pytest
 
-from collector.errors import SLOSpecError
-from collector.records import RequestRecord
-from collector.slo import SLI, evaluate, parse_slo
+from slotune.collector.errors import SLOSpecError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLI, evaluate, parse_slo
 
 
 @pytest.mark.parametrize(
@@ -23,16 +23,19 @@ def test_shorthand_round_trips(spec: str, sli: SLI, threshold: float, objective:
     assert slo.spec == spec
 
 
-@pytest.mark.parametrize("bad", ["ttft<=500ms", "ttft:p100<=1s", "ttft:p99<=500", "foo:p9<=1s",
-                                 "error_rate<=150%"])
+@pytest.mark.parametrize(
+    "bad", ["ttft<=500ms", "ttft:p100<=1s", "ttft:p99<=500", "foo:p9<=1s", "error_rate<=150%"]
+)
 def test_bad_shorthand_names_accepted_forms(bad: str) -> None:
     with pytest.raises(SLOSpecError):
         parse_slo(bad)
 
 
 def test_percentile_and_good_fraction_agree() -> None:
-    recs = [RequestRecord(str(i), 0.0, t, t + 0.01, (t, t + 0.01), (1, 1), 1, 2)
-            for i, t in enumerate([0.1] * 98 + [0.9, 0.95])]
+    recs = [
+        RequestRecord(str(i), 0.0, t, t + 0.01, (t, t + 0.01), (1, 1), 1, 2)
+        for i, t in enumerate([0.1] * 98 + [0.9, 0.95])
+    ]
     att = evaluate(parse_slo("ttft:p98<=500ms"), recs)
     assert att.attainment == pytest.approx(0.98)
     assert att.is_met

@@ -2,18 +2,34 @@ import math
 
 import pytest
 
-from collector.records import RequestRecord
-from collector.slo import parse_slos
-from collector.summary import summarize
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import summarize
 
 
-def rec(rid: str, send: float, chunks: list[tuple[float, int]], *, out: int | None = None,
-        error: str | None = None, inp: int = 10) -> RequestRecord:
+def rec(
+    rid: str,
+    send: float,
+    chunks: list[tuple[float, int]],
+    *,
+    out: int | None = None,
+    error: str | None = None,
+    inp: int = 10,
+) -> RequestRecord:
     times = tuple(t for t, _ in chunks)
     toks = tuple(n for _, n in chunks)
     first = next((t for t, n in chunks if n > 0), None)
-    return RequestRecord(rid, send, None if error else first, None if error else times[-1],
-                         times, toks, inp, out, error=error)
+    return RequestRecord(
+        rid,
+        send,
+        None if error else first,
+        None if error else times[-1],
+        times,
+        toks,
+        inp,
+        out,
+        error=error,
+    )
 
 
 def test_ttft_is_first_token_carrying_chunk_not_role_chunk() -> None:
@@ -56,8 +72,9 @@ def test_failed_requests_count_as_errors_and_break_goodput() -> None:
     ok = rec("a", 0.0, [(0.1, 1), (0.2, 1)], out=2)
     bad = rec("b", 0.0, [(0.1, 1)], error="timeout")
     slow = rec("c", 0.0, [(0.9, 1), (1.0, 1)], out=2)
-    s = summarize([ok, bad, slow], parse_slos(["ttft:p50<=500ms", "error_rate<=10%"]),
-                  duration_s=2.0)
+    s = summarize(
+        [ok, bad, slow], parse_slos(["ttft:p50<=500ms", "error_rate<=10%"]), duration_s=2.0
+    )
     assert s.num_errors == 1 and s.errors_by_kind == {"timeout": 1}
     assert s.goodput == pytest.approx(0.5)  # only "a" is good, over 2 s
     ttft, err = s.slo_attainment

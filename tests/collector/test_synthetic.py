@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from collector.errors import ConfigError
-from collector.workload import named_workload
-from collector.workload.synthetic import (
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload import named_workload
+from slotune.collector.workload.synthetic import (
     Column,
     LengthKind,
     LengthSpec,
@@ -16,30 +16,36 @@ from collector.workload.synthetic import (
 )
 
 
-@pytest.mark.parametrize(("text", "kind", "params"), [
-    ("512", LengthKind.FIXED, (512.0,)),
-    ("fixed:64", LengthKind.FIXED, (64.0,)),
-    ("uniform:128,1024", LengthKind.UNIFORM, (128.0, 1024.0)),
-    ("normal:512,64", LengthKind.NORMAL, (512.0, 64.0)),
-    ("lognormal:6.2,0.8", LengthKind.LOGNORMAL, (6.2, 0.8)),
-    (" Uniform:1,2 ", LengthKind.UNIFORM, (1.0, 2.0)),
-])
+@pytest.mark.parametrize(
+    ("text", "kind", "params"),
+    [
+        ("512", LengthKind.FIXED, (512.0,)),
+        ("fixed:64", LengthKind.FIXED, (64.0,)),
+        ("uniform:128,1024", LengthKind.UNIFORM, (128.0, 1024.0)),
+        ("normal:512,64", LengthKind.NORMAL, (512.0, 64.0)),
+        ("lognormal:6.2,0.8", LengthKind.LOGNORMAL, (6.2, 0.8)),
+        (" Uniform:1,2 ", LengthKind.UNIFORM, (1.0, 2.0)),
+    ],
+)
 def test_spec_grammar(text: str, kind: LengthKind, params: tuple[float, ...]) -> None:
     spec = parse_length_spec(text)
     assert (spec.kind, spec.params) == (kind, params)
 
 
-@pytest.mark.parametrize(("text", "match"), [
-    ("zipf:1,2", "unknown distribution"),
-    ("uniform:5", "takes 2"),
-    ("uniform:10,5", "low <= high"),
-    ("0", "at least 1"),
-    ("12.5", "whole number"),
-    ("normal:a,b", "expected numbers"),
-    ("lognormal:6,-1", "sigma"),
-    ("empirical:", "name a trace"),
-    ("empirical:no-such-trace", "neither a bundled trace"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("zipf:1,2", "unknown distribution"),
+        ("uniform:5", "takes 2"),
+        ("uniform:10,5", "low <= high"),
+        ("0", "at least 1"),
+        ("12.5", "whole number"),
+        ("normal:a,b", "expected numbers"),
+        ("lognormal:6,-1", "sigma"),
+        ("empirical:", "name a trace"),
+        ("empirical:no-such-trace", "neither a bundled trace"),
+    ],
+)
 def test_bad_specs_name_the_flag_and_the_forms(text: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as e:
         parse_length_spec(text, field_name="--output-len")
@@ -80,10 +86,14 @@ def test_synthetic_trace_is_deterministic_and_interleaves_sessions() -> None:
     assert all(r.timestamp_s == 0.0 for r in a.requests)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"num_requests": 0}, "--num-requests"), ({"num_requests": 2, "turns": 0}, "--turns"),
-    ({"num_requests": 2, "shared_prefix_tokens": -1}, "--shared-prefix"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_requests": 0}, "--num-requests"),
+        ({"num_requests": 2, "turns": 0}, "--turns"),
+        ({"num_requests": 2, "shared_prefix_tokens": -1}, "--shared-prefix"),
+    ],
+)
 def test_synthetic_trace_rejects_bad_sizes(kwargs: dict[str, int], match: str) -> None:
     spec = parse_length_spec("8")
     with pytest.raises(ConfigError, match=match):

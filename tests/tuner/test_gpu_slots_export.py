@@ -1,10 +1,10 @@
 import pytest
 import yaml
 
-import tuner
-from collector.errors import ConfigError
-from tuner.export import export_config
-from tuner.gpu_slots import LOCK_DIR_ENV, acquire_slot
+import slotune.tuner
+from slotune.collector.errors import ConfigError
+from slotune.tuner.export import export_config
+from slotune.tuner.gpu_slots import LOCK_DIR_ENV, acquire_slot
 
 
 def test_two_workers_never_share_a_gpu(monkeypatch, tmp_path):
@@ -34,34 +34,73 @@ def test_no_gpu_means_no_lock(monkeypatch, tmp_path):
 
 
 def test_export_vllm_command_line():
-    text = export_config({"max_num_seqs": 256, "max_num_batched_tokens": 16384,
-                          "enable_chunked_prefill": False, "max_model_len": 16384,
-                          "gpu_memory_utilization": 0.92},
-                         engine="vllm", model="llama-3.1-8b", gpu="h100-sxm", fmt="vllm")
-    assert text == ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 16384 "
-                    "--gpu-memory-utilization 0.92 --max-num-batched-tokens 16384 "
-                    "--max-num-seqs 256 --no-enable-chunked-prefill\n")
+    text = export_config(
+        {
+            "max_num_seqs": 256,
+            "max_num_batched_tokens": 16384,
+            "enable_chunked_prefill": False,
+            "max_model_len": 16384,
+            "gpu_memory_utilization": 0.92,
+        },
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        fmt="vllm",
+    )
+    assert text == (
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 16384 "
+        "--gpu-memory-utilization 0.92 --max-num-batched-tokens 16384 "
+        "--max-num-seqs 256 --no-enable-chunked-prefill\n"
+    )
 
 
 def test_export_trtllm_yaml_and_command():
-    text = export_config({"max_batch_size": 256, "kv_cache_config.enable_block_reuse": False,
-                          "scheduler_config.capacity_scheduler_policy": "MAX_UTILIZATION",
-                          "enable_chunked_prefill": True},
-                         engine="trtllm", model="llama-3.1-8b", gpu="h100-sxm", fmt="trtllm")
+    text = export_config(
+        {
+            "max_batch_size": 256,
+            "kv_cache_config.enable_block_reuse": False,
+            "scheduler_config.capacity_scheduler_policy": "MAX_UTILIZATION",
+            "enable_chunked_prefill": True,
+        },
+        engine="trtllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        fmt="trtllm",
+    )
     options = yaml.safe_load(text.split("---")[0])
-    assert options == {"enable_chunked_prefill": True,
-                       "kv_cache_config": {"enable_block_reuse": False},
-                       "scheduler_config": {"capacity_scheduler_policy": "MAX_UTILIZATION"}}
+    assert options == {
+        "enable_chunked_prefill": True,
+        "kv_cache_config": {"enable_block_reuse": False},
+        "scheduler_config": {"capacity_scheduler_policy": "MAX_UTILIZATION"},
+    }
     assert "# trtllm-serve meta-llama/Llama-3.1-8B-Instruct --max_batch_size 256" in text
     with pytest.raises(ConfigError, match="--format trtllm"):
         export_config({}, engine="trtllm", model="llama-3.1-8b", gpu="h100-sxm", fmt="vllm")
 
 
 def test_public_surface():
-    assert sorted(tuner.__all__) == [
-        "Backend", "EngineSession", "Measurement", "ObjectiveKind", "Param", "ParamKind",
-        "RunOptions", "SearchSpace", "StudyProgress", "StudySpec", "TrialFailed",
-        "default_space", "engine_defaults", "export_config", "export_study",
-        "list_studies_report", "make_backend", "resume_study", "show_study",
-        "spec_from_options", "study_report", "tune_study"]
-    assert all(hasattr(tuner, name) for name in tuner.__all__)
+    assert sorted(slotune.tuner.__all__) == [
+        "Backend",
+        "EngineSession",
+        "Measurement",
+        "ObjectiveKind",
+        "Param",
+        "ParamKind",
+        "RunOptions",
+        "SearchSpace",
+        "StudyProgress",
+        "StudySpec",
+        "TrialFailed",
+        "default_space",
+        "engine_defaults",
+        "export_config",
+        "export_study",
+        "list_studies_report",
+        "make_backend",
+        "resume_study",
+        "show_study",
+        "spec_from_options",
+        "study_report",
+        "tune_study",
+    ]
+    assert all(hasattr(slotune.tuner, name) for name in slotune.tuner.__all__)

@@ -11,25 +11,29 @@ import optuna
 from _tools import SLOTUNE
 from optuna.trial import TrialState
 
-from collector.slo import parse_slos
-from collector.store import upgrade
-from collector.workload import named_workload, retime
-from tuner.backends.attach import AttachBackend
-from tuner.backends.launch import EngineProcess, LaunchBackend, failure_reason, free_port
-from tuner.objectives import ObjectiveKind
-from tuner.study import StudySpec, build_space, create, load_plan, quiet_optuna
-from tuner.trial import TrialRunner, WorkloadPlan
-from tuner.tune import RunOptions, export, show
-from tuner.tune import resume as run_study
+from slotune.collector.slo import parse_slos
+from slotune.collector.store import upgrade
+from slotune.collector.workload import named_workload, retime
+from slotune.tuner.backends.attach import AttachBackend
+from slotune.tuner.backends.launch import EngineProcess, LaunchBackend, failure_reason, free_port
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.study import StudySpec, build_space, create, load_plan, quiet_optuna
+from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune import RunOptions, export, show
+from slotune.tuner.tune import resume as run_study
 
 MARKER_SEED = "97531"  # tags the engines this test starts, to find leftovers
-TEMPLATE = (f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
-            f"--time-scale 10 --seed {MARKER_SEED} {{engine_args}}")
+TEMPLATE = (
+    f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
+    f"--time-scale 10 --seed {MARKER_SEED} {{engine_args}}"
+)
 
 
 def test_engine_error_line_is_the_failure_reason():
-    log = "INFO starting\nINFO loading weights\nValueError: No available memory for the cache " \
-          "blocks. Try increasing `gpu_memory_utilization`.\nINFO shutting down\n"
+    log = (
+        "INFO starting\nINFO loading weights\nValueError: No available memory for the cache "
+        "blocks. Try increasing `gpu_memory_utilization`.\nINFO shutting down\n"
+    )
     assert failure_reason(log).startswith("ValueError: No available memory")
     assert failure_reason("") == "no output"
 
@@ -49,11 +53,22 @@ def engines_left() -> list[str]:
 
 
 def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
-    backend = LaunchBackend(TEMPLATE, engine="vllm", model="llama-3.1-8b", gpu="h100-sxm",
-                            time_scale=10, health_timeout_s=60, log_root=tmp_path)
+    backend = LaunchBackend(
+        TEMPLATE,
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        time_scale=10,
+        health_timeout_s=60,
+        log_root=tmp_path,
+    )
     trace = retime(named_workload("azure-conv"), num_requests=5)
-    runner = TrialRunner(backend, WorkloadPlan(trace, rate=2.0),
-                         tuple(parse_slos(["ttft:p99<=2s"])), ObjectiveKind.GOODPUT)
+    runner = TrialRunner(
+        backend,
+        WorkloadPlan(trace, rate=2.0),
+        tuple(parse_slos(["ttft:p99<=2s"])),
+        ObjectiveKind.GOODPUT,
+    )
     m = runner.measure({"gpu_memory_utilization": 0.1, "max_model_len": 8192})
     assert not m.is_feasible and m.values == (0.0,)
     assert "No available memory for the cache blocks" in (m.failure or "")
@@ -64,21 +79,43 @@ def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
 def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     upgrade(sqlite_url)
     os.environ["TMPDIR"] = str(tmp_path)  # engine logs of this test stay in tmp_path
-    spec = StudySpec(name="launched", backend="launch", engine="vllm", model="llama-3.1-8b",
-                     gpu="h100-sxm", workload="azure-conv", trace_file=None,
-                     slos=("ttft:p99<=2s", "tpot:p99<=100ms"), objective="goodput",
-                     trials=4, rate=4.0, num_requests=20, command=TEMPLATE, time_scale=10,
-                     space={"max_num_seqs": [64, 256], "max_num_batched_tokens": [2048, 8192],
-                            "gpu_memory_utilization": [0.9, 0.1],
-                            "long_prefill_token_threshold": None},
-                     heartbeat_s=2)
+    spec = StudySpec(
+        name="launched",
+        backend="launch",
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        workload="azure-conv",
+        trace_file=None,
+        slos=("ttft:p99<=2s", "tpot:p99<=100ms"),
+        objective="goodput",
+        trials=4,
+        rate=4.0,
+        num_requests=20,
+        command=TEMPLATE,
+        time_scale=10,
+        space={
+            "max_num_seqs": [64, 256],
+            "max_num_batched_tokens": [2048, 8192],
+            "gpu_memory_utilization": [0.9, 0.1],
+            "long_prefill_token_threshold": None,
+        },
+        heartbeat_s=2,
+    )
     study = create(spec, sqlite_url)
     # A configuration the engine refuses at start: the study records it and goes on.
     space = build_space(spec, load_plan(spec))
-    study.enqueue_trial(space.params_of({"max_num_seqs": 64, "max_num_batched_tokens": 2048,
-                                         "enable_chunked_prefill": True,
-                                         "enable_prefix_caching": True,
-                                         "gpu_memory_utilization": 0.1}))
+    study.enqueue_trial(
+        space.params_of(
+            {
+                "max_num_seqs": 64,
+                "max_num_batched_tokens": 2048,
+                "enable_chunked_prefill": True,
+                "enable_prefix_caching": True,
+                "gpu_memory_utilization": 0.1,
+            }
+        )
+    )
     report = run_study("launched", sqlite_url, RunOptions(recheck_k=1, recheck_seeds=1))
 
     with quiet_optuna():
@@ -105,32 +142,47 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
 
 def test_attach_measures_a_running_engine_as_it_is(tmp_path):
     port = free_port()
-    engine = EngineProcess(shlex.split(TEMPLATE.format(model="llama-3.1-8b", gpu="h100-sxm",
-                                                       port=port, engine_args="")),
-                           tmp_path / "engine.log", {}, port)
+    engine = EngineProcess(
+        shlex.split(
+            TEMPLATE.format(model="llama-3.1-8b", gpu="h100-sxm", port=port, engine_args="")
+        ),
+        tmp_path / "engine.log",
+        {},
+        port,
+    )
     try:
         engine.wait_healthy(60)
         trace = retime(named_workload("azure-conv"), num_requests=8)
-        runner = TrialRunner(AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
-                             WorkloadPlan(trace, rate=2.0),
-                             tuple(parse_slos(["ttft:p99<=5s"])), ObjectiveKind.GOODPUT)
+        runner = TrialRunner(
+            AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+            WorkloadPlan(trace, rate=2.0),
+            tuple(parse_slos(["ttft:p99<=5s"])),
+            ObjectiveKind.GOODPUT,
+        )
         m = runner.measure({})
         assert m.failure is None and m.summary is not None
         assert m.summary["num_requests"] == 8 and m.values[0] > 0
         assert engine.is_alive()  # attached, never restarted
     finally:
         engine.stop()
-    gone = TrialRunner(AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
-                       WorkloadPlan(trace, rate=2.0), tuple(parse_slos(["ttft:p99<=5s"])),
-                       ObjectiveKind.GOODPUT).measure({})
+    gone = TrialRunner(
+        AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+        WorkloadPlan(trace, rate=2.0),
+        tuple(parse_slos(["ttft:p99<=5s"])),
+        ObjectiveKind.GOODPUT,
+    ).measure({})
     assert "cannot reach" in (gone.failure or "")
 
 
 def test_engine_dies_with_a_killed_worker(tmp_path):
-    worker = subprocess.Popen([sys.executable, "-c", f"""
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import sys, time
 from pathlib import Path
-from tuner.backends.launch import EngineProcess, free_port
+from slotune.tuner.backends.launch import EngineProcess, free_port
 port = free_port()
 e = EngineProcess({shlex.split(TEMPLATE)!r}[:1] + ["emulate", "--model", "llama-3.1-8b",
                   "--port", str(port), "--seed", "{MARKER_SEED}"],
@@ -138,7 +190,11 @@ e = EngineProcess({shlex.split(TEMPLATE)!r}[:1] + ["emulate", "--model", "llama-
 e.wait_healthy(60)
 print("up", flush=True)
 time.sleep(600)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "up"
         assert len(engines_left()) == 1

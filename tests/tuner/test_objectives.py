@@ -1,9 +1,9 @@
 import math
 
-from collector.records import RequestRecord
-from collector.slo import parse_slos
-from collector.summary import summarize
-from tuner.objectives import (
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import summarize
+from slotune.tuner.objectives import (
     LAUNCH_CONSTRAINT,
     ObjectiveKind,
     evaluate_objective,
@@ -18,16 +18,25 @@ def record(i: int, ttft_s: float, gap_s: float = 0.02, n: int = 5) -> RequestRec
     send = float(i)
     first = send + ttft_s
     chunks = tuple(first + k * gap_s for k in range(n))
-    return RequestRecord(request_id=str(i), send_s=send, first_token_s=first,
-                         end_s=chunks[-1], chunk_times_s=chunks, chunk_tokens=(1,) * n,
-                         input_tokens=10, output_tokens=n)
+    return RequestRecord(
+        request_id=str(i),
+        send_s=send,
+        first_token_s=first,
+        end_s=chunks[-1],
+        chunk_times_s=chunks,
+        chunk_tokens=(1,) * n,
+        input_tokens=10,
+        output_tokens=n,
+    )
 
 
 def fake_measure(limit_rate: float):
     """A 'server' whose TTFT jumps past the SLO above ``limit_rate``."""
+
     def measure(rate):
         ttft = 0.1 if (rate or 0) <= limit_rate else 2.0
         return summarize([record(i, ttft) for i in range(100)], SLOS)
+
     return measure
 
 
@@ -44,8 +53,9 @@ def test_constraints_agree_with_slos_met():
 
 
 def test_capacity_is_the_max_rate_with_every_slo_holding():
-    m = evaluate_objective(ObjectiveKind.CAPACITY, fake_measure(7.0), SLOS, rate=None,
-                           start_rate=1.0)
+    m = evaluate_objective(
+        ObjectiveKind.CAPACITY, fake_measure(7.0), SLOS, rate=None, start_rate=1.0
+    )
     assert m.is_feasible
     assert 7.0 * 0.97 <= m.values[0] <= 7.0
     assert m.rate == m.values[0]
@@ -53,8 +63,9 @@ def test_capacity_is_the_max_rate_with_every_slo_holding():
 
 
 def test_capacity_without_any_feasible_rate_is_infeasible():
-    m = evaluate_objective(ObjectiveKind.CAPACITY, fake_measure(0.0), SLOS, rate=None,
-                           start_rate=1.0)
+    m = evaluate_objective(
+        ObjectiveKind.CAPACITY, fake_measure(0.0), SLOS, rate=None, start_rate=1.0
+    )
     assert m.values == (0.0,)
     assert not m.is_feasible
 
@@ -78,16 +89,17 @@ def test_failed_configuration_is_infeasible_with_reason():
 
 
 def test_other_seeds_are_other_arrival_orders():
-    from collector.workload import named_workload, retime
-    from tuner.trial import WorkloadPlan
+    from slotune.collector.workload import named_workload, retime
+    from slotune.tuner.trial import WorkloadPlan
 
     trace = retime(named_workload("azure-code"), num_requests=20)
     own = WorkloadPlan(trace)
     assert own.at(None, 0) == trace
     other = own.at(None, 1)
     assert [r.timestamp_s for r in other.requests] == [r.timestamp_s for r in trace.requests]
-    assert sorted(r.input_tokens for r in other.requests) == \
-        sorted(r.input_tokens for r in trace.requests)
+    assert sorted(r.input_tokens for r in other.requests) == sorted(
+        r.input_tokens for r in trace.requests
+    )
     assert [r.input_tokens for r in other.requests] != [r.input_tokens for r in trace.requests]
     poisson = WorkloadPlan(trace, rate=3.0)
     assert poisson.at(3.0, 1) != poisson.at(3.0, 2)

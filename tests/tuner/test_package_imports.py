@@ -12,20 +12,23 @@ import subprocess
 import sys
 from types import ModuleType
 
-import tuner
+import slotune.tuner
 
 
 def test_the_emulated_engine_does_not_load_the_store_or_optuna() -> None:
-    probe = ("import json, sys; import tuner.sim.emulate; "
-             "print(json.dumps([m for m in ('sqlalchemy', 'alembic', 'optuna', "
-             "'collector.store') if m in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120)
+    probe = (
+        "import json, sys; import slotune.tuner.sim.emulate; "
+        "print(json.dumps([m for m in ('sqlalchemy', 'alembic', 'optuna', "
+        "'slotune.collector.store') if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
     assert json.loads(out.stdout) == []
 
 
 def test_every_public_name_resolves_to_what_it_names_not_a_submodule() -> None:
-    importlib.import_module("tuner.tune")  # a submodule becomes a package attribute
-    for name in tuner.__all__:
-        assert not isinstance(getattr(tuner, name), ModuleType), name
-    assert tuner.StudyProgress.__name__ == "Progress"
+    importlib.import_module("slotune.tuner.tune")  # a submodule becomes a package attribute
+    for name in slotune.tuner.__all__:
+        assert not isinstance(getattr(slotune.tuner, name), ModuleType), name
+    assert slotune.tuner.StudyProgress.__name__ == "Progress"

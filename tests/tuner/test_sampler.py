@@ -7,9 +7,9 @@ import json
 import optuna
 import pytest
 
-from tuner.sampler import DistinctTPESampler
-from tuner.space import SearchSpace, default_space, engine_defaults
-from tuner.study import make_sampler
+from slotune.tuner.sampler import DistinctTPESampler
+from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.study import make_sampler
 
 SMALL = {
     "max_num_seqs": [64, 128, 256],
@@ -44,8 +44,7 @@ def quiet() -> None:
 
 
 def run_study(space: SearchSpace, trials: int, seed: int = 0) -> list[str]:
-    study = optuna.create_study(direction="maximize",
-                                sampler=DistinctTPESampler(space, seed=seed))
+    study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=seed))
     study.enqueue_trial(space.default_params())
     seen: list[str] = []
 
@@ -116,8 +115,9 @@ def first_configs(space: SearchSpace, seed: int, n: int) -> list[dict[str, objec
 
 
 def test_the_search_starts_next_to_the_engine_default() -> None:
-    space = small_space().with_overrides({"max_num_seqs": [64, 256, 1024],
-                                          "max_num_batched_tokens": [1024, 2048, 4096, 8192]})
+    space = small_space().with_overrides(
+        {"max_num_seqs": [64, 256, 1024], "max_num_batched_tokens": [1024, 2048, 4096, 8192]}
+    )
     for seed in range(5):
         default, *proposed = first_configs(space, seed, 4)
         for config in proposed:

@@ -1,8 +1,8 @@
 import optuna
 import pytest
 
-from collector.errors import ConfigError
-from tuner.space import (
+from slotune.collector.errors import ConfigError
+from slotune.tuner.space import (
     Engine,
     ParamKind,
     default_space,
@@ -69,9 +69,13 @@ def test_configurations_vllm_refuses_at_startup_are_named():
 
 
 def test_grid_respects_conditions_and_has_no_duplicates():
-    space = vllm_space().with_overrides({"gpu_memory_utilization": None,
-                                         "max_num_seqs": [64, 256],
-                                         "max_num_batched_tokens": [2048, 8192]})
+    space = vllm_space().with_overrides(
+        {
+            "gpu_memory_utilization": None,
+            "max_num_seqs": [64, 256],
+            "max_num_batched_tokens": [2048, 8192],
+        }
+    )
     grid = space.grid()
     keys = {tuple(sorted(c.items())) for c in grid}
     assert len(keys) == len(grid)
@@ -80,13 +84,15 @@ def test_grid_respects_conditions_and_has_no_duplicates():
 
 
 def test_overrides_narrow_fix_remove_and_extend():
-    space = vllm_space().with_overrides({
-        "max_num_seqs": {"low": 64, "high": 512, "power_of_two": True},
-        "gpu_memory_utilization": {"low": 0.85, "high": 0.95, "step": 0.01},
-        "tensor_parallel_size": 2,
-        "block_size": [16, 32],
-        "long_prefill_token_threshold": None,
-    })
+    space = vllm_space().with_overrides(
+        {
+            "max_num_seqs": {"low": 64, "high": 512, "power_of_two": True},
+            "gpu_memory_utilization": {"low": 0.85, "high": 0.95, "step": 0.01},
+            "tensor_parallel_size": 2,
+            "block_size": [16, 32],
+            "long_prefill_token_threshold": None,
+        }
+    )
     params = {p.name: p for p in space.params}
     assert params["max_num_seqs"].choices == (64, 128, 256, 512)
     assert params["gpu_memory_utilization"].kind is ParamKind.FLOAT
@@ -97,16 +103,23 @@ def test_overrides_narrow_fix_remove_and_extend():
     assert "long_prefill_token_threshold" not in params
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("max_num_seqs=64,128,256", ("max_num_seqs", [64, 128, 256])),
-    ("gpu_memory_utilization=0.85..0.95",
-     ("gpu_memory_utilization", {"low": 0.85, "high": 0.95})),
-    ("max_num_batched_tokens=1024..16384:pow2",
-     ("max_num_batched_tokens", {"low": 1024, "high": 16384, "power_of_two": True})),
-    ("tensor_parallel_size=4", ("tensor_parallel_size", 4)),
-    ("enable_prefix_caching=false", ("enable_prefix_caching", False)),
-    ("block_size=-", ("block_size", None)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("max_num_seqs=64,128,256", ("max_num_seqs", [64, 128, 256])),
+        (
+            "gpu_memory_utilization=0.85..0.95",
+            ("gpu_memory_utilization", {"low": 0.85, "high": 0.95}),
+        ),
+        (
+            "max_num_batched_tokens=1024..16384:pow2",
+            ("max_num_batched_tokens", {"low": 1024, "high": 16384, "power_of_two": True}),
+        ),
+        ("tensor_parallel_size=4", ("tensor_parallel_size", 4)),
+        ("enable_prefix_caching=false", ("enable_prefix_caching", False)),
+        ("block_size=-", ("block_size", None)),
+    ],
+)
 def test_param_override_forms(text, expected):
     assert parse_param_override(text) == expected
 
@@ -133,8 +146,10 @@ def test_trtllm_space_uses_llm_api_names():
     assert "kv_cache_config.enable_block_reuse" in space.names()
     assert space.forced_defaults() == {}
     assert space.default_params()["max_batch_size"] == 8  # index of 2048 in 8..2048
-    assert space.default_params()["scheduler_config.capacity_scheduler_policy"] == \
-        "GUARANTEED_NO_EVICT"
+    assert (
+        space.default_params()["scheduler_config.capacity_scheduler_policy"]
+        == "GUARANTEED_NO_EVICT"
+    )
 
 
 def test_default_outside_a_narrowed_range_is_forced_not_sampled():

@@ -10,13 +10,26 @@ import pytest
 from _tools import SLOTUNE
 from optuna.trial import TrialState
 
-from collector.store import upgrade
-from tuner import resume_study, show_study
-from tuner.study import quiet_optuna
+from slotune.collector.store import upgrade
+from slotune.tuner import resume_study, show_study
+from slotune.tuner.study import quiet_optuna
 
-SIM_ARGS = ["--backend", "sim", "--workload", "azure-conv", "--num-requests", "60",
-            "--slo", "ttft:p99<=500ms", "--slo", "itl:p99<=50ms", "--recheck", "0",
-            "--heartbeat", "1"]
+SIM_ARGS = [
+    "--backend",
+    "sim",
+    "--workload",
+    "azure-conv",
+    "--num-requests",
+    "60",
+    "--slo",
+    "ttft:p99<=500ms",
+    "--slo",
+    "itl:p99<=50ms",
+    "--recheck",
+    "0",
+    "--heartbeat",
+    "1",
+]
 
 
 def trials_of(url: str, name: str) -> list[optuna.trial.FrozenTrial]:
@@ -44,10 +57,23 @@ def mid_trial(url: str, name: str) -> bool:
 
 def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
     upgrade(sqlite_url)
-    proc = subprocess.Popen([SLOTUNE, "--db", sqlite_url, "tune", *SIM_ARGS, "--trials", "6",
-                             "--study", "killed", "--json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            SLOTUNE,
+            "--db",
+            sqlite_url,
+            "tune",
+            *SIM_ARGS,
+            "--trials",
+            "6",
+            "--study",
+            "killed",
+            "--json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: mid_trial(sqlite_url, "killed"), 60)
     finally:
@@ -81,9 +107,25 @@ def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
 @pytest.mark.postgres
 def test_two_workers_share_one_postgres_study(pg_url):
     upgrade(pg_url)
-    out = subprocess.run([SLOTUNE, "--db", pg_url, "tune", *SIM_ARGS, "--trials", "6",
-                          "--study", "shared", "--workers", "2", "--json"],
-                         capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [
+            SLOTUNE,
+            "--db",
+            pg_url,
+            "tune",
+            *SIM_ARGS,
+            "--trials",
+            "6",
+            "--study",
+            "shared",
+            "--workers",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr
     trials = trials_of(pg_url, "shared")
     numbers = [t.number for t in trials]

@@ -5,20 +5,37 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from collector.errors import ConfigError
-from collector.store import get_study, open_store, upgrade
-from tuner import RunOptions, spec_from_options, tune_study
-from tuner.tune import export, list_all, show
-from ui.cli import app
+from slotune.collector.errors import ConfigError
+from slotune.collector.store import get_study, open_store, upgrade
+from slotune.tuner import RunOptions, spec_from_options, tune_study
+from slotune.tuner.tune import export, list_all, show
+from slotune.ui.cli import app
 
 
 def sim_spec(name: str, **changes):
-    options = dict(name=name, backend="sim", engine="vllm", model="llama-3.1-8b",
-                   gpu="h100-sxm", workload="azure-conv", trace_file=None,
-                   slos=["ttft:p99<=500ms", "itl:p99<=50ms"], objective="goodput", trials=5,
-                   rate=4.0, num_requests=40, command=None, endpoint=None, time_scale=1.0,
-                   space_file=None, params=["gpu_memory_utilization=-"], seed=0,
-                   sampler="tpe", prescreen=None, heartbeat_s=2)
+    options = dict(
+        name=name,
+        backend="sim",
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        workload="azure-conv",
+        trace_file=None,
+        slos=["ttft:p99<=500ms", "itl:p99<=50ms"],
+        objective="goodput",
+        trials=5,
+        rate=4.0,
+        num_requests=40,
+        command=None,
+        endpoint=None,
+        time_scale=1.0,
+        space_file=None,
+        params=["gpu_memory_utilization=-"],
+        seed=0,
+        sampler="tpe",
+        prescreen=None,
+        heartbeat_s=2,
+    )
     options.update(changes)
     return spec_from_options(**options)
 
@@ -30,8 +47,11 @@ def db(sqlite_url):
 
 
 def test_sim_study_reports_best_default_gain_and_robust_value(db):
-    report = tune_study(sim_spec("s", objective="capacity", rate=None, trials=4), db,
-                  RunOptions(recheck_k=2, recheck_seeds=1))
+    report = tune_study(
+        sim_spec("s", objective="capacity", rate=None, trials=4),
+        db,
+        RunOptions(recheck_k=2, recheck_seeds=1),
+    )
     assert report["trials"] == 4
     assert report["default"]["number"] == 0
     assert report["default"]["params"]["max_num_seqs"] == 1024
@@ -54,8 +74,11 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
 
 
 def test_prescreen_seeds_the_study_with_simulated_best(db):
-    report = tune_study(sim_spec("p", trials=4, prescreen="sim"), db,
-                  RunOptions(prescreen_k=2, prescreen_trials=6, recheck_k=0))
+    report = tune_study(
+        sim_spec("p", trials=4, prescreen="sim"),
+        db,
+        RunOptions(prescreen_k=2, prescreen_trials=6, recheck_k=0),
+    )
     sources = [t["source"] for t in report["trial_details"]]
     assert sources[0] == "default" and sources.count("prescreen") >= 1
     assert report["prescreen"]["study"] == "p-prescreen"
@@ -63,8 +86,11 @@ def test_prescreen_seeds_the_study_with_simulated_best(db):
 
 
 def test_pareto_objective_reports_a_front(db):
-    report = tune_study(sim_spec("f", objective="pareto", rate=4.0, trials=4,
-                           slos=["ttft:p99<=2s"]), db, RunOptions(recheck_k=0))
+    report = tune_study(
+        sim_spec("f", objective="pareto", rate=4.0, trials=4, slos=["ttft:p99<=2s"]),
+        db,
+        RunOptions(recheck_k=0),
+    )
     assert report["value_names"] == ["output_token_throughput", "ttft_p99_ms"]
     front = report["pareto_front"]
     assert front and all(len(p["values"]) == 2 for p in front)
@@ -76,13 +102,16 @@ def test_same_name_twice_is_refused_with_the_fix(db):
         tune_study(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"slos": []}, "--slo"),
-    ({"workload": None}, "--workload"),
-    ({"objective": "latency"}, "--objective"),
-    ({"backend": "launch"}, "--command"),
-    ({"trials": 0}, "--trials"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"slos": []}, "--slo"),
+        ({"workload": None}, "--workload"),
+        ({"objective": "latency"}, "--objective"),
+        ({"backend": "launch"}, "--command"),
+        ({"trials": 0}, "--trials"),
+    ],
+)
 def test_bad_options_name_the_fix(changes, message):
     with pytest.raises(ConfigError, match=message):
         sim_spec("x", **changes)
@@ -90,11 +119,35 @@ def test_bad_options_name_the_fix(changes, message):
 
 def test_cli_tune_json_show_export_list(db):
     runner = CliRunner()
-    out = runner.invoke(app, ["--db", db, "tune", "--backend", "sim", "--workload",
-                              "azure-conv", "--num-requests", "40", "--slo", "ttft:p99<=500ms",
-                              "--objective", "goodput", "--rate", "4",
-                              "--trials", "2", "--study", "cli", "--recheck", "0",
-                              "--param", "gpu_memory_utilization=-", "--json"])
+    out = runner.invoke(
+        app,
+        [
+            "--db",
+            db,
+            "tune",
+            "--backend",
+            "sim",
+            "--workload",
+            "azure-conv",
+            "--num-requests",
+            "40",
+            "--slo",
+            "ttft:p99<=500ms",
+            "--objective",
+            "goodput",
+            "--rate",
+            "4",
+            "--trials",
+            "2",
+            "--study",
+            "cli",
+            "--recheck",
+            "0",
+            "--param",
+            "gpu_memory_utilization=-",
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     report = json.loads(out.stdout)
     assert {"best", "default", "trials", "feasible", "gain"} <= set(report)

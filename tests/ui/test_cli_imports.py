@@ -14,15 +14,27 @@ from typing import get_args
 
 import pytest
 
-HEAVY = ("sqlalchemy", "alembic", "optuna", "aiohttp", "numpy", "httpx", "streamlit",
-         "opentelemetry", "tuner", "collector.store", "collector.agent", "collector.bench",
-         "collector.slo")
+HEAVY = (
+    "sqlalchemy",
+    "alembic",
+    "optuna",
+    "aiohttp",
+    "numpy",
+    "httpx",
+    "streamlit",
+    "opentelemetry",
+    "slotune.tuner",
+    "slotune.collector.store",
+    "slotune.collector.agent",
+    "slotune.collector.bench",
+    "slotune.collector.slo",
+)
 
 # Runs what the `slotune` script runs (ui.cli.main) on ARGV, then reports which of HEAVY are
 # loaded on stderr's last line (stdout carries the help).
 _PROBE = """
 import json, sys
-from ui.cli import main
+from slotune.ui.cli import main
 heavy, sys.argv = json.loads(sys.argv[1]), ["slotune", *json.loads(sys.argv[2])]
 try:
     main()
@@ -35,13 +47,25 @@ print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["tune", "--help"], ["bench", "list", "--help"],
-                                  ["db", "prune", "--help"], ["--version"]],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["tune", "--help"],
+        ["bench", "list", "--help"],
+        ["db", "prune", "--help"],
+        ["--version"],
+    ],
+    ids=" ".join,
+)
 def test_building_the_cli_loads_no_heavy_library(argv: list[str]) -> None:
-    result = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps(argv)],
-                            capture_output=True, text=True, timeout=60,
-                            env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, result.stdout
@@ -49,7 +73,7 @@ def test_building_the_cli_loads_no_heavy_library(argv: list[str]) -> None:
 
 
 def test_bench_endpoint_choices_match_the_library() -> None:
-    from collector.bench import Endpoint
-    from ui.cli.bench import EndpointName
+    from slotune.collector.bench import Endpoint
+    from slotune.ui.cli.bench import EndpointName
 
     assert get_args(EndpointName) == tuple(e.value for e in Endpoint)

@@ -25,12 +25,21 @@ def _leftover_processes(marker: str) -> list[str]:
 
 def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) -> None:
     marker = f"SLOTUNE_DEMO_TEST={tmp_path}"
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "TMPDIR": str(tmp_path),
-           "COLUMNS": "200", "SLOTUNE_DEMO_TEST": str(tmp_path)}
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TMPDIR": str(tmp_path),
+        "COLUMNS": "200",
+        "SLOTUNE_DEMO_TEST": str(tmp_path),
+    }
     env.pop("SLOTUNE_DB", None)
-    demo = subprocess.run([SLOTUNE, "demo", "--trials", "2", "--num-requests", "12",
-                           "--time-scale", "4"], env=env, capture_output=True, text=True,
-                          timeout=240)
+    demo = subprocess.run(
+        [SLOTUNE, "demo", "--trials", "2", "--num-requests", "12", "--time-scale", "4"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "vLLM default configuration" in demo.stdout
     assert "gain over default" in demo.stdout or "no configuration met every SLO" in demo.stdout
@@ -39,8 +48,13 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     assert str(tmp_path / "data" / "slotune" / "slotune.db") in demo.stdout
     assert _leftover_processes(marker) == []
 
-    show = subprocess.run([SLOTUNE, "tune", "show", match.group(1), "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    show = subprocess.run(
+        [SLOTUNE, "tune", "show", match.group(1), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert show.returncode == 0, show.stderr[-2000:]
     report = json.loads(show.stdout)
     assert report["backend"] == "launch"

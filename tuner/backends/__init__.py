@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from collector.errors import ConfigError
-from tuner.backends.base import Backend, EngineSession, TrialFailed
-from tuner.gpu_slots import GpuSlot
+from slotune.collector.errors import ConfigError
+from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.gpu_slots import GpuSlot
 
 if TYPE_CHECKING:
-    from tuner.study import StudySpec
+    from slotune.tuner.study import StudySpec
 
 BACKENDS = ("sim", "launch", "attach")
 
@@ -17,17 +17,23 @@ BACKENDS = ("sim", "launch", "attach")
 def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
     """The backend a study's spec names, for one worker (``slot``: its GPUs)."""
     if spec.backend == "sim":
-        from tuner.backends.sim import SimBackend
+        from slotune.tuner.backends.sim import SimBackend
 
         return SimBackend(spec.engine, spec.model, spec.gpu)
     if spec.backend == "launch":
-        from tuner.backends.launch import LaunchBackend
+        from slotune.tuner.backends.launch import LaunchBackend
 
         assert spec.command is not None  # StudySpec.validate
-        return LaunchBackend(spec.command, engine=spec.engine, model=spec.model, gpu=spec.gpu,
-                             time_scale=spec.time_scale, slot=slot or GpuSlot(()))
+        return LaunchBackend(
+            spec.command,
+            engine=spec.engine,
+            model=spec.model,
+            gpu=spec.gpu,
+            time_scale=spec.time_scale,
+            slot=slot or GpuSlot(()),
+        )
     if spec.backend == "attach":
-        from tuner.backends.attach import AttachBackend
+        from slotune.tuner.backends.attach import AttachBackend
 
         assert spec.endpoint is not None
         return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from tuner.backends.base import Backend, EngineSession, TrialFailed
-from tuner.backends.launch import EndpointSession
-from tuner.space import Value
+from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.backends.launch import EndpointSession
+from slotune.tuner.space import Value
 
 
 class AttachBackend(Backend):

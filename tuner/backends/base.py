@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from collector.errors import SlotuneError
-from collector.slo import SLO
-from collector.summary import Summary
-from collector.workload import Trace
-from tuner.space import Value
+from slotune.collector.errors import SlotuneError
+from slotune.collector.slo import SLO
+from slotune.collector.summary import Summary
+from slotune.collector.workload import Trace
+from slotune.tuner.space import Value
 
 
 class TrialFailed(SlotuneError):

@@ -42,21 +42,21 @@ from typing import IO, Any
 import httpx
 import yaml
 
-from collector.agent.snapshot import scrape_snapshot
-from collector.bench.arrivals import ArrivalKind, ArrivalSpec
-from collector.bench.config import BenchConfig
-from collector.bench.runner import run_benchmark
-from collector.errors import SourceError
-from collector.records import RequestRecord
-from collector.slo import SLO
-from collector.summary import Summary, summarize
-from collector.workload import Trace
-from tuner.backends.base import Backend, EngineSession, TrialFailed
-from tuner.gpu_slots import GpuSlot
-from tuner.sim.catalog import get_model
-from tuner.sim.config import TrtllmConfig, config_from_params
-from tuner.sim.flags import extra_llm_api_options, to_argv
-from tuner.space import Value
+from slotune.collector.agent.snapshot import scrape_snapshot
+from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
+from slotune.collector.bench.config import BenchConfig
+from slotune.collector.bench.runner import run_benchmark
+from slotune.collector.errors import SourceError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLO
+from slotune.collector.summary import Summary, summarize
+from slotune.collector.workload import Trace
+from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.gpu_slots import GpuSlot
+from slotune.tuner.sim.catalog import get_model
+from slotune.tuner.sim.config import TrtllmConfig, config_from_params
+from slotune.tuner.sim.flags import extra_llm_api_options, to_argv
+from slotune.tuner.space import Value
 
 HEALTH_TIMEOUT_S = 600.0
 HEALTH_POLL_S = 0.2
@@ -65,8 +65,9 @@ WARMUP_REQUESTS = 2
 # Lines an engine prints when it refuses to start, most specific first.
 _REASON_PATTERNS = (
     re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
-    re.compile(r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*",
-               re.IGNORECASE),
+    re.compile(
+        r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*", re.IGNORECASE
+    ),
     re.compile(r".*(unrecognized arguments|No such option|invalid choice).*"),
 )
 
@@ -93,8 +94,11 @@ def write_trace(trace: Trace, path: Path) -> None:
     """Write a trace in slotune's canonical JSONL format."""
     with path.open("w") as f:
         for r in trace.requests:
-            row: dict[str, Any] = {"timestamp": r.timestamp_s, "input_tokens": r.input_tokens,
-                                   "output_tokens": r.output_tokens}
+            row: dict[str, Any] = {
+                "timestamp": r.timestamp_s,
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+            }
             if r.hash_ids:
                 row.update(hash_ids=list(r.hash_ids), block_size=r.block_size)
             if r.session_id is not None:
@@ -104,26 +108,37 @@ def write_trace(trace: Trace, path: Path) -> None:
 
 def scale_record(r: RequestRecord, k: float) -> RequestRecord:
     """A record's times multiplied by ``k`` (emulated-engine time -> real-GPU time)."""
+
     def s(x: float | None) -> float | None:
         return None if x is None else x * k
-    return replace(r, send_s=r.send_s * k, first_token_s=s(r.first_token_s), end_s=s(r.end_s),
-                   scheduled_s=s(r.scheduled_s),
-                   chunk_times_s=tuple(t * k for t in r.chunk_times_s))
+
+    return replace(
+        r,
+        send_s=r.send_s * k,
+        first_token_s=s(r.first_token_s),
+        end_s=s(r.end_s),
+        scheduled_s=s(r.scheduled_s),
+        chunk_times_s=tuple(t * k for t in r.chunk_times_s),
+    )
 
 
 class EngineProcess:
     """A started engine: its process group, port and log file."""
 
-    def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str], port: int
-                 ) -> None:
+    def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str], port: int) -> None:
         self.log_path = log_path
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self._log: IO[bytes] = log_path.open("wb")
         try:
-            self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_detach,
-                                         env={**os.environ, **env})
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_detach,
+                env={**os.environ, **env},
+            )
         except OSError as e:
             self._log.close()
             raise TrialFailed(f"cannot start {argv[0]!r}: {e.strerror}; check --command") from e
@@ -140,16 +155,19 @@ class EngineProcess:
         with httpx.Client(timeout=2.0) as client:
             while time.monotonic() < deadline:
                 if not self.is_alive():
-                    raise TrialFailed(f"engine exited with code {self.proc.returncode} before "
-                                      f"it was healthy: {self.reason()} (log: {self.log_path})")
+                    raise TrialFailed(
+                        f"engine exited with code {self.proc.returncode} before "
+                        f"it was healthy: {self.reason()} (log: {self.log_path})"
+                    )
                 try:
                     if client.get(self.url + "/health").status_code == 200:
                         return
                 except httpx.HTTPError:
                     pass
                 time.sleep(HEALTH_POLL_S)
-        raise TrialFailed(f"engine not healthy after {timeout_s:.0f} s: {self.reason()} "
-                          f"(log: {self.log_path})")
+        raise TrialFailed(
+            f"engine not healthy after {timeout_s:.0f} s: {self.reason()} (log: {self.log_path})"
+        )
 
     def stop(self) -> None:
         """Stop the whole process group: SIGTERM, then SIGKILL after a grace period."""
@@ -194,8 +212,14 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 class EndpointSession(EngineSession):
     """Serves workloads against an HTTP endpoint (a launched engine, or an attached one)."""
 
-    def __init__(self, url: str, kind: str, time_scale: float, workdir: Path,
-                 process: EngineProcess | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        kind: str,
+        time_scale: float,
+        workdir: Path,
+        process: EngineProcess | None = None,
+    ) -> None:
         self._url, self._kind, self._k, self._dir = url, kind, time_scale, workdir
         self._process = process
         self._runs = 0
@@ -212,14 +236,21 @@ class EndpointSession(EngineSession):
         self._runs += 1
         path = self._dir / f"trace-{self._runs}.jsonl"
         write_trace(trace, path)
-        config = BenchConfig(url=self._url,
-                             arrival=ArrivalSpec(ArrivalKind.TRACE, time_scale=1.0 / self._k),
-                             trace_file=str(path), num_requests=len(trace), cooldown=False,
-                             seed=seed, timeout_s=HEALTH_TIMEOUT_S)
+        config = BenchConfig(
+            url=self._url,
+            arrival=ArrivalSpec(ArrivalKind.TRACE, time_scale=1.0 / self._k),
+            trace_file=str(path),
+            num_requests=len(trace),
+            cooldown=False,
+            seed=seed,
+            timeout_s=HEALTH_TIMEOUT_S,
+        )
         result = run_benchmark(config)
         if self._process is not None and not self._process.is_alive():
-            raise TrialFailed(f"engine died during the run: {self._process.reason()} "
-                              f"(log: {self._process.log_path})")
+            raise TrialFailed(
+                f"engine died during the run: {self._process.reason()} "
+                f"(log: {self._process.log_path})"
+            )
         return [scale_record(r, self._k) for r in result.records]
 
     def engine_metrics(self) -> dict[str, Any]:
@@ -227,8 +258,11 @@ class EndpointSession(EngineSession):
             snap = scrape_snapshot(self._kind, self._url)
         except SourceError as e:
             return {"scrape_error": str(e)}
-        out: dict[str, Any] = {"prefix_hit_rate": snap.prefix_hit_rate,
-                               "preemptions": snap.preemptions, "kv_usage": snap.kv_usage}
+        out: dict[str, Any] = {
+            "prefix_hit_rate": snap.prefix_hit_rate,
+            "preemptions": snap.preemptions,
+            "kv_usage": snap.kv_usage,
+        }
         if self._process is not None:
             out["log"] = str(self._process.log_path)
         return out
@@ -239,10 +273,18 @@ class LaunchBackend(Backend):
 
     name = "launch"
 
-    def __init__(self, command: str, *, engine: str, model: str, gpu: str,
-                 time_scale: float = 1.0, slot: GpuSlot = GpuSlot(()),
-                 health_timeout_s: float = HEALTH_TIMEOUT_S, log_root: Path | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        command: str,
+        *,
+        engine: str,
+        model: str,
+        gpu: str,
+        time_scale: float = 1.0,
+        slot: GpuSlot = GpuSlot(()),
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
+        log_root: Path | None = None,
+    ) -> None:
         self.command, self.engine, self.model, self.gpu = command, engine, model, gpu
         self.time_scale, self.slot, self.health_timeout_s = time_scale, slot, health_timeout_s
         self.log_root = log_root or Path(tempfile.gettempdir()) / "slotune-launch"
@@ -255,11 +297,18 @@ class LaunchBackend(Backend):
             options_path.write_text(yaml.safe_dump(extra_llm_api_options(engine_config)))
         engine_args = shlex.join(to_argv(engine_config, extra_options_path=str(options_path)))
         try:
-            text = self.command.format(model=self.model, hf_model=get_model(self.model).hf_name,
-                                       gpu=self.gpu, port=port, engine_args=engine_args)
+            text = self.command.format(
+                model=self.model,
+                hf_model=get_model(self.model).hf_name,
+                gpu=self.gpu,
+                port=port,
+                engine_args=engine_args,
+            )
         except (KeyError, IndexError) as e:
-            raise TrialFailed(f"--command has an unknown placeholder {e}; use {{model}}, "
-                              "{hf_model}, {gpu}, {port}, {engine_args}") from e
+            raise TrialFailed(
+                f"--command has an unknown placeholder {e}; use {{model}}, "
+                "{hf_model}, {gpu}, {port}, {engine_args}"
+            ) from e
         return shlex.split(text)
 
     @contextmanager
@@ -267,8 +316,9 @@ class LaunchBackend(Backend):
         self.log_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="trial-", dir=self.log_root))
         port = free_port()
-        process = EngineProcess(self.argv(config, port, workdir), workdir / "engine.log",
-                                self.slot.env(), port)
+        process = EngineProcess(
+            self.argv(config, port, workdir), workdir / "engine.log", self.slot.env(), port
+        )
         try:
             process.wait_healthy(self.health_timeout_s)
             yield EndpointSession(process.url, self.engine, self.time_scale, workdir, process)

@@ -6,14 +6,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from collector.errors import EngineConfigError
-from collector.slo import SLO
-from collector.summary import Summary
-from collector.workload import Trace
-from tuner.backends.base import Backend, EngineSession, TrialFailed
-from tuner.sim import simulate
-from tuner.sim.config import EngineConfig, config_from_params, resolve
-from tuner.space import Value
+from slotune.collector.errors import EngineConfigError
+from slotune.collector.slo import SLO
+from slotune.collector.summary import Summary
+from slotune.collector.workload import Trace
+from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.sim import simulate
+from slotune.tuner.sim.config import EngineConfig, config_from_params, resolve
+from slotune.tuner.space import Value
 
 
 class SimSession(EngineSession):

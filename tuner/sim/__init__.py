@@ -5,7 +5,7 @@ launch-command export, the engine core the emulated HTTP engine drives, and
 :func:`simulate` for offline trace replay.
 """
 
-from tuner.sim.config import (
+from slotune.tuner.sim.config import (
     Engine,
     EngineConfig,
     ResolvedConfig,
@@ -16,8 +16,8 @@ from tuner.sim.config import (
     config_from_params,
     resolve,
 )
-from tuner.sim.engine import EngineCore, EngineStats, StepResult
-from tuner.sim.flags import (
+from slotune.tuner.sim.engine import EngineCore, EngineStats, StepResult
+from slotune.tuner.sim.flags import (
     TRTLLM_FLAGS_HELP,
     VLLM_FLAGS_HELP,
     extra_llm_api_options,
@@ -25,9 +25,9 @@ from tuner.sim.flags import (
     parse_engine_flags,
     to_argv,
 )
-from tuner.sim.request import RequestRejected, SimRequest
-from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
-from tuner.sim.simulator import simulate, trace_requests
+from slotune.tuner.sim.request import RequestRejected, SimRequest
+from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
+from slotune.tuner.sim.simulator import simulate, trace_requests
 
 __all__ = [
     "TRTLLM_FLAGS_HELP",

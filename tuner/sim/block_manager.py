@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from tuner.sim.request import RequestState
+from slotune.tuner.sim.request import RequestState
 
 
 class BlockManager:
@@ -80,15 +80,18 @@ class BlockManager:
             hits.append(bid)
         return hits
 
-    def can_allocate(self, state: RequestState, num_new_tokens: int,
-                     cached: Sequence[int] = ()) -> bool:
+    def can_allocate(
+        self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
+    ) -> bool:
         """Whether ``num_new_tokens`` more tokens (after ``cached`` hits) fit in free blocks."""
         return self._num_to_allocate(state, num_new_tokens, cached) <= (
-            self.num_free_blocks - sum(1 for b in cached if self.is_free(b)))
+            self.num_free_blocks - sum(1 for b in cached if self.is_free(b))
+        )
 
     # changes
-    def allocate(self, state: RequestState, num_new_tokens: int,
-                 cached: Sequence[int] = ()) -> bool:
+    def allocate(
+        self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
+    ) -> bool:
         """Give a request the blocks for ``num_new_tokens`` more tokens (vLLM ``allocate_slots``).
 
         Args:
@@ -101,8 +104,9 @@ class BlockManager:
         """
         if not cached:
             # Hot path (every running request, every step): no prefix hits to take.
-            need = (-(-(state.num_computed_tokens + num_new_tokens) // self.block_size)
-                    - len(state.block_ids))
+            need = -(-(state.num_computed_tokens + num_new_tokens) // self.block_size) - len(
+                state.block_ids
+            )
             if need > 0:
                 if need > self.num_free_blocks:
                     return False
@@ -147,8 +151,9 @@ class BlockManager:
         state.num_hashed_blocks = 0
 
     # internals
-    def _num_to_allocate(self, state: RequestState, num_new_tokens: int,
-                         cached: Sequence[int]) -> int:
+    def _num_to_allocate(
+        self, state: RequestState, num_new_tokens: int, cached: Sequence[int]
+    ) -> int:
         total = state.num_computed_tokens + len(cached) * self.block_size + num_new_tokens
         return self.blocks_for(total) - len(state.block_ids) - len(cached)
 
@@ -162,7 +167,7 @@ class BlockManager:
         fifo = self._fifo
         if fifo is not None:
             head = self._fifo_head
-            out.extend(fifo[head:head + count])
+            out.extend(fifo[head : head + count])
             head += count
             if head > 4096 and 2 * head > len(fifo):
                 del fifo[:head]
@@ -186,7 +191,7 @@ class BlockManager:
         fifo = self._fifo
         if fifo is None:
             return
-        free_ids = fifo[self._fifo_head:]
+        free_ids = fifo[self._fifo_head :]
         free_set = set(free_ids)
         self._ref_cnt = [0 if b in free_set else 1 for b in range(self.num_blocks)]
         self._free = OrderedDict.fromkeys(free_ids)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from collector.errors import ConfigError, EngineConfigError
-from tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
+from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
 
 
 class Engine(StrEnum):
@@ -175,8 +175,9 @@ TRTLLM_PARAM_NAMES = {
 }
 
 
-def config_from_params(engine: str, model: str, gpu: str,
-                       params: Mapping[str, Any]) -> EngineConfig:
+def config_from_params(
+    engine: str, model: str, gpu: str, params: Mapping[str, Any]
+) -> EngineConfig:
     """Build a config from parameters named as the engine names them.
 
     vLLM takes its argument names (``max_num_seqs``); TensorRT-LLM its LLM API names,
@@ -197,8 +198,10 @@ def config_from_params(engine: str, model: str, gpu: str,
     for key, value in params.items():
         field = names.get(key)
         if field is None or field in ("model", "gpu"):
-            raise ConfigError(f"{key!r} is not a {engine} parameter the simulator knows; "
-                              f"known: {', '.join(k for k in names if k not in ('model', 'gpu'))}")
+            raise ConfigError(
+                f"{key!r} is not a {engine} parameter the simulator knows; "
+                f"known: {', '.join(k for k in names if k not in ('model', 'gpu'))}"
+            )
         kwargs[field] = value
     return cls(model=model, gpu=gpu, **kwargs)
 
@@ -232,7 +235,8 @@ def _resolve_vllm(c: VllmConfig, model: ModelSpec, gpu: GPU) -> ResolvedVllm:
             f"User-specified max_model_len ({max_model_len}) is greater than the derived "
             f"max_model_len (max_position_embeddings={model.max_position_embeddings} in "
             "model's config.json). This may lead to incorrect model outputs or CUDA errors. "
-            "Lower --max-model-len.")
+            "Lower --max-model-len."
+        )
     max_num_seqs = c.max_num_seqs if c.max_num_seqs is not None else (1024 if large else 256)
     if c.max_num_batched_tokens is not None:
         budget = c.max_num_batched_tokens
@@ -247,16 +251,23 @@ def _resolve_vllm(c: VllmConfig, model: ModelSpec, gpu: GPU) -> ResolvedVllm:
     if partial > 1 and threshold == 0:
         threshold = int(max_model_len * 0.04)
     r = ResolvedVllm(
-        model=model, gpu=gpu, max_num_seqs=max_num_seqs, max_num_batched_tokens=budget,
-        max_model_len=max_model_len, enable_chunked_prefill=chunked,
+        model=model,
+        gpu=gpu,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=budget,
+        max_model_len=max_model_len,
+        enable_chunked_prefill=chunked,
         enable_prefix_caching=True if c.enable_prefix_caching is None else c.enable_prefix_caching,
-        long_prefill_token_threshold=threshold, max_num_partial_prefills=partial,
+        long_prefill_token_threshold=threshold,
+        max_num_partial_prefills=partial,
         max_long_partial_prefills=long_partial,
         block_size=c.block_size if c.block_size is not None else 16,
-        gpu_memory_utilization=(c.gpu_memory_utilization
-                                if c.gpu_memory_utilization is not None else 0.9),
+        gpu_memory_utilization=(
+            c.gpu_memory_utilization if c.gpu_memory_utilization is not None else 0.9
+        ),
         tensor_parallel_size=c.tensor_parallel_size or 1,
-        kv_cache_dtype=c.kv_cache_dtype or "auto", enforce_eager=c.enforce_eager,
+        kv_cache_dtype=c.kv_cache_dtype or "auto",
+        enforce_eager=c.enforce_eager,
         scheduling_policy=c.scheduling_policy or "fcfs",
         served_model_name=c.served_model_name or model.hf_name,
     )
@@ -267,39 +278,61 @@ def _resolve_vllm(c: VllmConfig, model: ModelSpec, gpu: GPU) -> ResolvedVllm:
 def _validate_vllm(r: ResolvedVllm) -> None:
     checks: list[tuple[bool, str]] = [
         (r.max_num_seqs < 1, f"max_num_seqs ({r.max_num_seqs}) must be at least 1."),
-        (r.max_num_batched_tokens < r.max_model_len and not r.enable_chunked_prefill,
-         f"max_num_batched_tokens ({r.max_num_batched_tokens}) is smaller than max_model_len "
-         f"({r.max_model_len}). This effectively limits the maximum sequence length to "
-         "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
-         "max_num_batched_tokens or decrease max_model_len."),
-        (r.max_num_batched_tokens < r.max_num_seqs,
-         f"max_num_batched_tokens ({r.max_num_batched_tokens}) must be greater than or equal "
-         f"to max_num_seqs ({r.max_num_seqs})."),
-        (r.max_num_partial_prefills < 1,
-         f"max_num_partial_prefills ({r.max_num_partial_prefills}) must be greater than or "
-         "equal to 1."),
-        (r.max_num_partial_prefills > 1 and not r.enable_chunked_prefill,
-         "Chunked prefill must be enabled to set max_num_partial_prefills > 1."),
-        (r.long_prefill_token_threshold > r.max_model_len,
-         f"long_prefill_token_threshold ({r.long_prefill_token_threshold}) cannot be greater "
-         f"than the max_model_len ({r.max_model_len})."),
-        (r.long_prefill_token_threshold < 0,
-         f"long_prefill_token_threshold ({r.long_prefill_token_threshold}) must be at least 0."),
-        (not 1 <= r.max_long_partial_prefills <= r.max_num_partial_prefills,
-         f"max_long_partial_prefills ({r.max_long_partial_prefills}) must be greater than or "
-         "equal to 1 and less than or equal to max_num_partial_prefills "
-         f"({r.max_num_partial_prefills})."),
-        (r.block_size not in VLLM_BLOCK_SIZES,
-         f"argument --block-size: invalid choice: {r.block_size} (choose from "
-         f"{', '.join(map(str, VLLM_BLOCK_SIZES))})"),
-        (not 0 < r.gpu_memory_utilization <= 1,
-         f"GPU memory utilization must be in (0, 1]. Got {r.gpu_memory_utilization}."),
-        (r.kv_cache_dtype not in VLLM_KV_CACHE_DTYPES,
-         f"argument --kv-cache-dtype: invalid choice: '{r.kv_cache_dtype}' (choose from "
-         f"{', '.join(repr(d) for d in VLLM_KV_CACHE_DTYPES)})"),
-        (r.scheduling_policy not in VLLM_SCHEDULING_POLICIES,
-         f"argument --scheduling-policy: invalid choice: '{r.scheduling_policy}' (choose "
-         "from 'fcfs', 'priority')"),
+        (
+            r.max_num_batched_tokens < r.max_model_len and not r.enable_chunked_prefill,
+            f"max_num_batched_tokens ({r.max_num_batched_tokens}) is smaller than max_model_len "
+            f"({r.max_model_len}). This effectively limits the maximum sequence length to "
+            "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+            "max_num_batched_tokens or decrease max_model_len.",
+        ),
+        (
+            r.max_num_batched_tokens < r.max_num_seqs,
+            f"max_num_batched_tokens ({r.max_num_batched_tokens}) must be greater than or equal "
+            f"to max_num_seqs ({r.max_num_seqs}).",
+        ),
+        (
+            r.max_num_partial_prefills < 1,
+            f"max_num_partial_prefills ({r.max_num_partial_prefills}) must be greater than or "
+            "equal to 1.",
+        ),
+        (
+            r.max_num_partial_prefills > 1 and not r.enable_chunked_prefill,
+            "Chunked prefill must be enabled to set max_num_partial_prefills > 1.",
+        ),
+        (
+            r.long_prefill_token_threshold > r.max_model_len,
+            f"long_prefill_token_threshold ({r.long_prefill_token_threshold}) cannot be greater "
+            f"than the max_model_len ({r.max_model_len}).",
+        ),
+        (
+            r.long_prefill_token_threshold < 0,
+            f"long_prefill_token_threshold ({r.long_prefill_token_threshold}) must be at least 0.",
+        ),
+        (
+            not 1 <= r.max_long_partial_prefills <= r.max_num_partial_prefills,
+            f"max_long_partial_prefills ({r.max_long_partial_prefills}) must be greater than or "
+            "equal to 1 and less than or equal to max_num_partial_prefills "
+            f"({r.max_num_partial_prefills}).",
+        ),
+        (
+            r.block_size not in VLLM_BLOCK_SIZES,
+            f"argument --block-size: invalid choice: {r.block_size} (choose from "
+            f"{', '.join(map(str, VLLM_BLOCK_SIZES))})",
+        ),
+        (
+            not 0 < r.gpu_memory_utilization <= 1,
+            f"GPU memory utilization must be in (0, 1]. Got {r.gpu_memory_utilization}.",
+        ),
+        (
+            r.kv_cache_dtype not in VLLM_KV_CACHE_DTYPES,
+            f"argument --kv-cache-dtype: invalid choice: '{r.kv_cache_dtype}' (choose from "
+            f"{', '.join(repr(d) for d in VLLM_KV_CACHE_DTYPES)})",
+        ),
+        (
+            r.scheduling_policy not in VLLM_SCHEDULING_POLICIES,
+            f"argument --scheduling-policy: invalid choice: '{r.scheduling_policy}' (choose "
+            "from 'fcfs', 'priority')",
+        ),
     ]
     for failed, message in checks:
         if failed:
@@ -313,19 +346,22 @@ def _validate_tp(model: ModelSpec, tp: int) -> None:
     if model.num_heads % tp:
         raise EngineConfigError(
             f"Total number of attention heads ({model.num_heads}) must be divisible by tensor "
-            f"parallel size ({tp}).")
+            f"parallel size ({tp})."
+        )
 
 
 def _resolve_trtllm(c: TrtllmConfig, model: ModelSpec, gpu: GPU) -> ResolvedTrtllm:
     r = ResolvedTrtllm(
-        model=model, gpu=gpu,
+        model=model,
+        gpu=gpu,
         max_batch_size=c.max_batch_size if c.max_batch_size is not None else 2048,
         max_num_tokens=c.max_num_tokens if c.max_num_tokens is not None else 8192,
         max_seq_len=c.max_seq_len or model.max_position_embeddings,
         tensor_parallel_size=c.tensor_parallel_size or 1,
         enable_chunked_prefill=bool(c.enable_chunked_prefill),
-        free_gpu_memory_fraction=(c.free_gpu_memory_fraction
-                                  if c.free_gpu_memory_fraction is not None else 0.9),
+        free_gpu_memory_fraction=(
+            c.free_gpu_memory_fraction if c.free_gpu_memory_fraction is not None else 0.9
+        ),
         enable_block_reuse=True if c.enable_block_reuse is None else c.enable_block_reuse,
         tokens_per_block=c.tokens_per_block if c.tokens_per_block is not None else 32,
         kv_cache_dtype=c.kv_cache_dtype or "auto",
@@ -334,20 +370,30 @@ def _resolve_trtllm(c: TrtllmConfig, model: ModelSpec, gpu: GPU) -> ResolvedTrtl
     checks: list[tuple[bool, str]] = [
         (r.max_batch_size < 1, f"max_batch_size must be at least 1, got {r.max_batch_size}"),
         (r.max_num_tokens < 1, f"max_num_tokens must be at least 1, got {r.max_num_tokens}"),
-        (r.max_seq_len > model.max_position_embeddings,
-         f"max_seq_len ({r.max_seq_len}) is larger than the model's max_position_embeddings "
-         f"({model.max_position_embeddings}); lower --max_seq_len"),
-        (not 0 < r.free_gpu_memory_fraction <= 1,
-         "kv_cache_config.free_gpu_memory_fraction must be in (0, 1], got "
-         f"{r.free_gpu_memory_fraction}"),
-        (r.tokens_per_block < 1 or r.tokens_per_block & (r.tokens_per_block - 1) != 0,
-         f"kv_cache_config.tokens_per_block must be a power of 2, got {r.tokens_per_block}"),
-        (r.capacity_scheduler_policy not in TRTLLM_CAPACITY_POLICIES,
-         "scheduler_config.capacity_scheduler_policy: Input should be "
-         f"{' or '.join(repr(p) for p in TRTLLM_CAPACITY_POLICIES)}, got "
-         f"{r.capacity_scheduler_policy!r}"),
-        (r.kv_cache_dtype not in TRTLLM_KV_CACHE_DTYPES,
-         f"kv_cache_config.dtype: Input should be 'auto' or 'fp8', got {r.kv_cache_dtype!r}"),
+        (
+            r.max_seq_len > model.max_position_embeddings,
+            f"max_seq_len ({r.max_seq_len}) is larger than the model's max_position_embeddings "
+            f"({model.max_position_embeddings}); lower --max_seq_len",
+        ),
+        (
+            not 0 < r.free_gpu_memory_fraction <= 1,
+            "kv_cache_config.free_gpu_memory_fraction must be in (0, 1], got "
+            f"{r.free_gpu_memory_fraction}",
+        ),
+        (
+            r.tokens_per_block < 1 or r.tokens_per_block & (r.tokens_per_block - 1) != 0,
+            f"kv_cache_config.tokens_per_block must be a power of 2, got {r.tokens_per_block}",
+        ),
+        (
+            r.capacity_scheduler_policy not in TRTLLM_CAPACITY_POLICIES,
+            "scheduler_config.capacity_scheduler_policy: Input should be "
+            f"{' or '.join(repr(p) for p in TRTLLM_CAPACITY_POLICIES)}, got "
+            f"{r.capacity_scheduler_policy!r}",
+        ),
+        (
+            r.kv_cache_dtype not in TRTLLM_KV_CACHE_DTYPES,
+            f"kv_cache_config.dtype: Input should be 'auto' or 'fp8', got {r.kv_cache_dtype!r}",
+        ),
     ]
     for failed, message in checks:
         if failed:

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tuner.sim.catalog import GPU, ModelSpec
-from tuner.sim.cost_coeffs import (
+from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
     Calibration,
     ElementwiseCoeffs,
@@ -33,7 +33,7 @@ from tuner.sim.cost_coeffs import (
     GemmCoeffs,
     load_calibration,
 )
-from tuner.sim.cost_ops import (
+from slotune.tuner.sim.cost_ops import (
     LayerDims,
     Num,
     all_reduce_time_s,
@@ -42,7 +42,7 @@ from tuner.sim.cost_ops import (
     gemm_flops_bytes,
     roofline_time_s,
 )
-from tuner.sim.memory import kv_bytes_per_token, validate_tensor_parallel
+from slotune.tuner.sim.memory import kv_bytes_per_token, validate_tensor_parallel
 
 # The sampler reads and writes fp32 logits a few times (softmax, top-k/p, log-probs).
 _SAMPLER_PASSES = 3
@@ -113,9 +113,16 @@ class CostModel:
         ConfigError: an unknown ``kv_cache_dtype``.
     """
 
-    def __init__(self, model: ModelSpec, gpu: GPU, *, tensor_parallel_size: int = 1,
-                 kv_cache_dtype: str = "auto", enforce_eager: bool = False,
-                 calibration: Calibration | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        gpu: GPU,
+        *,
+        tensor_parallel_size: int = 1,
+        kv_cache_dtype: str = "auto",
+        enforce_eager: bool = False,
+        calibration: Calibration | None = None,
+    ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
         self.model = model
         self.gpu = gpu
@@ -124,11 +131,18 @@ class CostModel:
         self.enforce_eager = enforce_eager
         self.calibration = calibration or load_calibration()
         self._eager_family = self.calibration.family_for(gpu)
-        self._graph_family = _graph_replay(self._eager_family,
-                                           self.calibration.overhead.cuda_graph_latency_scale)
-        self._dims = LayerDims(model.hidden_size, model.num_heads, model.num_kv_heads,
-                               model.head_dim, model.intermediate_size, tensor_parallel_size,
-                               model.dtype_bytes)
+        self._graph_family = _graph_replay(
+            self._eager_family, self.calibration.overhead.cuda_graph_latency_scale
+        )
+        self._dims = LayerDims(
+            model.hidden_size,
+            model.num_heads,
+            model.num_kv_heads,
+            model.head_dim,
+            model.intermediate_size,
+            tensor_parallel_size,
+            model.dtype_bytes,
+        )
         self._linear_cache: dict[int, float] = {}
         self._head_cache: tuple[dict[int, float], dict[int, float]] = ({}, {})
         self._precompute_constants()
@@ -140,13 +154,15 @@ class CostModel:
         layers = self.model.num_layers
         dims = self._dims
         flops_per_pair = 4.0 * dims.heads_per_rank * dims.head_dim
-        kv_bytes_layer = kv_bytes_per_token(self.model, self.tensor_parallel_size,
-                                            self.kv_cache_dtype) / layers
+        kv_bytes_layer = (
+            kv_bytes_per_token(self.model, self.tensor_parallel_size, self.kv_cache_dtype) / layers
+        )
         peak = self.gpu.bf16_flops
         bw = self.gpu.mem_bw_bytes_s
         self._prefill_s_per_work = layers * flops_per_pair / (att.prefill_compute_eff * peak)
-        self._decode_compute_s_per_token = layers * flops_per_pair / (
-            att.prefill_compute_eff * peak)
+        self._decode_compute_s_per_token = (
+            layers * flops_per_pair / (att.prefill_compute_eff * peak)
+        )
         self._decode_memory_s_per_token = layers * kv_bytes_layer / (att.decode_memory_eff * bw)
         self._attention_fixed_s = layers * att.latency_s
         self._eager_launch_s = layers * ovh.eager_launch_per_layer_s
@@ -156,8 +172,10 @@ class CostModel:
         self._step_s = ovh.step_s
         self._per_seq_s = ovh.per_seq_s
         self._custom_all_reduce_max_bytes = (
-            car.max_bytes if self.gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
-            else -1)
+            car.max_bytes
+            if self.gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
+            else -1
+        )
 
     # ---- kernels ----------------------------------------------------------------------
     def _roofline(self, flops: Num, moved: Num, c: GemmCoeffs, split: list[float]) -> None:
@@ -165,11 +183,11 @@ class CostModel:
         bw = self.gpu.mem_bw_bytes_s
         t = float(roofline_time_s(flops, moved, peak, bw, c))
         is_compute_bound = float(flops) / (c.compute_eff * peak) >= float(moved) / (
-            c.memory_eff * bw)
+            c.memory_eff * bw
+        )
         split[0 if is_compute_bound else 1] += t
 
-    def _elementwise(self, tokens: float, bytes_per_token: float, c: ElementwiseCoeffs
-                     ) -> float:
+    def _elementwise(self, tokens: float, bytes_per_token: float, c: ElementwiseCoeffs) -> float:
         return float(elementwise_time_s(tokens, bytes_per_token, self.gpu.mem_bw_bytes_s, c))
 
     def _all_reduce(self, num_bytes: float, fam: FamilyCoeffs) -> float:
@@ -177,8 +195,11 @@ class CostModel:
         if num_bytes <= self._custom_all_reduce_max_bytes:
             latency = self.calibration.custom_all_reduce.latency_s
             c = AllReduceCoeffs({n: latency for n in c.latency_s}, c.bus_bw_eff)
-        return float(all_reduce_time_s(num_bytes, self.tensor_parallel_size,
-                                       self.gpu.interconnect_bw_bytes_s, c))
+        return float(
+            all_reduce_time_s(
+                num_bytes, self.tensor_parallel_size, self.gpu.interconnect_bw_bytes_s, c
+            )
+        )
 
     def _mlp(self, tokens: int, fam: FamilyCoeffs, split: list[float]) -> None:
         model, dims = self.model, self._dims
@@ -188,15 +209,16 @@ class CostModel:
             for op in ("mlp_up_proj", "mlp_down_proj"):
                 k, n = dims.gemm_shapes()[op]
                 self._roofline(*gemm_flops_bytes(float(tokens), k, n, b), fam.gemm, split)
-            split[1] += self._elementwise(tokens, dims.elementwise_bytes_per_token()["mlp_act"],
-                                          act)
+            split[1] += self._elementwise(
+                tokens, dims.elementwise_bytes_per_token()["mlp_act"], act
+            )
             return
         h, width = model.hidden_size, model.moe_intermediate_size // self.tensor_parallel_size
         routed = tokens * model.num_active_experts
-        touched = expected_experts_touched(float(tokens), model.num_experts,
-                                           model.num_active_experts)
-        self._roofline(*gemm_flops_bytes(float(tokens), h, model.num_experts, b), fam.gemm,
-                       split)
+        touched = expected_experts_touched(
+            float(tokens), model.num_experts, model.num_active_experts
+        )
+        self._roofline(*gemm_flops_bytes(float(tokens), h, model.num_experts, b), fam.gemm, split)
         flops = 2.0 * routed * h * 3 * width
         moved = b * (touched * 3 * h * width + routed * (2 * h + 3 * width))
         self._roofline(flops, moved, fam.gemm, split)
@@ -209,21 +231,25 @@ class CostModel:
         layer = [0.0, 0.0, 0.0]
         for op in ("attn_pre_proj", "attn_post_proj"):
             k, n = dims.gemm_shapes()[op]
-            self._roofline(*gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes),
-                           fam.gemm, layer)
+            self._roofline(
+                *gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes), fam.gemm, layer
+            )
         self._mlp(tokens, fam, layer)
         per_token = dims.elementwise_bytes_per_token()
         for op in ("input_layernorm", "attn_rope", "post_attention_layernorm", "add"):
             layer[1] += self._elementwise(tokens, per_token[op], fam.elementwise[op])
-        all_reduce = self._all_reduce(tokens * self.model.hidden_size * self.model.dtype_bytes,
-                                      fam)
+        all_reduce = self._all_reduce(tokens * self.model.hidden_size * self.model.dtype_bytes, fam)
         layer[2] += 2 * all_reduce
         layers = self.model.num_layers
         embedding = self._elementwise(tokens, per_token["emb"], fam.elementwise["emb"])
-        final_norm = self._elementwise(tokens, per_token["input_layernorm"],
-                                       fam.elementwise["input_layernorm"])
-        return _Split(layers * layer[0], layers * layer[1] + embedding + final_norm,
-                      layers * layer[2] + all_reduce)
+        final_norm = self._elementwise(
+            tokens, per_token["input_layernorm"], fam.elementwise["input_layernorm"]
+        )
+        return _Split(
+            layers * layer[0],
+            layers * layer[1] + embedding + final_norm,
+            layers * layer[2] + all_reduce,
+        )
 
     def _head_split(self, num_seqs: int, fam: FamilyCoeffs) -> _Split:
         """LM head, logits gather and sampler for ``num_seqs`` sampled sequences."""
@@ -232,11 +258,17 @@ class CostModel:
         model = self.model
         vocab_per_rank = model.vocab_size // self.tensor_parallel_size
         split = [0.0, 0.0, 0.0]
-        self._roofline(*gemm_flops_bytes(float(num_seqs), model.hidden_size, vocab_per_rank,
-                                         model.dtype_bytes), fam.gemm, split)
+        self._roofline(
+            *gemm_flops_bytes(
+                float(num_seqs), model.hidden_size, vocab_per_rank, model.dtype_bytes
+            ),
+            fam.gemm,
+            split,
+        )
         split[2] += self._all_reduce(float(num_seqs * vocab_per_rank * model.dtype_bytes), fam)
-        split[1] += self._elementwise(num_seqs, _SAMPLER_PASSES * model.vocab_size * _FP32_BYTES,
-                                      fam.elementwise["mlp_act"])
+        split[1] += self._elementwise(
+            num_seqs, _SAMPLER_PASSES * model.vocab_size * _FP32_BYTES, fam.elementwise["mlp_act"]
+        )
         return _Split(*split)
 
     def _family(self, tokens: int) -> FamilyCoeffs:
@@ -254,9 +286,14 @@ class CostModel:
         return value
 
     # ---- public ------------------------------------------------------------------------
-    def step_time_s(self, num_prefill_tokens: int, prefill_attention_work: float,
-                    num_decode_seqs: int, decode_context_tokens: int,
-                    num_prefill_seqs: int = 0) -> float:
+    def step_time_s(
+        self,
+        num_prefill_tokens: int,
+        prefill_attention_work: float,
+        num_decode_seqs: int,
+        decode_context_tokens: int,
+        num_prefill_seqs: int = 0,
+    ) -> float:
         """Total time of one step, in seconds (fast path of :meth:`step_time`).
 
         Args:
@@ -280,10 +317,14 @@ class CostModel:
         head = self._head_cache[in_graph].get(num_seqs)
         if head is None:
             head = self._head_s(num_seqs, in_graph)
-        gpu_s = (linear + head + self._attention_fixed_s
-                 + self._prefill_s_per_work * prefill_attention_work
-                 + (self._decode_memory_s_per_token + self._decode_compute_s_per_token)
-                 * decode_context_tokens)
+        gpu_s = (
+            linear
+            + head
+            + self._attention_fixed_s
+            + self._prefill_s_per_work * prefill_attention_work
+            + (self._decode_memory_s_per_token + self._decode_compute_s_per_token)
+            * decode_context_tokens
+        )
         launch_s = self._graph_launch_s if in_graph else self._eager_launch_s
         if launch_s > gpu_s:
             gpu_s = launch_s
@@ -303,18 +344,27 @@ class CostModel:
         in_graph = tokens <= self._graph_max_tokens
         linear = self._linear_split(tokens, self._graph_family)
         head = self._head_split(num_seqs, self._graph_family)
-        compute = (linear.compute_s + head.compute_s
-                   + self._prefill_s_per_work * shape.prefill_attention_work
-                   + self._decode_compute_s_per_token * shape.decode_context_tokens)
-        memory = (linear.memory_s + head.memory_s + self._attention_fixed_s
-                  + self._decode_memory_s_per_token * shape.decode_context_tokens)
+        compute = (
+            linear.compute_s
+            + head.compute_s
+            + self._prefill_s_per_work * shape.prefill_attention_work
+            + self._decode_compute_s_per_token * shape.decode_context_tokens
+        )
+        memory = (
+            linear.memory_s
+            + head.memory_s
+            + self._attention_fixed_s
+            + self._decode_memory_s_per_token * shape.decode_context_tokens
+        )
         communication = linear.communication_s + head.communication_s
         gpu_s = compute + memory + communication
         if in_graph:
             launch_s, eager_extra = self._graph_launch_s, 0.0
         else:
-            eager = (self._linear_split(tokens, self._eager_family).total_s
-                     + self._head_split(num_seqs, self._eager_family).total_s)
+            eager = (
+                self._linear_split(tokens, self._eager_family).total_s
+                + self._head_split(num_seqs, self._eager_family).total_s
+            )
             launch_s, eager_extra = self._eager_launch_s, eager - linear.total_s - head.total_s
         exposed_launch = max(0.0, launch_s - (gpu_s + eager_extra))
         overhead = eager_extra + exposed_launch + self._step_s + self._per_seq_s * num_seqs
@@ -325,7 +375,9 @@ def _graph_replay(fam: FamilyCoeffs, latency_scale: float) -> FamilyCoeffs:
     """The family's coefficients with kernel latencies as replayed from a CUDA graph."""
     return FamilyCoeffs(
         gemm=replace(fam.gemm, latency_s=fam.gemm.latency_s * latency_scale),
-        elementwise={op: replace(c, latency_s=c.latency_s * latency_scale)
-                     for op, c in fam.elementwise.items()},
+        elementwise={
+            op: replace(c, latency_s=c.latency_s * latency_scale)
+            for op, c in fam.elementwise.items()
+        },
         all_reduce=fam.all_reduce,
     )

@@ -16,12 +16,17 @@ from typing import Any
 
 import yaml
 
-from collector.errors import ConfigError
-from tuner.sim.catalog import GPU
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.catalog import GPU
 
 GIB = 1024**3
 ELEMENTWISE_OPS = (
-    "emb", "input_layernorm", "attn_rope", "post_attention_layernorm", "mlp_act", "add",
+    "emb",
+    "input_layernorm",
+    "attn_rope",
+    "post_attention_layernorm",
+    "mlp_act",
+    "add",
 )
 
 
@@ -146,59 +151,99 @@ def _floats(doc: Mapping[str, Any], origin: str, *keys: str) -> dict[str, float]
 
 
 def _parse_family(doc: Mapping[str, Any], origin: str) -> FamilyCoeffs:
-    gemm = _floats(_section(doc, "gemm", origin), f"{origin}.gemm",
-                   "compute_eff", "memory_eff", "smoothing_p", "latency_s")
+    gemm = _floats(
+        _section(doc, "gemm", origin),
+        f"{origin}.gemm",
+        "compute_eff",
+        "memory_eff",
+        "smoothing_p",
+        "latency_s",
+    )
     elementwise_doc = _section(doc, "elementwise", origin)
     elementwise = {}
     for op in ELEMENTWISE_OPS:
-        values = _floats(_section(elementwise_doc, op, f"{origin}.elementwise"),
-                         f"{origin}.elementwise.{op}", "memory_eff", "row_eff",
-                         "latency_s")
+        values = _floats(
+            _section(elementwise_doc, op, f"{origin}.elementwise"),
+            f"{origin}.elementwise.{op}",
+            "memory_eff",
+            "row_eff",
+            "latency_s",
+        )
         elementwise[op] = ElementwiseCoeffs(**values)
     ar = _section(doc, "all_reduce", origin)
     latency = {int(k): float(v) for k, v in _section(ar, "latency_s", origin).items()}
     eff = {int(k): float(v) for k, v in _section(ar, "bus_bw_eff", origin).items()}
     if not latency or set(latency) != set(eff):
-        raise ConfigError(f"{origin}.all_reduce: latency_s and bus_bw_eff need the same worker "
-                          "counts")
+        raise ConfigError(
+            f"{origin}.all_reduce: latency_s and bus_bw_eff need the same worker counts"
+        )
     return FamilyCoeffs(GemmCoeffs(**gemm), elementwise, AllReduceCoeffs(latency, eff))
 
 
-def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
-                      origin: str = "calibration") -> Calibration:
+def parse_calibration(
+    fitted: Mapping[str, Any], knobs: Mapping[str, Any], origin: str = "calibration"
+) -> Calibration:
     """Builds a :class:`Calibration` from the two parsed YAML documents.
 
     Raises:
         ConfigError: a section or number is missing or malformed.
     """
-    families = {name: _parse_family(doc, f"{origin}.families.{name}")
-                for name, doc in _section(fitted, "families", origin).items()}
+    families = {
+        name: _parse_family(doc, f"{origin}.families.{name}")
+        for name, doc in _section(fitted, "families", origin).items()
+    }
     default = str(fitted.get("default_family", ""))
     if default not in families:
         raise ConfigError(f"{origin}: default_family {default!r} is not one of {sorted(families)}")
-    att = _floats(_section(knobs, "attention", origin), f"{origin}.attention",
-                  "prefill_compute_eff", "decode_memory_eff", "latency_s")
-    ovh = _floats(_section(knobs, "overhead", origin), f"{origin}.overhead", "step_s",
-                  "per_seq_s", "cuda_graph_launch_s", "eager_launch_per_layer_s",
-                  "cuda_graph_latency_scale", "cuda_graph_max_tokens")
-    car = _floats(_section(knobs, "custom_all_reduce", origin), f"{origin}.custom_all_reduce",
-                  "latency_s", "max_bytes", "min_interconnect_gb_s")
-    mem = _floats(_section(knobs, "memory", origin), f"{origin}.memory", "non_torch_gib",
-                  "non_torch_per_extra_rank_gib", "hidden_buffers", "sampler_logit_copies",
-                  "cuda_graph_base_gib", "cuda_graph_per_layer_gib")
+    att = _floats(
+        _section(knobs, "attention", origin),
+        f"{origin}.attention",
+        "prefill_compute_eff",
+        "decode_memory_eff",
+        "latency_s",
+    )
+    ovh = _floats(
+        _section(knobs, "overhead", origin),
+        f"{origin}.overhead",
+        "step_s",
+        "per_seq_s",
+        "cuda_graph_launch_s",
+        "eager_launch_per_layer_s",
+        "cuda_graph_latency_scale",
+        "cuda_graph_max_tokens",
+    )
+    car = _floats(
+        _section(knobs, "custom_all_reduce", origin),
+        f"{origin}.custom_all_reduce",
+        "latency_s",
+        "max_bytes",
+        "min_interconnect_gb_s",
+    )
+    mem = _floats(
+        _section(knobs, "memory", origin),
+        f"{origin}.memory",
+        "non_torch_gib",
+        "non_torch_per_extra_rank_gib",
+        "hidden_buffers",
+        "sampler_logit_copies",
+        "cuda_graph_base_gib",
+        "cuda_graph_per_layer_gib",
+    )
     return Calibration(
         families=families,
         default_family=default,
         attention=AttentionKnobs(**att),
         overhead=OverheadKnobs(
-            step_s=ovh["step_s"], per_seq_s=ovh["per_seq_s"],
+            step_s=ovh["step_s"],
+            per_seq_s=ovh["per_seq_s"],
             cuda_graph_launch_s=ovh["cuda_graph_launch_s"],
             eager_launch_per_layer_s=ovh["eager_launch_per_layer_s"],
             cuda_graph_latency_scale=ovh["cuda_graph_latency_scale"],
             cuda_graph_max_tokens=int(ovh["cuda_graph_max_tokens"]),
         ),
         custom_all_reduce=CustomAllReduceKnobs(
-            latency_s=car["latency_s"], max_bytes=int(car["max_bytes"]),
+            latency_s=car["latency_s"],
+            max_bytes=int(car["max_bytes"]),
             min_interconnect_bytes_s=car["min_interconnect_gb_s"] * 1e9,
         ),
         memory=MemoryKnobs(
@@ -215,7 +260,7 @@ def parse_calibration(fitted: Mapping[str, Any], knobs: Mapping[str, Any],
 
 def _read_yaml(path: Path | None, bundled: str) -> tuple[Mapping[str, Any], str]:
     if path is None:
-        text = resources.files("tuner.sim.catalog").joinpath(bundled).read_text("utf-8")
+        text = resources.files("slotune.tuner.sim.catalog").joinpath(bundled).read_text("utf-8")
         origin = f"bundled {bundled}"
     else:
         try:
@@ -232,8 +277,9 @@ def _read_yaml(path: Path | None, bundled: str) -> tuple[Mapping[str, Any], str]
     return doc, origin
 
 
-def load_calibration(calibration_path: Path | None = None,
-                     knobs_path: Path | None = None) -> Calibration:
+def load_calibration(
+    calibration_path: Path | None = None, knobs_path: Path | None = None
+) -> Calibration:
     """Reads the fitted coefficients and the hand-set knobs (bundled files by default).
 
     Args:

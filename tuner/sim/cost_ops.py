@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.sim.cost_coeffs import AllReduceCoeffs, ElementwiseCoeffs, GemmCoeffs
+from slotune.tuner.sim.cost_coeffs import AllReduceCoeffs, ElementwiseCoeffs, GemmCoeffs
 
 # Formulas take scalars (the simulator) or numpy arrays (the calibration fit).
 Num = float | np.ndarray
@@ -66,8 +66,9 @@ class LayerDims:
         }
 
 
-def roofline_time_s(flops: Num, bytes_moved: Num, peak_flops: float, bandwidth: float,
-                    c: GemmCoeffs) -> Num:
+def roofline_time_s(
+    flops: Num, bytes_moved: Num, peak_flops: float, bandwidth: float, c: GemmCoeffs
+) -> Num:
     """A smooth roofline: the p-norm of compute time and memory time, plus a fixed latency.
 
     p = 1 adds the two (no overlap), p -> infinity takes the larger (perfect overlap); the fit
@@ -84,23 +85,26 @@ def gemm_flops_bytes(m: Num, k: Num, n: Num, dtype_bytes: int = 2) -> tuple[Num,
     return 2.0 * m * k * n, dtype_bytes * (k * n + m * (k + n))
 
 
-def gemm_time_s(m: Num, k: Num, n: Num, peak_flops: float, bandwidth: float, c: GemmCoeffs,
-                dtype_bytes: int = 2) -> Num:
+def gemm_time_s(
+    m: Num, k: Num, n: Num, peak_flops: float, bandwidth: float, c: GemmCoeffs, dtype_bytes: int = 2
+) -> Num:
     """Time of an (m x k) @ (k x n) matrix multiply."""
     flops, moved = gemm_flops_bytes(m, k, n, dtype_bytes)
     return roofline_time_s(flops, moved, peak_flops, bandwidth, c)
 
 
-def elementwise_time_s(num_tokens: Num, bytes_per_token: Num, bandwidth: float,
-                       c: ElementwiseCoeffs) -> Num:
+def elementwise_time_s(
+    num_tokens: Num, bytes_per_token: Num, bandwidth: float, c: ElementwiseCoeffs
+) -> Num:
     """Time of a memory-bound kernel moving ``bytes_per_token`` for each of ``num_tokens``."""
     streaming = num_tokens * bytes_per_token / (c.memory_eff * bandwidth)
     one_row = bytes_per_token / (c.row_eff * bandwidth)
     return c.latency_s + np.maximum(streaming, one_row)
 
 
-def all_reduce_time_s(bytes_per_rank: Num, num_workers: int, interconnect_bw: float,
-                      c: AllReduceCoeffs) -> Num:
+def all_reduce_time_s(
+    bytes_per_rank: Num, num_workers: int, interconnect_bw: float, c: AllReduceCoeffs
+) -> Num:
     """Ring all-reduce of a ``bytes_per_rank`` buffer over ``num_workers`` GPUs.
 
     Args:

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.sim.block_manager import BlockManager
-from tuner.sim.config import (
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.config import (
     EngineConfig,
     ResolvedConfig,
     ResolvedTrtllm,
     ResolvedVllm,
     resolve,
 )
-from tuner.sim.cost import CostModel, StepShape, StepTime
-from tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity
-from tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
-from tuner.sim.scheduler import Scheduler
-from tuner.sim.scheduler_trtllm import TrtllmScheduler
-from tuner.sim.scheduler_vllm import VllmScheduler
+from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
+from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity
+from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
+from slotune.tuner.sim.scheduler import Scheduler
+from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
+from slotune.tuner.sim.scheduler_vllm import VllmScheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +108,10 @@ class EngineCore:
             self._max_len = config.max_seq_len
         self.block_manager = BlockManager(capacity.num_blocks, block_size, enable_caching=caching)
         self.scheduler: Scheduler = (
-            VllmScheduler(config, self.block_manager) if isinstance(config, ResolvedVllm)
-            else TrtllmScheduler(config, self.block_manager))
+            VllmScheduler(config, self.block_manager)
+            if isinstance(config, ResolvedVllm)
+            else TrtllmScheduler(config, self.block_manager)
+        )
         self._states: dict[str, RequestState] = {}
         self._prompt_tokens = 0
         self._generation_tokens = 0
@@ -125,8 +127,7 @@ class EngineCore:
             EngineConfigError: the engine would refuse to start (bad combination, weights
                 that do not fit, no room for one ``max_model_len`` sequence).
         """
-        resolved = (config if isinstance(config, ResolvedVllm | ResolvedTrtllm)
-                    else resolve(config))
+        resolved = config if isinstance(config, ResolvedVllm | ResolvedTrtllm) else resolve(config)
         return cls(resolved, _capacity(resolved), _cost_model(resolved))
 
     # requests
@@ -174,8 +175,13 @@ class EngineCore:
             batch.preempted[:0] = preempted
         if not batch.scheduled:
             return None
-        shape = (batch.num_prefill_tokens, batch.prefill_attention_work, batch.num_decode_seqs,
-                 batch.decode_context_tokens, batch.num_prefill_seqs)
+        shape = (
+            batch.num_prefill_tokens,
+            batch.prefill_attention_work,
+            batch.num_decode_seqs,
+            batch.decode_context_tokens,
+            batch.num_prefill_seqs,
+        )
         time = self.cost.step_time(StepShape(*shape)) if with_split else None
         duration_s = time.total_s if time is not None else self.cost.step_time_s(*shape)
         outcome = self.scheduler.update(batch)
@@ -188,16 +194,20 @@ class EngineCore:
         self._num_steps += 1
         self._last_step_tokens = batch.num_scheduled_tokens
         return StepResult(
-            duration_s=duration_s, time=time, tokens=outcome.tokens,
+            duration_s=duration_s,
+            time=time,
+            tokens=outcome.tokens,
             finished=[s.request_id for s in outcome.finished],
             preempted=[s.request_id for s in batch.preempted],
             started=[s.request_id for s in batch.started],
             num_prefill_tokens=batch.num_prefill_tokens,
             num_decode_tokens=batch.num_decode_seqs,
-            num_prefill_seqs=batch.num_prefill_seqs)
+            num_prefill_seqs=batch.num_prefill_seqs,
+        )
 
-    def decode_run(self, max_steps: int, max_start_s: float, *,
-                   with_split: bool = True) -> DecodeRun | None:
+    def decode_run(
+        self, max_steps: int, max_start_s: float, *, with_split: bool = True
+    ) -> DecodeRun | None:
         """Apply the next identical pure-decode steps at once, if there are at least two.
 
         Args:
@@ -217,8 +227,11 @@ class EngineCore:
         k = len(durations)
         if k < 2:
             return None
-        first = (self.cost.step_time(StepShape(num_decode_seqs=n, decode_context_tokens=context))
-                 if with_split else None)
+        first = (
+            self.cost.step_time(StepShape(num_decode_seqs=n, decode_context_tokens=context))
+            if with_split
+            else None
+        )
         ids = [s.request_id for s in running]
         finished = [s.request_id for s in scheduler.advance_decode(k)]
         for request_id in finished:
@@ -228,8 +241,9 @@ class EngineCore:
         self._last_step_tokens = n
         return DecodeRun(durations, ids, finished, first)
 
-    def _decode_durations(self, n: int, context: int, num_steps: int,
-                          max_start_s: float) -> list[float]:
+    def _decode_durations(
+        self, n: int, context: int, num_steps: int, max_start_s: float
+    ) -> list[float]:
         """Durations of consecutive decode steps of ``n`` requests, cut at ``max_start_s``."""
         f = self.cost.step_time_s
         d0 = f(0, 0.0, n, context, 0)
@@ -239,7 +253,7 @@ class EngineCore:
             # Step time is linear in the context read: no need to price every step.
             d = d0 + slope * np.arange(num_steps)
             starts = np.cumsum(d) - d
-            cut: list[float] = d[:int(np.searchsorted(starts, max_start_s))].tolist()
+            cut: list[float] = d[: int(np.searchsorted(starts, max_start_s))].tolist()
             return cut
         durations: list[float] = []
         elapsed = 0.0
@@ -255,12 +269,19 @@ class EngineCore:
     def stats(self) -> EngineStats:
         bm = self.block_manager
         return EngineStats(
-            num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting),
-            kv_usage=bm.usage, prefix_queries=bm.prefix_queries, prefix_hits=bm.prefix_hits,
-            preemptions=self.scheduler.num_preemptions, prompt_tokens=self._prompt_tokens,
-            generation_tokens=self._generation_tokens, kv_blocks=self.capacity.num_blocks,
-            kv_tokens=self.capacity.num_blocks * bm.block_size, num_steps=self._num_steps,
-            last_step_tokens=self._last_step_tokens)
+            num_running=len(self.scheduler.running),
+            num_waiting=len(self.scheduler.waiting),
+            kv_usage=bm.usage,
+            prefix_queries=bm.prefix_queries,
+            prefix_hits=bm.prefix_hits,
+            preemptions=self.scheduler.num_preemptions,
+            prompt_tokens=self._prompt_tokens,
+            generation_tokens=self._generation_tokens,
+            kv_blocks=self.capacity.num_blocks,
+            kv_tokens=self.capacity.num_blocks * bm.block_size,
+            num_steps=self._num_steps,
+            last_step_tokens=self._last_step_tokens,
+        )
 
     def kv_log_lines(self) -> list[str]:
         """The KV-cache lines the engine logs at start (vLLM's wording)."""
@@ -273,7 +294,8 @@ class EngineCore:
                 f"This model's maximum context length is {self._max_len} tokens. However, you "
                 f"requested {total} tokens ({request.prompt_tokens} in the messages, "
                 f"{request.max_tokens} in the completion). Please reduce the length of the "
-                "messages or completion.")
+                "messages or completion."
+            )
         config = self.config
         if isinstance(config, ResolvedVllm):
             return
@@ -281,31 +303,50 @@ class EngineCore:
             raise RequestRejected(
                 f"The prompt length ({request.prompt_tokens}) exceeds max_num_tokens "
                 f"({config.max_num_tokens}) and chunked prefill is disabled; enable "
-                "enable_chunked_prefill or raise max_num_tokens")
+                "enable_chunked_prefill or raise max_num_tokens"
+            )
         if self.block_manager.blocks_for(total) > self.capacity.num_blocks:
             raise RequestRejected(
                 f"The request needs {total} tokens of KV cache but the engine holds only "
-                f"{self.capacity.num_blocks * self.block_manager.block_size}")
+                f"{self.capacity.num_blocks * self.block_manager.block_size}"
+            )
 
 
 def _capacity(config: ResolvedConfig) -> KvCapacity:
     if isinstance(config, ResolvedVllm):
         return kv_capacity(
-            config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
-            gpu_memory_utilization=config.gpu_memory_utilization, engine="vllm",
-            block_size=config.block_size, kv_cache_dtype=config.kv_cache_dtype,
-            max_model_len=config.max_model_len, max_num_seqs=config.max_num_seqs,
+            config.model,
+            config.gpu,
+            tensor_parallel_size=config.tensor_parallel_size,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            engine="vllm",
+            block_size=config.block_size,
+            kv_cache_dtype=config.kv_cache_dtype,
+            max_model_len=config.max_model_len,
+            max_num_seqs=config.max_num_seqs,
             max_num_batched_tokens=config.max_num_batched_tokens,
-            enforce_eager=config.enforce_eager)
+            enforce_eager=config.enforce_eager,
+        )
     return kv_capacity(
-        config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
-        free_gpu_memory_fraction=config.free_gpu_memory_fraction, engine="trtllm",
-        block_size=config.tokens_per_block, kv_cache_dtype=config.kv_cache_dtype,
-        max_model_len=config.max_seq_len, max_num_seqs=config.max_batch_size,
-        max_num_batched_tokens=config.max_num_tokens, enforce_eager=False)
+        config.model,
+        config.gpu,
+        tensor_parallel_size=config.tensor_parallel_size,
+        free_gpu_memory_fraction=config.free_gpu_memory_fraction,
+        engine="trtllm",
+        block_size=config.tokens_per_block,
+        kv_cache_dtype=config.kv_cache_dtype,
+        max_model_len=config.max_seq_len,
+        max_num_seqs=config.max_batch_size,
+        max_num_batched_tokens=config.max_num_tokens,
+        enforce_eager=False,
+    )
 
 
 def _cost_model(config: ResolvedConfig) -> CostModel:
-    return CostModel(config.model, config.gpu, tensor_parallel_size=config.tensor_parallel_size,
-                     kv_cache_dtype=config.kv_cache_dtype,
-                     enforce_eager=isinstance(config, ResolvedVllm) and config.enforce_eager)
+    return CostModel(
+        config.model,
+        config.gpu,
+        tensor_parallel_size=config.tensor_parallel_size,
+        kv_cache_dtype=config.kv_cache_dtype,
+        enforce_eager=isinstance(config, ResolvedVllm) and config.enforce_eager,
+    )

@@ -25,9 +25,9 @@ from typing import Any, NoReturn
 
 import yaml
 
-from collector.errors import ConfigError
-from tuner.sim.catalog import get_model
-from tuner.sim.config import (
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.catalog import get_model
+from slotune.tuner.sim.config import (
     TRTLLM_CAPACITY_POLICIES,
     TRTLLM_KV_CACHE_DTYPES,
     VLLM_BLOCK_SIZES,
@@ -41,22 +41,41 @@ from tuner.sim.config import (
 
 # (field, flag, type, help) of vLLM's integer/float/str options, in `vllm serve --help` order.
 _VLLM_VALUE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("max_model_len", "--max-model-len", "len",
-     "context length; default from the model's config (accepts 32k / 32K)"),
+    (
+        "max_model_len",
+        "--max-model-len",
+        "len",
+        "context length; default from the model's config (accepts 32k / 32K)",
+    ),
     ("block_size", "--block-size", int, "tokens per KV block (default 16)"),
-    ("gpu_memory_utilization", "--gpu-memory-utilization", float,
-     "fraction of GPU memory for the engine (default 0.9)"),
+    (
+        "gpu_memory_utilization",
+        "--gpu-memory-utilization",
+        float,
+        "fraction of GPU memory for the engine (default 0.9)",
+    ),
     ("kv_cache_dtype", "--kv-cache-dtype", str, "auto or fp8 (default auto)"),
     ("tensor_parallel_size", "--tensor-parallel-size", int, "GPUs per replica (default 1)"),
-    ("max_num_batched_tokens", "--max-num-batched-tokens", int,
-     "token budget per scheduler step"),
+    ("max_num_batched_tokens", "--max-num-batched-tokens", int, "token budget per scheduler step"),
     ("max_num_seqs", "--max-num-seqs", int, "max running requests"),
-    ("max_num_partial_prefills", "--max-num-partial-prefills", int,
-     "concurrent partial prefills (default 1)"),
-    ("max_long_partial_prefills", "--max-long-partial-prefills", int,
-     "concurrent long partial prefills (default 1)"),
-    ("long_prefill_token_threshold", "--long-prefill-token-threshold", int,
-     "prompt tokens above which a prefill is long; caps a request's tokens per step"),
+    (
+        "max_num_partial_prefills",
+        "--max-num-partial-prefills",
+        int,
+        "concurrent partial prefills (default 1)",
+    ),
+    (
+        "max_long_partial_prefills",
+        "--max-long-partial-prefills",
+        int,
+        "concurrent long partial prefills (default 1)",
+    ),
+    (
+        "long_prefill_token_threshold",
+        "--long-prefill-token-threshold",
+        int,
+        "prompt tokens above which a prefill is long; caps a request's tokens per step",
+    ),
     ("scheduling_policy", "--scheduling-policy", str, "fcfs or priority (default fcfs)"),
     ("served_model_name", "--served-model-name", str, "model name in the API"),
 )
@@ -65,7 +84,8 @@ _VLLM_BOOL_FLAGS = (
     ("enable_prefix_caching", "--enable-prefix-caching"),
 )
 _VLLM_CHOICES: dict[str, Sequence[Any]] = {
-    "block_size": VLLM_BLOCK_SIZES, "kv_cache_dtype": VLLM_KV_CACHE_DTYPES,
+    "block_size": VLLM_BLOCK_SIZES,
+    "kv_cache_dtype": VLLM_KV_CACHE_DTYPES,
     "scheduling_policy": VLLM_SCHEDULING_POLICIES,
 }
 _TRTLLM_FLAGS: tuple[tuple[str, str, Any], ...] = (
@@ -77,14 +97,19 @@ _TRTLLM_FLAGS: tuple[tuple[str, str, Any], ...] = (
 )
 # LLM API YAML keys -> config fields.
 _TRTLLM_YAML_TOP = {
-    "enable_chunked_prefill": "enable_chunked_prefill", "max_batch_size": "max_batch_size",
-    "max_num_tokens": "max_num_tokens", "max_seq_len": "max_seq_len",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "max_batch_size": "max_batch_size",
+    "max_num_tokens": "max_num_tokens",
+    "max_seq_len": "max_seq_len",
     "tensor_parallel_size": "tensor_parallel_size",
 }
 _TRTLLM_YAML_NESTED = {
-    "kv_cache_config": {"free_gpu_memory_fraction": "free_gpu_memory_fraction",
-                        "enable_block_reuse": "enable_block_reuse",
-                        "tokens_per_block": "tokens_per_block", "dtype": "kv_cache_dtype"},
+    "kv_cache_config": {
+        "free_gpu_memory_fraction": "free_gpu_memory_fraction",
+        "enable_block_reuse": "enable_block_reuse",
+        "tokens_per_block": "tokens_per_block",
+        "dtype": "kv_cache_dtype",
+    },
     "scheduler_config": {"capacity_scheduler_policy": "capacity_scheduler_policy"},
 }
 
@@ -110,8 +135,9 @@ class _RaisingParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
-def parse_engine_flags(argv: Sequence[str], *, engine: str = "vllm", model: str | None = None,
-                       gpu: str | None = None) -> EngineConfig:
+def parse_engine_flags(
+    argv: Sequence[str], *, engine: str = "vllm", model: str | None = None, gpu: str | None = None
+) -> EngineConfig:
     """Parse engine flags into a config (defaults stay unset until :func:`resolve`).
 
     Args:
@@ -136,7 +162,8 @@ def parse_engine_flags(argv: Sequence[str], *, engine: str = "vllm", model: str 
     if not gpu:
         raise ConfigError("the GPU is missing; pass --gpu ID (see slotune sim --list-gpus)")
     cls: type[VllmConfig] | type[TrtllmConfig] = (
-        VllmConfig if engine == Engine.VLLM else TrtllmConfig)
+        VllmConfig if engine == Engine.VLLM else TrtllmConfig
+    )
     return cls(model=model, gpu=gpu, **values)
 
 
@@ -152,18 +179,27 @@ def _human_int(text: str) -> int:
 
 
 def _vllm_parser() -> _RaisingParser:
-    p = _RaisingParser(prog="vllm serve", add_help=False, allow_abbrev=False,
-                       exit_on_error=False)
+    p = _RaisingParser(prog="vllm serve", add_help=False, allow_abbrev=False, exit_on_error=False)
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ, text in _VLLM_VALUE_FLAGS:
         names = [flag, "-tp"] if field == "tensor_parallel_size" else [flag]
-        p.add_argument(*names, dest=field, type=_human_int if typ == "len" else typ,
-                       choices=_VLLM_CHOICES.get(field), default=None, help=text)
+        p.add_argument(
+            *names,
+            dest=field,
+            type=_human_int if typ == "len" else typ,
+            choices=_VLLM_CHOICES.get(field),
+            default=None,
+            help=text,
+        )
     for field, flag in _VLLM_BOOL_FLAGS:
         p.add_argument(flag, dest=field, action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--enforce-eager", dest="enforce_eager", action=argparse.BooleanOptionalAction,
-                   default=False)
+    p.add_argument(
+        "--enforce-eager",
+        dest="enforce_eager",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+    )
     return p
 
 
@@ -191,16 +227,17 @@ def _parse_vllm(argv: Sequence[str]) -> dict[str, Any]:
         raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")
     values = vars(ns)
     if positional and values["model"] and positional != values["model"]:
-        raise ConfigError(f"the model is given twice ({positional!r} and --model "
-                          f"{values['model']!r}); give it once")
+        raise ConfigError(
+            f"the model is given twice ({positional!r} and --model "
+            f"{values['model']!r}); give it once"
+        )
     values["model"] = values["model"] or positional
     return values
 
 
 def _parse_trtllm(argv: Sequence[str]) -> dict[str, Any]:
     positional, argv = _split_model(argv)
-    p = _RaisingParser(prog="trtllm-serve", add_help=False, allow_abbrev=False,
-                       exit_on_error=False)
+    p = _RaisingParser(prog="trtllm-serve", add_help=False, allow_abbrev=False, exit_on_error=False)
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ in _TRTLLM_FLAGS:
@@ -245,21 +282,28 @@ def load_extra_llm_api_options(path: str | Path) -> dict[str, Any]:
             for sub, sub_value in value.items():
                 field = _TRTLLM_YAML_NESTED[key].get(sub)
                 if field is None:
-                    raise ConfigError(f"--extra_llm_api_options {p}: {key}.{sub}: Extra inputs "
-                                      "are not permitted (not modelled by the simulator)")
+                    raise ConfigError(
+                        f"--extra_llm_api_options {p}: {key}.{sub}: Extra inputs "
+                        "are not permitted (not modelled by the simulator)"
+                    )
                 out[field] = sub_value
         else:
-            raise ConfigError(f"--extra_llm_api_options {p}: {key}: Extra inputs are not "
-                              "permitted (not modelled by the simulator)")
+            raise ConfigError(
+                f"--extra_llm_api_options {p}: {key}: Extra inputs are not "
+                "permitted (not modelled by the simulator)"
+            )
     policy = out.get("capacity_scheduler_policy")
     if policy is not None and policy not in TRTLLM_CAPACITY_POLICIES:
-        raise ConfigError(f"--extra_llm_api_options {p}: scheduler_config."
-                          f"capacity_scheduler_policy: Input should be "
-                          f"{' or '.join(repr(x) for x in TRTLLM_CAPACITY_POLICIES)}")
+        raise ConfigError(
+            f"--extra_llm_api_options {p}: scheduler_config."
+            f"capacity_scheduler_policy: Input should be "
+            f"{' or '.join(repr(x) for x in TRTLLM_CAPACITY_POLICIES)}"
+        )
     dtype = out.get("kv_cache_dtype")
     if dtype is not None and dtype not in TRTLLM_KV_CACHE_DTYPES:
-        raise ConfigError(f"--extra_llm_api_options {p}: kv_cache_config.dtype: Input should "
-                          "be 'auto' or 'fp8'")
+        raise ConfigError(
+            f"--extra_llm_api_options {p}: kv_cache_config.dtype: Input should be 'auto' or 'fp8'"
+        )
     return out
 
 
@@ -282,8 +326,10 @@ def to_argv(config: EngineConfig, *, extra_options_path: str | None = None) -> l
             argv += [flag, str(value)]
     if extra_llm_api_options(config):
         if extra_options_path is None:
-            raise ConfigError("this TensorRT-LLM config sets LLM API options that have no "
-                              "trtllm-serve flag; pass extra_options_path for the YAML file")
+            raise ConfigError(
+                "this TensorRT-LLM config sets LLM API options that have no "
+                "trtllm-serve flag; pass extra_options_path for the YAML file"
+            )
         argv += ["--extra_llm_api_options", extra_options_path]
     return argv
 
@@ -312,15 +358,19 @@ def extra_llm_api_options(config: TrtllmConfig) -> dict[str, Any]:
         if field not in flagged and value is not None:
             out[key] = value
     for section, mapping in _TRTLLM_YAML_NESTED.items():
-        nested = {sub: getattr(config, field) for sub, field in mapping.items()
-                  if field not in flagged and getattr(config, field) is not None}
+        nested = {
+            sub: getattr(config, field)
+            for sub, field in mapping.items()
+            if field not in flagged and getattr(config, field) is not None
+        }
         if nested:
             out[section] = nested
     return out
 
 
-def launch_command(config: EngineConfig, *,
-                   extra_options_path: str = "extra_llm_api_options.yaml") -> list[str]:
+def launch_command(
+    config: EngineConfig, *, extra_options_path: str = "extra_llm_api_options.yaml"
+) -> list[str]:
     """The real engine's launch command for ``config`` (``vllm serve …`` / ``trtllm-serve …``).
 
     The model is the catalog entry's Hugging Face name. For TensorRT-LLM, write
@@ -330,4 +380,3 @@ def launch_command(config: EngineConfig, *,
     if isinstance(config, VllmConfig):
         return ["vllm", "serve", hf_name, *_vllm_argv(config)]
     return ["trtllm-serve", hf_name, *to_argv(config, extra_options_path=extra_options_path)]
-

@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from collector.errors import ConfigError, EngineConfigError
-from tuner.sim.catalog import GPU, ModelSpec
-from tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
+from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 DEFAULT_MAX_NUM_SEQS = 256
@@ -72,9 +72,7 @@ def validate_tensor_parallel(model: ModelSpec, tensor_parallel_size: int) -> Non
         EngineConfigError: size below 1 or not dividing the attention heads.
     """
     if tensor_parallel_size < 1:
-        raise EngineConfigError(
-            f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}"
-        )
+        raise EngineConfigError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
     if model.num_heads % tensor_parallel_size:
         raise EngineConfigError(
             f"Total number of attention heads ({model.num_heads}) must be divisible by tensor "
@@ -93,25 +91,29 @@ def kv_dtype_bytes(model: ModelSpec, kv_cache_dtype: str) -> int:
     if kv_cache_dtype in _FP8_KV_DTYPES:
         return 1
     raise ConfigError(
-        f"unknown kv_cache_dtype {kv_cache_dtype!r}; use one of: auto, "
-        f"{', '.join(_FP8_KV_DTYPES)}"
+        f"unknown kv_cache_dtype {kv_cache_dtype!r}; use one of: auto, {', '.join(_FP8_KV_DTYPES)}"
     )
 
 
-def kv_bytes_per_token(model: ModelSpec, tensor_parallel_size: int = 1,
-                       kv_cache_dtype: str = "auto") -> int:
+def kv_bytes_per_token(
+    model: ModelSpec, tensor_parallel_size: int = 1, kv_cache_dtype: str = "auto"
+) -> int:
     """K and V bytes of one token over all layers on one tensor-parallel rank.
 
     ``2 * layers * kv_heads / TP * head_dim * dtype bytes``; KV heads are replicated, not
     split, when there are fewer of them than ranks (as vLLM does).
     """
     kv_heads = max(1, model.num_kv_heads // tensor_parallel_size)
-    return 2 * model.num_layers * kv_heads * model.head_dim * kv_dtype_bytes(
-        model, kv_cache_dtype)
+    return 2 * model.num_layers * kv_heads * model.head_dim * kv_dtype_bytes(model, kv_cache_dtype)
 
 
-def activation_bytes(model: ModelSpec, calibration: Calibration, tensor_parallel_size: int,
-                     max_num_batched_tokens: int, max_num_seqs: int) -> int:
+def activation_bytes(
+    model: ModelSpec,
+    calibration: Calibration,
+    tensor_parallel_size: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+) -> int:
     """Activation peak of the profiling forward pass plus the sampler's logits, one rank."""
     knobs = calibration.memory
     tp = tensor_parallel_size
@@ -130,8 +132,7 @@ def _gib(num_bytes: float) -> str:
     return f"{num_bytes / GIB:.2f} GiB"
 
 
-def _check_weights_fit(model: ModelSpec, gpu: GPU, tp: int, weights: int, non_torch: int
-                       ) -> None:
+def _check_weights_fit(model: ModelSpec, gpu: GPU, tp: int, weights: int, non_torch: int) -> None:
     if weights + non_torch > gpu.mem_bytes:
         raise EngineConfigError(
             f"CUDA out of memory while loading the model weights: {model.id} needs "
@@ -171,8 +172,14 @@ def _trtllm_available(free_gpu_memory_fraction: float, free_bytes: int) -> int:
     return available
 
 
-def _check_max_model_len(model: ModelSpec, max_model_len: int, num_blocks: int,
-                         block_size: int, page_bytes: int, available: int) -> None:
+def _check_max_model_len(
+    model: ModelSpec,
+    max_model_len: int,
+    num_blocks: int,
+    block_size: int,
+    page_bytes: int,
+    available: int,
+) -> None:
     needed = math.ceil(max_model_len / block_size) * page_bytes
     if needed > available:
         raise EngineConfigError(
@@ -185,12 +192,22 @@ def _check_max_model_len(model: ModelSpec, max_model_len: int, num_blocks: int,
         )
 
 
-def kv_capacity(model: ModelSpec, gpu: GPU, *, tensor_parallel_size: int = 1,
-                gpu_memory_utilization: float = 0.9, free_gpu_memory_fraction: float = 0.9,
-                engine: str = "vllm", block_size: int = 16, kv_cache_dtype: str = "auto",
-                max_model_len: int | None = None, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
-                max_num_batched_tokens: int | None = None, enforce_eager: bool = False,
-                calibration: Calibration | None = None) -> KvCapacity:
+def kv_capacity(
+    model: ModelSpec,
+    gpu: GPU,
+    *,
+    tensor_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    free_gpu_memory_fraction: float = 0.9,
+    engine: str = "vllm",
+    block_size: int = 16,
+    kv_cache_dtype: str = "auto",
+    max_model_len: int | None = None,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_num_batched_tokens: int | None = None,
+    enforce_eager: bool = False,
+    calibration: Calibration | None = None,
+) -> KvCapacity:
     """The KV cache an engine allocates at start for this model, GPU and configuration.
 
     Args:
@@ -240,8 +257,11 @@ def kv_capacity(model: ModelSpec, gpu: GPU, *, tensor_parallel_size: int = 1,
     _check_weights_fit(model, gpu, tp, weights, non_torch)
     batched = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
     activation = activation_bytes(model, calibration, tp, batched, max_num_seqs)
-    graphs = 0 if enforce_eager else (knobs.cuda_graph_base_bytes
-                                      + model.num_layers * knobs.cuda_graph_per_layer_bytes)
+    graphs = (
+        0
+        if enforce_eager
+        else (knobs.cuda_graph_base_bytes + model.num_layers * knobs.cuda_graph_per_layer_bytes)
+    )
     used = weights + non_torch + activation + graphs
     if engine_kind is Engine.VLLM:
         available = _vllm_available(gpu, gpu_memory_utilization, used)
@@ -300,7 +320,6 @@ def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str
     lines += [
         f"Available KV cache memory: {_gib(cap.available_kv_bytes)}",
         f"GPU KV cache size: {cap.num_tokens:,} tokens",
-        f"Maximum concurrency for {length:,} tokens per request: "
-        f"{cap.num_tokens / length:.2f}x",
+        f"Maximum concurrency for {length:,} tokens per request: {cap.num_tokens / length:.2f}x",
     ]
     return lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from collector.errors import SlotuneError
+from slotune.collector.errors import SlotuneError
 
 
 class RequestRejected(SlotuneError):
@@ -51,18 +51,23 @@ class SimRequest:
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 1:
-            raise RequestRejected(f"request {self.request_id}: the prompt must have at least "
-                                  "one token")
+            raise RequestRejected(
+                f"request {self.request_id}: the prompt must have at least one token"
+            )
         if self.max_tokens < 1:
-            raise RequestRejected(f"request {self.request_id}: max_tokens must be at least 1, "
-                                  f"got {self.max_tokens}")
+            raise RequestRejected(
+                f"request {self.request_id}: max_tokens must be at least 1, got {self.max_tokens}"
+            )
         if self.prompt_token_ids is not None and len(self.prompt_token_ids) != self.prompt_tokens:
             raise RequestRejected(
                 f"request {self.request_id}: prompt_token_ids has {len(self.prompt_token_ids)} "
-                f"ids but prompt_tokens is {self.prompt_tokens}; pass matching values")
+                f"ids but prompt_tokens is {self.prompt_tokens}; pass matching values"
+            )
         if self.hash_ids and not self.hash_block_size:
-            raise RequestRejected(f"request {self.request_id}: hash_ids need hash_block_size "
-                                  "(tokens per hash block, 512 for Mooncake traces)")
+            raise RequestRejected(
+                f"request {self.request_id}: hash_ids need hash_block_size "
+                "(tokens per hash block, 512 for Mooncake traces)"
+            )
 
 
 class RequestStatus(Enum):
@@ -121,22 +126,24 @@ def prefix_block_hashes(request: SimRequest, block_size: int) -> list[int]:
         hashes: list[int] = []
         parent = 0
         for j in range(num_full):
-            parent = hash((parent, ids[j * block_size:(j + 1) * block_size]))
+            parent = hash((parent, ids[j * block_size : (j + 1) * block_size]))
             hashes.append(parent)
         return hashes
     if request.hash_ids and request.hash_block_size:
-        return _trace_block_hashes(request.hash_ids, request.hash_block_size, block_size,
-                                   num_full)
+        return _trace_block_hashes(request.hash_ids, request.hash_block_size, block_size, num_full)
     return []
 
 
-def _trace_block_hashes(hash_ids: tuple[int, ...], trace_block: int, block_size: int,
-                        num_full: int) -> list[int]:
+def _trace_block_hashes(
+    hash_ids: tuple[int, ...], trace_block: int, block_size: int, num_full: int
+) -> list[int]:
     chained: list[int] = []
     parent = 0
     for h in hash_ids:
         parent = hash((parent, h))
         chained.append(parent)
     n = min(num_full, len(hash_ids) * trace_block // block_size)
-    return [hash((chained[(end - 1) // trace_block], end))
-            for end in range(block_size, (n + 1) * block_size, block_size)]
+    return [
+        hash((chained[(end - 1) // trace_block], end))
+        for end in range(block_size, (n + 1) * block_size, block_size)
+    ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from collector.records import RequestRecord
-from collector.summary import Summary
+from slotune.collector.records import RequestRecord
+from slotune.collector.summary import Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +70,15 @@ class StepBreakdown:
     def to_dict(self) -> dict[str, float | int]:
         busy = self.busy_s or 1.0
         return {
-            "num_steps": self.num_steps, "busy_s": self.busy_s, "compute_s": self.compute_s,
-            "memory_s": self.memory_s, "communication_s": self.communication_s,
-            "overhead_s": self.overhead_s, "compute_frac": self.compute_s / busy,
-            "memory_frac": self.memory_s / busy, "communication_frac": self.communication_s / busy,
+            "num_steps": self.num_steps,
+            "busy_s": self.busy_s,
+            "compute_s": self.compute_s,
+            "memory_s": self.memory_s,
+            "communication_s": self.communication_s,
+            "overhead_s": self.overhead_s,
+            "compute_frac": self.compute_s / busy,
+            "memory_frac": self.memory_s / busy,
+            "communication_frac": self.communication_s / busy,
             "overhead_frac": self.overhead_s / busy,
         }
 
@@ -103,8 +108,11 @@ class SimResult:
 
     def to_dict(self, *, include_series: bool = False) -> dict[str, Any]:
         """JSON-ready ``{"summary", "config", "kv_log"}`` (+ ``series`` on request)."""
-        out: dict[str, Any] = {"summary": self.summary.to_dict(), "config": dict(self.config),
-                               "kv_log": list(self.kv_log)}
+        out: dict[str, Any] = {
+            "summary": self.summary.to_dict(),
+            "config": dict(self.config),
+            "kv_log": list(self.kv_log),
+        }
         if include_series:
             out["series"] = self.series.to_dict()
         return out

@@ -17,8 +17,8 @@ from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field
 
-from tuner.sim.block_manager import BlockManager
-from tuner.sim.request import RequestState, RequestStatus
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.request import RequestState, RequestStatus
 
 
 @dataclass(slots=True)
@@ -97,8 +97,7 @@ class Scheduler(ABC):
         token_budget: most tokens per step (``max_num_batched_tokens`` / ``max_num_tokens``).
     """
 
-    def __init__(self, block_manager: BlockManager, *, max_running: int,
-                 token_budget: int) -> None:
+    def __init__(self, block_manager: BlockManager, *, max_running: int, token_budget: int) -> None:
         self.block_manager = block_manager
         self.max_running = max_running
         self.token_budget = token_budget

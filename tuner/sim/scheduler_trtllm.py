@@ -17,18 +17,19 @@ Two stages, as in TensorRT-LLM's batch manager:
 
 from __future__ import annotations
 
-from tuner.sim.block_manager import BlockManager
-from tuner.sim.config import ResolvedTrtllm
-from tuner.sim.request import RequestState, RequestStatus
-from tuner.sim.scheduler import ScheduledBatch, Scheduler
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.config import ResolvedTrtllm
+from slotune.tuner.sim.request import RequestState, RequestStatus
+from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
 
 
 class TrtllmScheduler(Scheduler):
     """Iteration-level scheduler with TensorRT-LLM's rules (see the module docstring)."""
 
     def __init__(self, config: ResolvedTrtllm, block_manager: BlockManager) -> None:
-        super().__init__(block_manager, max_running=config.max_batch_size,
-                         token_budget=config.max_num_tokens)
+        super().__init__(
+            block_manager, max_running=config.max_batch_size, token_budget=config.max_num_tokens
+        )
         self.chunked = config.enable_chunked_prefill
         self.is_guaranteed = config.capacity_scheduler_policy == "GUARANTEED_NO_EVICT"
 
@@ -101,8 +102,7 @@ class TrtllmScheduler(Scheduler):
     def _fits_reservation(self, state: RequestState, cached: list[int], outstanding: int) -> bool:
         bm = self.block_manager
         need = self._full_blocks(state) - len(cached)
-        available = bm.num_free_blocks - outstanding - sum(1 for b in cached
-                                                            if bm.is_free(b))
+        available = bm.num_free_blocks - outstanding - sum(1 for b in cached if bm.is_free(b))
         return need <= available
 
     def _admission_blocked(self) -> bool:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import bisect
 
-from tuner.sim.block_manager import BlockManager
-from tuner.sim.config import ResolvedVllm
-from tuner.sim.request import RequestState, RequestStatus
-from tuner.sim.scheduler import ScheduledBatch, Scheduler
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.config import ResolvedVllm
+from slotune.tuner.sim.request import RequestState, RequestStatus
+from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
 
 
 def _priority_key(state: RequestState) -> tuple[int, float]:
@@ -33,8 +33,11 @@ class VllmScheduler(Scheduler):
     """Iteration-level scheduler with vLLM V1's rules (see the module docstring)."""
 
     def __init__(self, config: ResolvedVllm, block_manager: BlockManager) -> None:
-        super().__init__(block_manager, max_running=config.max_num_seqs,
-                         token_budget=config.max_num_batched_tokens)
+        super().__init__(
+            block_manager,
+            max_running=config.max_num_seqs,
+            token_budget=config.max_num_batched_tokens,
+        )
         self.chunked = config.enable_chunked_prefill
         self.threshold = config.long_prefill_token_threshold
         self.max_partial = config.max_num_partial_prefills
@@ -138,8 +141,9 @@ class VllmScheduler(Scheduler):
 
     def _prefill_counts(self) -> tuple[int, int]:
         prefilling = [s for s in self.running if s.is_prefilling]
-        num_long = sum(1 for s in prefilling
-                       if s.num_tokens - s.num_computed_tokens > self.threshold)
+        num_long = sum(
+            1 for s in prefilling if s.num_tokens - s.num_computed_tokens > self.threshold
+        )
         return len(prefilling), num_long
 
     def _prefill_slot_budget(self) -> int:

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.errors import ConfigError
-from collector.records import RequestRecord
-from collector.slo import SLO
-from collector.summary import summarize
-from collector.workload import Trace, resolve_workload, retime
-from collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
-from tuner.sim.config import EngineConfig
-from tuner.sim.cost import StepTime
-from tuner.sim.engine import DecodeRun, EngineCore, StepResult
-from tuner.sim.request import RequestRejected, SimRequest
-from tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
+from slotune.collector.errors import ConfigError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLO
+from slotune.collector.summary import summarize
+from slotune.collector.workload import Trace, resolve_workload, retime
+from slotune.collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
+from slotune.tuner.sim.config import EngineConfig
+from slotune.tuner.sim.cost import StepTime
+from slotune.tuner.sim.engine import DecodeRun, EngineCore, StepResult
+from slotune.tuner.sim.request import RequestRejected, SimRequest
+from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
 
 ProgressCallback = Callable[[int, int], None]
 _MAX_SERIES_POINTS = 2000
@@ -34,10 +34,17 @@ _PROGRESS_EVERY_STEPS = 4096
 _SPLIT_SAMPLE_EVERY = 8
 
 
-def load_workload(*, workload: str | None = None, trace_file: str | Path | None = None,
-                  input_len: str | None = None, output_len: str | None = None,
-                  num_requests: int | None = None, rate: float | None = None,
-                  time_scale: float | None = None, seed: int = 0) -> Trace:
+def load_workload(
+    *,
+    workload: str | None = None,
+    trace_file: str | Path | None = None,
+    input_len: str | None = None,
+    output_len: str | None = None,
+    num_requests: int | None = None,
+    rate: float | None = None,
+    time_scale: float | None = None,
+    seed: int = 0,
+) -> Trace:
     """The trace ``slotune sim`` replays: a bundled trace, a trace file, or synthetic lengths.
 
     Args:
@@ -58,13 +65,17 @@ def load_workload(*, workload: str | None = None, trace_file: str | Path | None 
         raise ConfigError("give both --input-len and --output-len for a synthetic workload")
     sources = sum(x is not None for x in (workload, trace_file, input_len))
     if sources != 1:
-        raise ConfigError("give exactly one workload: --workload NAME, --trace FILE, or "
-                          "--input-len and --output-len")
+        raise ConfigError(
+            "give exactly one workload: --workload NAME, --trace FILE, or "
+            "--input-len and --output-len"
+        )
     if input_len is not None and output_len is not None:
-        trace = synthetic_trace(parse_length_spec(input_len),
-                                parse_length_spec(output_len, column=Column.OUTPUT,
-                                                  field_name="--output-len"),
-                                num_requests or _DEFAULT_SYNTHETIC_REQUESTS, seed=seed)
+        trace = synthetic_trace(
+            parse_length_spec(input_len),
+            parse_length_spec(output_len, column=Column.OUTPUT, field_name="--output-len"),
+            num_requests or _DEFAULT_SYNTHETIC_REQUESTS,
+            seed=seed,
+        )
     else:
         trace = resolve_workload(workload, trace_file)
     return retime(trace, rate=rate, time_scale=time_scale, num_requests=num_requests, seed=seed)
@@ -72,14 +83,27 @@ def load_workload(*, workload: str | None = None, trace_file: str | Path | None 
 
 def trace_requests(trace: Trace) -> list[SimRequest]:
     """The trace's requests as engine requests, ids ``"0"``, ``"1"``, … in trace order."""
-    return [SimRequest(request_id=str(i), arrival_s=r.timestamp_s, prompt_tokens=r.input_tokens,
-                       max_tokens=r.output_tokens, hash_ids=r.hash_ids,
-                       hash_block_size=r.block_size if r.hash_ids else None)
-            for i, r in enumerate(trace.requests)]
+    return [
+        SimRequest(
+            request_id=str(i),
+            arrival_s=r.timestamp_s,
+            prompt_tokens=r.input_tokens,
+            max_tokens=r.output_tokens,
+            hash_ids=r.hash_ids,
+            hash_block_size=r.block_size if r.hash_ids else None,
+        )
+        for i, r in enumerate(trace.requests)
+    ]
 
 
-def simulate(config: EngineConfig, trace: Trace, *, slos: Sequence[SLO] = (), seed: int = 0,
-             progress: ProgressCallback | None = None) -> SimResult:
+def simulate(
+    config: EngineConfig,
+    trace: Trace,
+    *,
+    slos: Sequence[SLO] = (),
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+) -> SimResult:
     """Serve every request of ``trace`` on a simulated engine.
 
     Args:
@@ -99,22 +123,30 @@ def simulate(config: EngineConfig, trace: Trace, *, slos: Sequence[SLO] = (), se
     return replay(EngineCore.create(config), trace, slos=slos, seed=seed, progress=progress)
 
 
-def replay(core: EngineCore, trace: Trace, *, slos: Sequence[SLO] = (), seed: int = 0,
-           progress: ProgressCallback | None = None) -> SimResult:
+def replay(
+    core: EngineCore,
+    trace: Trace,
+    *,
+    slos: Sequence[SLO] = (),
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+) -> SimResult:
     """Serve every request of ``trace`` on an engine core built by the caller.
 
     Same as :func:`simulate` for a core from ``EngineCore.create``; lets a caller bring a
     core with its own cost model or KV capacity.
     """
     requests = trace_requests(trace)
-    timeline = _Timeline(requests, sample_interval_s=max(
-        0.5, trace.duration_s / _MAX_SERIES_POINTS))
+    timeline = _Timeline(
+        requests, sample_interval_s=max(0.5, trace.duration_s / _MAX_SERIES_POINTS)
+    )
     _run(core, requests, timeline, progress)
     records = timeline.records()
     stats = core.stats
     breakdown = timeline.breakdown()
     extra = {
-        "prefix_hit_rate": stats.prefix_hits / stats.prefix_queries if stats.prefix_queries
+        "prefix_hit_rate": stats.prefix_hits / stats.prefix_queries
+        if stats.prefix_queries
         else 0.0,
         "preemptions": stats.preemptions,
         "kv_blocks": stats.kv_blocks,
@@ -123,13 +155,23 @@ def replay(core: EngineCore, trace: Trace, *, slos: Sequence[SLO] = (), seed: in
     }
     summary = summarize(records, slos, extra=extra)
     params = core.config.to_dict() | {"seed": seed}
-    return SimResult(records=records, summary=summary, timings=timeline.timings(),
-                     series=timeline.series(), breakdown=breakdown, config=params,
-                     kv_log=core.kv_log_lines())
+    return SimResult(
+        records=records,
+        summary=summary,
+        timings=timeline.timings(),
+        series=timeline.series(),
+        breakdown=breakdown,
+        config=params,
+        kv_log=core.kv_log_lines(),
+    )
 
 
-def _run(core: EngineCore, requests: list[SimRequest], timeline: _Timeline,
-         progress: ProgressCallback | None) -> None:
+def _run(
+    core: EngineCore,
+    requests: list[SimRequest],
+    timeline: _Timeline,
+    progress: ProgressCallback | None,
+) -> None:
     now = 0.0
     nxt = 0
     total = len(requests)
@@ -257,15 +299,28 @@ class _Timeline:
             seg = self.segments[i]
             produced = sum(seg[k + 1] - seg[k] for k in range(0, len(seg), 2))
             if produced < r.max_tokens:
-                self.fail(i, "timeout", "the simulated engine could not schedule this request "
-                          f"(produced {produced} of {r.max_tokens} tokens)")
+                self.fail(
+                    i,
+                    "timeout",
+                    "the simulated engine could not schedule this request "
+                    f"(produced {produced} of {r.max_tokens} tokens)",
+                )
 
     def maybe_sample(self, core: EngineCore, now_s: float) -> None:
         if now_s < self.next_sample_s:
             return
         s = core.stats
-        self.samples.append((now_s, s.num_running, s.num_waiting, s.kv_usage, s.prefix_queries,
-                             s.prefix_hits, s.preemptions))
+        self.samples.append(
+            (
+                now_s,
+                s.num_running,
+                s.num_waiting,
+                s.kv_usage,
+                s.prefix_queries,
+                s.prefix_hits,
+                s.preemptions,
+            )
+        )
         self.next_sample_s = now_s + self.sample_interval_s
 
     # results
@@ -276,23 +331,43 @@ class _Timeline:
             error = self.errors.get(i)
             if error is not None:
                 kind, detail = error
-                out.append(RequestRecord(
-                    request_id=r.request_id, send_s=r.arrival_s, first_token_s=None, end_s=None,
-                    input_tokens=r.prompt_tokens, output_tokens=None, error=kind,
-                    error_detail=detail, http_status=400 if kind == "http_4xx" else None,
-                    scheduled_s=r.arrival_s))
+                out.append(
+                    RequestRecord(
+                        request_id=r.request_id,
+                        send_s=r.arrival_s,
+                        first_token_s=None,
+                        end_s=None,
+                        input_tokens=r.prompt_tokens,
+                        output_tokens=None,
+                        error=kind,
+                        error_detail=detail,
+                        http_status=400 if kind == "http_4xx" else None,
+                        scheduled_s=r.arrival_s,
+                    )
+                )
                 continue
             seg = self.segments[i]
             if len(seg) == 2:
-                times = tuple(ends[seg[0]:seg[1]].tolist())
+                times = tuple(ends[seg[0] : seg[1]].tolist())
             else:
-                times = tuple(np.concatenate(
-                    [ends[seg[k]:seg[k + 1]] for k in range(0, len(seg), 2)]).tolist())
-            out.append(RequestRecord(
-                request_id=r.request_id, send_s=r.arrival_s, first_token_s=times[0],
-                end_s=times[-1], chunk_times_s=times, chunk_tokens=(1,) * len(times),
-                input_tokens=r.prompt_tokens, output_tokens=len(times),
-                scheduled_s=r.arrival_s))
+                times = tuple(
+                    np.concatenate(
+                        [ends[seg[k] : seg[k + 1]] for k in range(0, len(seg), 2)]
+                    ).tolist()
+                )
+            out.append(
+                RequestRecord(
+                    request_id=r.request_id,
+                    send_s=r.arrival_s,
+                    first_token_s=times[0],
+                    end_s=times[-1],
+                    chunk_times_s=times,
+                    chunk_tokens=(1,) * len(times),
+                    input_tokens=r.prompt_tokens,
+                    output_tokens=len(times),
+                    scheduled_s=r.arrival_s,
+                )
+            )
         return out
 
     def timings(self) -> list[RequestTiming]:
@@ -301,11 +376,16 @@ class _Timeline:
         for i, r in enumerate(self.requests):
             seg = self.segments[i]
             done = i not in self.errors and bool(seg)
-            out.append(RequestTiming(
-                request_id=r.request_id, arrival_s=r.arrival_s, scheduled_s=self.scheduled_s[i],
-                first_token_s=ends[seg[0]] if seg else None,
-                finished_s=ends[seg[-1] - 1] if done else None,
-                num_preemptions=self.num_preempted[i]))
+            out.append(
+                RequestTiming(
+                    request_id=r.request_id,
+                    arrival_s=r.arrival_s,
+                    scheduled_s=self.scheduled_s[i],
+                    first_token_s=ends[seg[0]] if seg else None,
+                    finished_s=ends[seg[-1] - 1] if done else None,
+                    num_preemptions=self.num_preempted[i],
+                )
+            )
         return out
 
     def series(self) -> EngineSeries:
@@ -315,5 +395,11 @@ class _Timeline:
     def breakdown(self) -> StepBreakdown:
         scale = self.busy_s / self.sampled_s if self.sampled_s else 0.0
         c, m, comm, o = (x * scale for x in self.split)
-        return StepBreakdown(num_steps=len(self.step_end_s), busy_s=self.busy_s, compute_s=c,
-                             memory_s=m, communication_s=comm, overhead_s=o)
+        return StepBreakdown(
+            num_steps=len(self.step_end_s),
+            busy_s=self.busy_s,
+            compute_s=c,
+            memory_s=m,
+            communication_s=comm,
+            overhead_s=o,
+        )

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ui.cli._common import State, version_text
+from slotune.ui.cli._common import State, version_text
 
 app = typer.Typer(
     name="slotune",
@@ -46,8 +46,12 @@ def root(
     ] = None,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True,
-                     help="Print the version and exit."),
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
     ] = False,
 ) -> None:
     """slotune: SLO-driven tuning and monitoring for LLM serving engines."""

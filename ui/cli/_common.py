@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from collector.errors import SlotuneError
+from slotune.collector.errors import SlotuneError
 
 T = TypeVar("T")
 

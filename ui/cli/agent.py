@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 # Library modules are imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load the store, numpy or aiohttp.
@@ -21,40 +21,61 @@ def register(app: typer.Typer) -> None:
 
 def agent(
     ctx: typer.Context,
-    target: Annotated[list[str], typer.Option(
-        "--target", help="KIND=URL, repeatable: vllm=, sglang=, trtllm=, dcgm=, nvml[=fake].")
+    target: Annotated[
+        list[str],
+        typer.Option(
+            "--target", help="KIND=URL, repeatable: vllm=, sglang=, trtllm=, dcgm=, nvml[=fake]."
+        ),
     ] = [],  # noqa: B006 - Typer reads the default, never mutates it
-    targets: Annotated[Path | None, typer.Option(
-        "--targets", help="YAML file of targets with labels and intervals.")] = None,
+    targets: Annotated[
+        Path | None,
+        typer.Option("--targets", help="YAML file of targets with labels and intervals."),
+    ] = None,
     interval: Annotated[str, typer.Option(help="Default scrape interval, e.g. 5s.")] = "5s",
     once: Annotated[bool, typer.Option(help="Scrape every target once, then exit.")] = False,
-    prometheus_port: Annotated[int | None, typer.Option(
-        help="Serve canonical series for Prometheus on this port (e.g. 9464).")] = None,
-    prometheus_host: Annotated[str, typer.Option(
-        help="Address the Prometheus endpoint binds.")] = "127.0.0.1",
-    otlp_endpoint: Annotated[str | None, typer.Option(
-        help="Push OTLP metrics here, e.g. http://127.0.0.1:4318.")] = None,
+    prometheus_port: Annotated[
+        int | None,
+        typer.Option(help="Serve canonical series for Prometheus on this port (e.g. 9464)."),
+    ] = None,
+    prometheus_host: Annotated[
+        str, typer.Option(help="Address the Prometheus endpoint binds.")
+    ] = "127.0.0.1",
+    otlp_endpoint: Annotated[
+        str | None, typer.Option(help="Push OTLP metrics here, e.g. http://127.0.0.1:4318.")
+    ] = None,
     otlp_protocol: Annotated[str, typer.Option(help="http or grpc.")] = "http",
-    spool_dir: Annotated[Path | None, typer.Option(
-        help="Where samples wait while the store is unreachable.")] = None,
+    spool_dir: Annotated[
+        Path | None, typer.Option(help="Where samples wait while the store is unreachable.")
+    ] = None,
     node: Annotated[str | None, typer.Option(help="Node label (default: host name).")] = None,
-    heartbeat: Annotated[str, typer.Option(
-        help="Longest time an unchanged counter/histogram value goes unwritten (0s: write "
-             "every sample).")] = "60s",
+    heartbeat: Annotated[
+        str,
+        typer.Option(
+            help="Longest time an unchanged counter/histogram value goes unwritten (0s: write "
+            "every sample)."
+        ),
+    ] = "60s",
     json: JsonOption = False,
 ) -> None:
     """Scrape engines and GPUs into the store; optionally export via Prometheus and OTLP."""
-    from collector.agent import AgentConfig, run_agent
-    from collector.slo import parse_duration_s
+    from slotune.collector.agent import AgentConfig, run_agent
+    from slotune.collector.slo import parse_duration_s
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
-    logging.getLogger("collector.agent").setLevel(logging.INFO)
+    logging.getLogger("slotune.collector.agent").setLevel(logging.INFO)
     config = AgentConfig(
-        target_args=tuple(target), targets_file=targets,
+        target_args=tuple(target),
+        targets_file=targets,
         interval_s=run(parse_duration_s, interval, field_name="--interval"),
-        db_url=db_url(ctx), prometheus_port=prometheus_port, prometheus_host=prometheus_host,
-        otlp_endpoint=otlp_endpoint, otlp_protocol=otlp_protocol, spool_dir=spool_dir,
-        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"), node=node or "")
+        db_url=db_url(ctx),
+        prometheus_port=prometheus_port,
+        prometheus_host=prometheus_host,
+        otlp_endpoint=otlp_endpoint,
+        otlp_protocol=otlp_protocol,
+        spool_dir=spool_dir,
+        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"),
+        node=node or "",
+    )
     outcomes = run(run_agent, config, once=once)
     if json:
         print_json([o.to_dict() for o in outcomes])
@@ -62,6 +83,12 @@ def agent(
     if once:
         table = Table("target", "up", "samples", "skipped lines", "seconds", "error")
         for o in outcomes:
-            table.add_row(o.target, "yes" if o.is_up else "no", str(o.num_samples),
-                          str(o.num_skipped_lines), f"{o.duration_s:.3f}", o.error)
+            table.add_row(
+                o.target,
+                "yes" if o.is_up else "no",
+                str(o.num_samples),
+                str(o.num_skipped_lines),
+                f"{o.duration_s:.3f}",
+                o.error,
+            )
         console.print(table)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 if TYPE_CHECKING:
-    from collector.bench import BenchConfig, BenchResult
+    from slotune.collector.bench import BenchConfig, BenchResult
 
 # collector.bench is imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load aiohttp, the store (SQLAlchemy, Alembic) or numpy. So --endpoint
@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 # checks that they match).
 EndpointName = Literal["completions", "chat"]
 
-bench_app = typer.Typer(invoke_without_command=True, help=(
-    "Benchmark an OpenAI-compatible server (vLLM, SGLang, TensorRT-LLM, the emulated engine): "
-    "streamed TTFT/ITL/TPOT/E2E, goodput, SLO attainment, max rate. See docs/bench.md."))
+bench_app = typer.Typer(
+    invoke_without_command=True,
+    help=(
+        "Benchmark an OpenAI-compatible server (vLLM, SGLang, TensorRT-LLM, the emulated engine): "
+        "streamed TTFT/ITL/TPOT/E2E, goodput, SLO attainment, max rate. See docs/bench.md."
+    ),
+)
 
 _W = "workload"
 _A = "arrivals"
@@ -35,61 +39,102 @@ _R = "run size"
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
-    url: Annotated[str | None, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")]
-    = None,
-    model: Annotated[str | None, typer.Option(help="Model name (default: first in /v1/models).")]
-    = None,
+    url: Annotated[
+        str | None, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model name (default: first in /v1/models).")
+    ] = None,
     endpoint: Annotated[EndpointName, typer.Option(help="API to call.")] = "completions",
-    workload: Annotated[str | None, typer.Option(help="Bundled trace: azure-code, azure-conv, "
-                        "mooncake-conversation, mooncake-synthetic.", rich_help_panel=_W)] = None,
-    trace: Annotated[Path | None, typer.Option(help="Trace file (canonical JSONL, Azure CSV, "
-                     "Mooncake JSONL).", rich_help_panel=_W)] = None,
-    input_len: Annotated[str | None, typer.Option(help="Synthetic prompt length: 512, "
-                         "uniform:128,1024, normal:512,64, lognormal:6.2,0.8, "
-                         "empirical:azure-conv.", rich_help_panel=_W)] = None,
-    output_len: Annotated[str | None, typer.Option(help="Synthetic output length (same forms).",
-                          rich_help_panel=_W)] = None,
-    shared_prefix: Annotated[int, typer.Option(help="Shared system-prompt tokens.",
-                             rich_help_panel=_W)] = 0,
-    turns: Annotated[int, typer.Option(help="Requests per conversation (prompts grow).",
-                     rich_help_panel=_W)] = 1,
-    rate: Annotated[float | None, typer.Option(help="Requests/s (Poisson; inf = all at once).",
-                    rich_help_panel=_A)] = None,
-    burstiness: Annotated[float, typer.Option(help="Gamma shape: 1 Poisson, <1 burstier.",
-                          rich_help_panel=_A)] = 1.0,
-    concurrency: Annotated[int | None, typer.Option(help="Closed loop: requests in flight.",
-                           rich_help_panel=_A)] = None,
-    trace_timing: Annotated[bool, typer.Option("--trace-timing", rich_help_panel=_A,
-                            help="Send at the trace's timestamps.")] = False,
-    time_scale: Annotated[float, typer.Option(help="Multiply trace gaps (2 = half the rate).",
-                          rich_help_panel=_A)] = 1.0,
-    num_requests: Annotated[int | None, typer.Option(help="Measured requests (default 100).",
-                            rich_help_panel=_R)] = None,
-    duration: Annotated[float | None, typer.Option(help="Measure for S seconds instead.",
-                        rich_help_panel=_R)] = None,
-    warmup: Annotated[int, typer.Option(help="Requests sent first, left out.",
-                      rich_help_panel=_R)] = 0,
-    slo: Annotated[list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")]
-    = None,
-    find_max_rate: Annotated[bool, typer.Option("--find-max-rate", help="Search the highest "
-                             "--rate meeting every --slo.")] = False,
-    max_rate_tolerance: Annotated[float, typer.Option(help="Relative bracket width to stop at.")]
-    = 0.05,
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            help="Bundled trace: azure-code, azure-conv, "
+            "mooncake-conversation, mooncake-synthetic.",
+            rich_help_panel=_W,
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            help="Trace file (canonical JSONL, Azure CSV, Mooncake JSONL).", rich_help_panel=_W
+        ),
+    ] = None,
+    input_len: Annotated[
+        str | None,
+        typer.Option(
+            help="Synthetic prompt length: 512, "
+            "uniform:128,1024, normal:512,64, lognormal:6.2,0.8, "
+            "empirical:azure-conv.",
+            rich_help_panel=_W,
+        ),
+    ] = None,
+    output_len: Annotated[
+        str | None, typer.Option(help="Synthetic output length (same forms).", rich_help_panel=_W)
+    ] = None,
+    shared_prefix: Annotated[
+        int, typer.Option(help="Shared system-prompt tokens.", rich_help_panel=_W)
+    ] = 0,
+    turns: Annotated[
+        int, typer.Option(help="Requests per conversation (prompts grow).", rich_help_panel=_W)
+    ] = 1,
+    rate: Annotated[
+        float | None,
+        typer.Option(help="Requests/s (Poisson; inf = all at once).", rich_help_panel=_A),
+    ] = None,
+    burstiness: Annotated[
+        float, typer.Option(help="Gamma shape: 1 Poisson, <1 burstier.", rich_help_panel=_A)
+    ] = 1.0,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Closed loop: requests in flight.", rich_help_panel=_A)
+    ] = None,
+    trace_timing: Annotated[
+        bool,
+        typer.Option("--trace-timing", rich_help_panel=_A, help="Send at the trace's timestamps."),
+    ] = False,
+    time_scale: Annotated[
+        float, typer.Option(help="Multiply trace gaps (2 = half the rate).", rich_help_panel=_A)
+    ] = 1.0,
+    num_requests: Annotated[
+        int | None, typer.Option(help="Measured requests (default 100).", rich_help_panel=_R)
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="Measure for S seconds instead.", rich_help_panel=_R)
+    ] = None,
+    warmup: Annotated[
+        int, typer.Option(help="Requests sent first, left out.", rich_help_panel=_R)
+    ] = 0,
+    slo: Annotated[
+        list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")
+    ] = None,
+    find_max_rate: Annotated[
+        bool, typer.Option("--find-max-rate", help="Search the highest --rate meeting every --slo.")
+    ] = False,
+    max_rate_tolerance: Annotated[
+        float, typer.Option(help="Relative bracket width to stop at.")
+    ] = 0.05,
     max_rate_steps: Annotated[int, typer.Option(help="Most measurements of the search.")] = 12,
     seed: Annotated[int, typer.Option(help="Seed of lengths, prompts, arrivals.")] = 0,
     timeout: Annotated[float, typer.Option(help="Per-request limit in seconds.")] = 600.0,
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", show_default=False,
-                       help="Bearer token (env OPENAI_API_KEY); never stored or printed.")]
-    = None,
-    tokenizer: Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory "
-                         "for exact prompt lengths.")] = None,
-    ignore_eos: Annotated[bool, typer.Option(help="Send ignore_eos/min_tokens (vLLM, SGLang).")]
-    = True,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OPENAI_API_KEY",
+            show_default=False,
+            help="Bearer token (env OPENAI_API_KEY); never stored or printed.",
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        Path | None,
+        typer.Option(help="Local Hugging Face tokenizer directory for exact prompt lengths."),
+    ] = None,
+    ignore_eos: Annotated[
+        bool, typer.Option(help="Send ignore_eos/min_tokens (vLLM, SGLang).")
+    ] = True,
     stream: Annotated[bool, typer.Option(help="Stream responses (SSE).")] = True,
     name: Annotated[str | None, typer.Option(help="Run name in the store.")] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the run.")] = False,
-    save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")]
-    = None,
+    save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")] = None,
     json: JsonOption = False,
 ) -> None:
     """Run a benchmark (subcommands: compare, list)."""
@@ -98,20 +143,43 @@ def bench(
     if url is None:
         console.print(ctx.get_help())
         raise typer.Exit(code=2)
-    from collector.bench import BenchConfig, Endpoint, run_benchmark
-    from collector.bench.arrivals import arrival_from_flags
-    from collector.bench.persist import check_store, store_run
-    from collector.slo import parse_slos
+    from slotune.collector.bench import BenchConfig, Endpoint, run_benchmark
+    from slotune.collector.bench.arrivals import arrival_from_flags
+    from slotune.collector.bench.persist import check_store, store_run
+    from slotune.collector.slo import parse_slos
 
-    arrival = run(arrival_from_flags, rate=rate, burstiness=burstiness, concurrency=concurrency,
-                  trace_timing=trace_timing, time_scale=time_scale)
-    config = run(BenchConfig, url=url, arrival=arrival, model=model, endpoint=Endpoint(endpoint),
-                 workload=workload, trace_file=str(trace) if trace else None,
-                 input_len=input_len, output_len=output_len, shared_prefix_tokens=shared_prefix,
-                 turns=turns, num_requests=num_requests, duration_s=duration, warmup=warmup,
-                 slos=tuple(run(parse_slos, slo or [])), seed=seed, timeout_s=timeout,
-                 api_key=api_key, tokenizer=str(tokenizer) if tokenizer else None,
-                 stream=stream, ignore_eos=ignore_eos, name=name)
+    arrival = run(
+        arrival_from_flags,
+        rate=rate,
+        burstiness=burstiness,
+        concurrency=concurrency,
+        trace_timing=trace_timing,
+        time_scale=time_scale,
+    )
+    config = run(
+        BenchConfig,
+        url=url,
+        arrival=arrival,
+        model=model,
+        endpoint=Endpoint(endpoint),
+        workload=workload,
+        trace_file=str(trace) if trace else None,
+        input_len=input_len,
+        output_len=output_len,
+        shared_prefix_tokens=shared_prefix,
+        turns=turns,
+        num_requests=num_requests,
+        duration_s=duration,
+        warmup=warmup,
+        slos=tuple(run(parse_slos, slo or [])),
+        seed=seed,
+        timeout_s=timeout,
+        api_key=api_key,
+        tokenizer=str(tokenizer) if tokenizer else None,
+        stream=stream,
+        ignore_eos=ignore_eos,
+        name=name,
+    )
     if not no_store:
         run(check_store, db_url(ctx))
     if find_max_rate:
@@ -126,16 +194,27 @@ def bench(
         _print_run(result, run_id)
 
 
-def _max_rate(ctx: typer.Context, config: BenchConfig, tolerance: float, steps: int,
-              no_store: bool, save: Path | None, json: bool) -> None:
-    from collector.bench.persist import run_name, store_run
-    from collector.bench.render import max_rate_table
-    from collector.bench.search import search_max_rate
+def _max_rate(
+    ctx: typer.Context,
+    config: BenchConfig,
+    tolerance: float,
+    steps: int,
+    no_store: bool,
+    save: Path | None,
+    json: bool,
+) -> None:
+    from slotune.collector.bench.persist import run_name, store_run
+    from slotune.collector.bench.render import max_rate_table
+    from slotune.collector.bench.search import search_max_rate
 
-    found = run(search_max_rate, config, rel_tolerance=tolerance, max_steps=steps,
-                progress=not json)
-    run_ids = [] if no_store else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)")
-                                   for r in found.runs]
+    found = run(
+        search_max_rate, config, rel_tolerance=tolerance, max_steps=steps, progress=not json
+    )
+    run_ids = (
+        []
+        if no_store
+        else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
+    )
     out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}
     _emit(out, save)
     if json:
@@ -150,8 +229,8 @@ def _emit(data: dict[str, Any], save: Path | None) -> None:
 
 
 def _print_run(result: BenchResult, run_id: int | None) -> None:
-    from collector.bench.persist import run_name
-    from collector.bench.render import summary_table
+    from slotune.collector.bench.persist import run_name
+    from slotune.collector.bench.render import summary_table
 
     title = f"{run_name(result)} | {result.config.workload_name}"
     console.print(summary_table(result.summary.to_dict(), title=title))
@@ -167,9 +246,9 @@ def compare_cmd(
     json: JsonOption = False,
 ) -> None:
     """Show two runs side by side with the relative change."""
-    from collector.bench.compare import compare_summaries
-    from collector.bench.persist import resolve_run
-    from collector.bench.render import compare_table
+    from slotune.collector.bench.compare import compare_summaries
+    from slotune.collector.bench.persist import resolve_run
+    from slotune.collector.bench.render import compare_table
 
     a = run(resolve_run, db_url(ctx), run_a)
     b = run(resolve_run, db_url(ctx), run_b)
@@ -183,15 +262,26 @@ def compare_cmd(
 @bench_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List stored benchmark runs, newest first."""
-    from collector.bench.persist import list_runs
-    from collector.bench.render import runs_table
+    from slotune.collector.bench.persist import list_runs
+    from slotune.collector.bench.render import runs_table
 
     infos = run(list_runs, db_url(ctx))
     if json:
-        print_json([{"run_id": i.run_id, "name": i.meta.name, "model": i.meta.model,
-                     "workload": i.meta.workload, "url": i.meta.url,
-                     "started_at": i.meta.started_at, "num_requests": i.num_requests,
-                     "summary": dict(i.summary)} for i in infos])
+        print_json(
+            [
+                {
+                    "run_id": i.run_id,
+                    "name": i.meta.name,
+                    "model": i.meta.model,
+                    "workload": i.meta.workload,
+                    "url": i.meta.url,
+                    "started_at": i.meta.started_at,
+                    "num_requests": i.num_requests,
+                    "summary": dict(i.summary),
+                }
+                for i in infos
+            ]
+        )
         return
     console.print(runs_table(infos))
 

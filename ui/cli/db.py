@@ -6,33 +6,33 @@ from typing import Annotated
 
 import typer
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 # Library modules are imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load the store (SQLAlchemy, Alembic) or numpy.
 
-db_app = typer.Typer(help="Create, upgrade and prune the store (SQLite file or PostgreSQL).",
-                     no_args_is_help=True)
+db_app = typer.Typer(
+    help="Create, upgrade and prune the store (SQLite file or PostgreSQL).", no_args_is_help=True
+)
 
 
 @db_app.command("upgrade")
 def upgrade_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Create the schema or migrate it to this slotune's revision."""
-    from collector.store import schema_status, upgrade
+    from slotune.collector.store import schema_status, upgrade
 
     revision = run(upgrade, db_url(ctx))
     status = run(schema_status, db_url(ctx))
     if json:
         print_json(status.to_dict())
     else:
-        console.print(f"{status.url}: schema at revision {revision} (up to date)",
-                      highlight=False)
+        console.print(f"{status.url}: schema at revision {revision} (up to date)", highlight=False)
 
 
 @db_app.command("current")
 def current_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Show the database's schema revision and the one this slotune expects."""
-    from collector.store import schema_status
+    from slotune.collector.store import schema_status
 
     status = run(schema_status, db_url(ctx))
     if json:
@@ -41,27 +41,40 @@ def current_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     state = "up to date" if status.is_current else "run `slotune db upgrade`"
     if status.current is not None and not status.is_current:
         state = "differs from this slotune"
-    console.print(f"{status.url}: revision {status.current or 'none'}, expected "
-                  f"{status.head} ({state})", highlight=False)
+    console.print(
+        f"{status.url}: revision {status.current or 'none'}, expected {status.head} ({state})",
+        highlight=False,
+    )
 
 
 @db_app.command("prune")
 def prune_cmd(
     ctx: typer.Context,
-    older_than: Annotated[str, typer.Option(
-        "--older-than", help="Delete samples and alert events older than this (e.g. 30d).")],
-    rollup_after: Annotated[str | None, typer.Option(
-        "--rollup-after", help="Also roll samples older than this up to 1-minute points "
-        "(e.g. 2d).")] = None,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than", help="Delete samples and alert events older than this (e.g. 30d)."
+        ),
+    ],
+    rollup_after: Annotated[
+        str | None,
+        typer.Option(
+            "--rollup-after",
+            help="Also roll samples older than this up to 1-minute points (e.g. 2d).",
+        ),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Delete old telemetry and roll up older samples; runs, SLOs and studies are kept."""
-    from collector.slo import parse_duration_s
-    from collector.store import open_store, prune, rollup
+    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.store import open_store, prune, rollup
 
     older_s = run(parse_duration_s, older_than, field_name="--older-than")
-    after_s = None if rollup_after is None else run(parse_duration_s, rollup_after,
-                                                    field_name="--rollup-after")
+    after_s = (
+        None
+        if rollup_after is None
+        else run(parse_duration_s, rollup_after, field_name="--rollup-after")
+    )
     with run(open_store, db_url(ctx)) as store:
         report = {"pruned": run(prune, store, older_s).to_dict()}
         if after_s is not None:
@@ -70,8 +83,9 @@ def prune_cmd(
         print_json(report)
         return
     for action, counts in report.items():
-        console.print(f"{action}: " + ", ".join(f"{n} {k}" for k, n in counts.items()),
-                      highlight=False)
+        console.print(
+            f"{action}: " + ", ".join(f"{n} {k}" for k, n in counts.items()), highlight=False
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from ui.cli._common import run
+from slotune.ui.cli._common import run
 
 
 def register(app: typer.Typer) -> None:
     @app.command(
         "emulate",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                          "help_option_names": []},
+        context_settings={
+            "allow_extra_args": True,
+            "ignore_unknown_options": True,
+            "help_option_names": [],
+        },
         add_help_option=False,
     )
     def emulate(ctx: typer.Context) -> None:
@@ -20,6 +23,6 @@ def register(app: typer.Typer) -> None:
         Example: slotune emulate --model llama-3.1-8b --gpu h100-sxm --port 8000
         --max-num-seqs 64 --enable-prefix-caching. Run `slotune emulate --help` for every flag.
         """
-        from tuner.sim.emulate import serve
+        from slotune.tuner.sim.emulate import serve
 
         run(serve, ctx.args)

@@ -8,16 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 if TYPE_CHECKING:
-    from collector.agent import TargetMetricsSummary
+    from slotune.collector.agent import TargetMetricsSummary
 
 # Library modules are imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load the store, numpy or aiohttp.
 
-metrics_app = typer.Typer(help="Read back what agents stored (see docs/agent.md).",
-                          no_args_is_help=True)
+metrics_app = typer.Typer(
+    help="Read back what agents stored (see docs/agent.md).", no_args_is_help=True
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,9 +33,9 @@ def summary_cmd(
     json: JsonOption = False,
 ) -> None:
     """Percentiles from bucket deltas, throughput, queue, KV, prefix hits, VRAM, power."""
-    from collector.agent import summarize_metrics
-    from collector.slo import parse_duration_s
-    from collector.store import open_store
+    from slotune.collector.agent import summarize_metrics
+    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.store import open_store
 
     window_s = run(parse_duration_s, window, field_name="--window")
     with run(open_store, db_url(ctx)) as store:
@@ -86,5 +87,5 @@ def _pct(v: float | None) -> str:
 def _gib(used: float | None, total: float | None) -> str:
     if used is None:
         return "-"
-    gib = 1024.0 ** 3
+    gib = 1024.0**3
     return f"{used / gib:.1f}" + ("" if total is None else f"/{total / gib:.1f}")

@@ -11,11 +11,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperCommand
 
-from ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
+from slotune.ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
 
 if TYPE_CHECKING:
-    from tuner.sim import SimResult
-    from tuner.sim.simulator import ProgressCallback
+    from slotune.tuner.sim import SimResult
+    from slotune.tuner.sim.simulator import ProgressCallback
 
 # The simulator is imported inside the command: importing tuner.sim loads numpy and the
 # catalogs, which building the CLI (every slotune run, shell completion) must not do.
@@ -30,11 +30,13 @@ class _SimCommand(TyperCommand):
 
     @property
     def epilog(self) -> str | None:
-        from tuner.sim import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
+        from slotune.tuner.sim import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
 
-        return (f"{VLLM_FLAGS_HELP}\n\n{TRTLLM_FLAGS_HELP}\n\nExample: slotune sim --model "
-                "llama-3.1-8b --gpu h100-sxm --workload azure-conv --max-num-seqs 128 "
-                "--slo ttft:p99<=500ms --json. See docs/simulator.md.")
+        return (
+            f"{VLLM_FLAGS_HELP}\n\n{TRTLLM_FLAGS_HELP}\n\nExample: slotune sim --model "
+            "llama-3.1-8b --gpu h100-sxm --workload azure-conv --max-num-seqs 128 "
+            "--slo ttft:p99<=500ms --json. See docs/simulator.md."
+        )
 
     @epilog.setter
     def epilog(self, value: str | None) -> None:
@@ -49,38 +51,63 @@ def register(app: typer.Typer) -> None:
     )
     def sim(
         ctx: typer.Context,
-        model: Annotated[str | None, typer.Option(help="Catalog model id (--list-models).")]
-        = None,
+        model: Annotated[str | None, typer.Option(help="Catalog model id (--list-models).")] = None,
         gpu: Annotated[str | None, typer.Option(help="Catalog GPU id (--list-gpus).")] = None,
         engine: Annotated[str, typer.Option(help="Engine to mirror: vllm or trtllm.")] = "vllm",
-        workload: Annotated[str | None, typer.Option(help="Bundled trace: azure-code, "
-                            "azure-conv, mooncake-conversation, mooncake-synthetic.",
-                            rich_help_panel=_W)] = None,
-        trace: Annotated[Path | None, typer.Option(help="Trace file (canonical JSONL, Azure "
-                         "CSV, Mooncake JSONL).", rich_help_panel=_W)] = None,
-        input_len: Annotated[str | None, typer.Option(help="Synthetic prompt lengths: 512, "
-                             "uniform:128,1024, normal:512,64, lognormal:6.2,0.8.",
-                             rich_help_panel=_W)] = None,
-        output_len: Annotated[str | None, typer.Option(help="Synthetic output lengths.",
-                              rich_help_panel=_W)] = None,
-        rate: Annotated[float | None, typer.Option(help="Poisson arrivals at R req/s.",
-                        rich_help_panel=_W)] = None,
-        time_scale: Annotated[float | None, typer.Option(help="Multiply the trace's gaps "
-                              "(2 = half the rate).", rich_help_panel=_W)] = None,
-        num_requests: Annotated[int | None, typer.Option(help="First N requests "
-                                "(synthetic: how many, default 1000).", rich_help_panel=_W)]
-        = None,
-        slo: Annotated[list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms "
-                       "(repeat).")] = None,
+        workload: Annotated[
+            str | None,
+            typer.Option(
+                help="Bundled trace: azure-code, "
+                "azure-conv, mooncake-conversation, mooncake-synthetic.",
+                rich_help_panel=_W,
+            ),
+        ] = None,
+        trace: Annotated[
+            Path | None,
+            typer.Option(
+                help="Trace file (canonical JSONL, Azure CSV, Mooncake JSONL).", rich_help_panel=_W
+            ),
+        ] = None,
+        input_len: Annotated[
+            str | None,
+            typer.Option(
+                help="Synthetic prompt lengths: 512, "
+                "uniform:128,1024, normal:512,64, lognormal:6.2,0.8.",
+                rich_help_panel=_W,
+            ),
+        ] = None,
+        output_len: Annotated[
+            str | None, typer.Option(help="Synthetic output lengths.", rich_help_panel=_W)
+        ] = None,
+        rate: Annotated[
+            float | None, typer.Option(help="Poisson arrivals at R req/s.", rich_help_panel=_W)
+        ] = None,
+        time_scale: Annotated[
+            float | None,
+            typer.Option(help="Multiply the trace's gaps (2 = half the rate).", rich_help_panel=_W),
+        ] = None,
+        num_requests: Annotated[
+            int | None,
+            typer.Option(
+                help="First N requests (synthetic: how many, default 1000).", rich_help_panel=_W
+            ),
+        ] = None,
+        slo: Annotated[
+            list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")
+        ] = None,
         seed: Annotated[int, typer.Option(help="Seed of synthetic lengths and arrivals.")] = 0,
-        catalog: Annotated[list[Path] | None, typer.Option(help="Extra GPU/model catalog YAML "
-                           "(repeat).")] = None,
-        series: Annotated[bool, typer.Option("--series", help="Add the engine time series to "
-                          "the JSON.")] = False,
-        gpus: Annotated[bool, typer.Option("--list-gpus", help="List known GPUs and exit.")]
-        = False,
-        models: Annotated[bool, typer.Option("--list-models", help="List known models and "
-                          "exit.")] = False,
+        catalog: Annotated[
+            list[Path] | None, typer.Option(help="Extra GPU/model catalog YAML (repeat).")
+        ] = None,
+        series: Annotated[
+            bool, typer.Option("--series", help="Add the engine time series to the JSON.")
+        ] = False,
+        gpus: Annotated[
+            bool, typer.Option("--list-gpus", help="List known GPUs and exit.")
+        ] = False,
+        models: Annotated[
+            bool, typer.Option("--list-models", help="List known models and exit.")
+        ] = False,
         json_: JsonOption = False,
     ) -> None:
         """Simulate a vLLM / TensorRT-LLM engine serving a workload, in seconds on a CPU.
@@ -88,10 +115,10 @@ def register(app: typer.Typer) -> None:
         Engine flags take the engine's own names, e.g. --max-num-seqs 128
         --no-enable-prefix-caching.
         """
-        from collector.slo import parse_slos
-        from tuner.sim import parse_engine_flags, simulate
-        from tuner.sim.catalog import load_catalog_file
-        from tuner.sim.simulator import load_workload
+        from slotune.collector.slo import parse_slos
+        from slotune.tuner.sim import parse_engine_flags, simulate
+        from slotune.tuner.sim.catalog import load_catalog_file
+        from slotune.tuner.sim.simulator import load_workload
 
         with cli_errors():
             for path in catalog or ():
@@ -100,9 +127,16 @@ def register(app: typer.Typer) -> None:
                 _print_catalog(gpus=gpus, as_json=json_)
                 return
             config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-            trace_ = load_workload(workload=workload, trace_file=trace, input_len=input_len,
-                                   output_len=output_len, num_requests=num_requests, rate=rate,
-                                   time_scale=time_scale, seed=seed)
+            trace_ = load_workload(
+                workload=workload,
+                trace_file=trace,
+                input_len=input_len,
+                output_len=output_len,
+                num_requests=num_requests,
+                rate=rate,
+                time_scale=time_scale,
+                seed=seed,
+            )
             slos = parse_slos(slo or [])
             show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
             with _ProgressBar(show_progress) as callback:
@@ -117,9 +151,18 @@ class _ProgressBar:
     """A transient progress bar on stderr, or nothing."""
 
     def __init__(self, enabled: bool) -> None:
-        self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=err_console, transient=True
-                             ) if enabled else None
+        self._bar = (
+            Progress(
+                TextColumn("simulating"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            )
+            if enabled
+            else None
+        )
 
     def __enter__(self) -> ProgressCallback | None:
         if self._bar is None:
@@ -135,14 +178,17 @@ class _ProgressBar:
 
 
 def _render(result: SimResult) -> None:
-    from collector.bench.render import summary_table
+    from slotune.collector.bench.render import summary_table
 
     for line in result.kv_log:
         console.print(f"[dim]{line}[/]", highlight=False)
     summary = result.summary.to_dict()
     params = result.config
-    console.print(summary_table(summary, title=f"simulated {params['engine']}: "
-                                f"{params['model']} on {params['gpu']}"))
+    console.print(
+        summary_table(
+            summary, title=f"simulated {params['engine']}: {params['model']} on {params['gpu']}"
+        )
+    )
     engine = Table.grid(padding=(0, 2))
     engine.add_column()
     engine.add_column(justify="right")
@@ -152,16 +198,20 @@ def _render(result: SimResult) -> None:
         ("preemptions", str(summary["preemptions"])),
         ("KV blocks / tokens", f"{summary['kv_blocks']:,} / {summary['kv_tokens']:,}"),
         ("engine steps", f"{split['num_steps']:,}"),
-        ("step time compute / memory / comm / overhead",
-         " / ".join(f"{split[k]:.0%}" for k in ("compute_frac", "memory_frac",
-                                                   "communication_frac", "overhead_frac"))),
+        (
+            "step time compute / memory / comm / overhead",
+            " / ".join(
+                f"{split[k]:.0%}"
+                for k in ("compute_frac", "memory_frac", "communication_frac", "overhead_frac")
+            ),
+        ),
     ):
         engine.add_row(label, value)
     console.print(engine)
 
 
 def _print_catalog(*, gpus: bool, as_json: bool) -> None:
-    from tuner.sim.catalog import list_gpus, list_models
+    from slotune.tuner.sim.catalog import list_gpus, list_models
 
     entries: list[Any] = list_gpus() if gpus else list_models()
     if as_json:
@@ -172,16 +222,26 @@ def _print_catalog(*, gpus: bool, as_json: bool) -> None:
         for col in ("id", "name", "memory (GiB)", "HBM (TB/s)", "bf16 TFLOP/s", "fp8 TFLOP/s"):
             table.add_column(col)
         for g in entries:
-            table.add_row(g.id, g.name, f"{g.mem_bytes / 2**30:.0f}",
-                          f"{g.mem_bw_bytes_s / 1e12:.2f}", f"{g.bf16_flops / 1e12:.0f}",
-                          f"{g.fp8_flops / 1e12:.0f}")
+            table.add_row(
+                g.id,
+                g.name,
+                f"{g.mem_bytes / 2**30:.0f}",
+                f"{g.mem_bw_bytes_s / 1e12:.2f}",
+                f"{g.bf16_flops / 1e12:.0f}",
+                f"{g.fp8_flops / 1e12:.0f}",
+            )
     else:
-        for col in ("id", "hf name", "params (B)", "layers", "heads / kv", "experts",
-                    "max len"):
+        for col in ("id", "hf name", "params (B)", "layers", "heads / kv", "experts", "max len"):
             table.add_column(col)
         for m in entries:
             experts = f"{m.num_active_experts}/{m.num_experts}" if m.num_experts else "-"
-            table.add_row(m.id, m.hf_name, f"{m.num_params / 1e9:.1f}", str(m.num_layers),
-                          f"{m.num_heads}/{m.num_kv_heads}", experts,
-                          f"{m.max_position_embeddings:,}")
+            table.add_row(
+                m.id,
+                m.hf_name,
+                f"{m.num_params / 1e9:.1f}",
+                str(m.num_layers),
+                f"{m.num_heads}/{m.num_kv_heads}",
+                experts,
+                f"{m.max_position_embeddings:,}",
+            )
     console.print(table)

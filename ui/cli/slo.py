@@ -8,16 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 if TYPE_CHECKING:
-    from collector.slo import SLO
+    from slotune.collector.slo import SLO
 
 # Library modules are imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load the store (SQLAlchemy, Alembic) or numpy.
 
-slo_app = typer.Typer(help="Declare service-level objectives (see docs/slo.md).",
-                      no_args_is_help=True)
+slo_app = typer.Typer(
+    help="Declare service-level objectives (see docs/slo.md).", no_args_is_help=True
+)
 
 
 @slo_app.command("apply")
@@ -27,8 +28,8 @@ def apply_cmd(
     json: JsonOption = False,
 ) -> None:
     """Create or replace the SLOs of a YAML file (all of them or none)."""
-    from collector.slo import load_slo_file
-    from collector.store import open_store, save_slos
+    from slotune.collector.slo import load_slo_file
+    from slotune.collector.store import open_store, save_slos
 
     slos = run(load_slo_file, file)
     with run(open_store, db_url(ctx)) as store:
@@ -36,14 +37,15 @@ def apply_cmd(
     if json:
         print_json([s.to_dict() for s in slos])
     else:
-        console.print(f"applied {len(slos)} SLO(s): {', '.join(s.name for s in slos)}",
-                      highlight=False)
+        console.print(
+            f"applied {len(slos)} SLO(s): {', '.join(s.name for s in slos)}", highlight=False
+        )
 
 
 @slo_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the stored SLOs."""
-    from collector.store import list_slos, open_store
+    from slotune.collector.store import list_slos, open_store
 
     with run(open_store, db_url(ctx)) as store:
         slos = run(list_slos, store)
@@ -56,14 +58,19 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     table.add_column("selector")
     table.add_column("description")
     for s in slos:
-        table.add_row(s.name, s.spec, _objective(s), f"{s.window_s / 86400:g}d",
-                      ", ".join(f"{k}={v}" for k, v in s.selector.as_dict().items()),
-                      s.description)
+        table.add_row(
+            s.name,
+            s.spec,
+            _objective(s),
+            f"{s.window_s / 86400:g}d",
+            ", ".join(f"{k}={v}" for k, v in s.selector.as_dict().items()),
+            s.description,
+        )
     console.print(table)
 
 
 def _objective(slo: SLO) -> str:
-    from collector.slo import SLI
+    from slotune.collector.slo import SLI
 
     if slo.sli is SLI.ERROR_RATE:
         return f"{slo.objective * 100:g}% ok"
@@ -76,7 +83,7 @@ def delete_cmd(
     name: Annotated[str, typer.Argument(help="Name of the SLO to delete.")],
 ) -> None:
     """Delete one SLO by name."""
-    from collector.store import delete_slo, open_store
+    from slotune.collector.store import delete_slo, open_store
 
     with run(open_store, db_url(ctx)) as store:
         run(delete_slo, store, name)

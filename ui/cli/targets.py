@@ -7,7 +7,7 @@ import time
 import typer
 from rich.table import Table
 
-from ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 # The store is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load SQLAlchemy and Alembic.
@@ -22,15 +22,27 @@ def register(app: typer.Typer) -> None:
 @targets_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the registered targets with their labels and when they were last seen."""
-    from collector.store import list_targets, open_store
+    from slotune.collector.store import list_targets, open_store
 
     with run(open_store, db_url(ctx)) as store:
         targets = run(list_targets, store)
     if json:
-        print_json([{"name": t.name, "kind": t.kind, "url": t.url, "labels": dict(t.labels),
-                     "node": t.node, "pool": t.pool, "model": t.model,
-                     "created_at": t.created_at, "last_seen_at": t.last_seen_at}
-                    for t in targets])
+        print_json(
+            [
+                {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "url": t.url,
+                    "labels": dict(t.labels),
+                    "node": t.node,
+                    "pool": t.pool,
+                    "model": t.model,
+                    "created_at": t.created_at,
+                    "last_seen_at": t.last_seen_at,
+                }
+                for t in targets
+            ]
+        )
         return
     table = Table("name", "kind", "url", "node", "pool", "model", "last seen")
     now = time.time()

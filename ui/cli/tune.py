@@ -10,26 +10,36 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
 
 if TYPE_CHECKING:
-    from tuner import StudyProgress
+    from slotune.tuner import StudyProgress
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
 
-app = typer.Typer(help="Search engine parameters that serve the most traffic within the SLOs.",
-                  no_args_is_help=False, invoke_without_command=True)
+app = typer.Typer(
+    help="Search engine parameters that serve the most traffic within the SLOs.",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
 
 Name = Annotated[str, typer.Argument(help="Study name.")]
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[tuple[Callable[[StudyProgress], None],
-                                               Callable[[str], None]]]:
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=err_console,
-                   disable=not enabled)
+def _progress(
+    enabled: bool,
+) -> Iterator[tuple[Callable[[StudyProgress], None], Callable[[str], None]]]:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[best]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not enabled,
+    )
     task = bar.add_task("trials", total=None, best="")
 
     def on_progress(p: StudyProgress) -> None:
@@ -50,79 +60,120 @@ def tune_command(
     engine: Annotated[str, typer.Option(help="vllm | trtllm")] = "vllm",
     model: Annotated[str, typer.Option(help="Catalog model id.")] = "llama-3.1-8b",
     gpu: Annotated[str, typer.Option(help="Catalog GPU id.")] = "h100-sxm",
-    workload: Annotated[str | None, typer.Option(help="Named workload (azure-conv, ...).")
-                        ] = None,
-    trace: Annotated[str | None, typer.Option(help="Trace file (JSONL / Azure CSV / "
-                                              "Mooncake).")] = None,
-    rate: Annotated[float | None, typer.Option(help="Offered rate req/s (default: trace "
-                                               "timestamps; capacity: where the search starts)."
-                                               )] = None,
-    slo: Annotated[list[str] | None, typer.Option(help="SLO, repeatable: 'ttft:p99<=500ms'.")
-                   ] = None,
-    objective: Annotated[str, typer.Option(help="capacity | goodput | throughput | pareto")
-                         ] = "capacity",
-    trials: Annotated[int, typer.Option(help="Completed trials to run (trial 0 = default).")
-                      ] = 30,
+    workload: Annotated[str | None, typer.Option(help="Named workload (azure-conv, ...).")] = None,
+    trace: Annotated[
+        str | None, typer.Option(help="Trace file (JSONL / Azure CSV / Mooncake).")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="Offered rate req/s (default: trace "
+            "timestamps; capacity: where the search starts)."
+        ),
+    ] = None,
+    slo: Annotated[
+        list[str] | None, typer.Option(help="SLO, repeatable: 'ttft:p99<=500ms'.")
+    ] = None,
+    objective: Annotated[
+        str, typer.Option(help="capacity | goodput | throughput | pareto")
+    ] = "capacity",
+    trials: Annotated[int, typer.Option(help="Completed trials to run (trial 0 = default).")] = 30,
     study: Annotated[str | None, typer.Option(help="Study name (default: generated).")] = None,
     workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
-    command: Annotated[str | None, typer.Option(help="Launch template with {model} {port} "
-                                                "{gpu} {engine_args}.")] = None,
+    command: Annotated[
+        str | None, typer.Option(help="Launch template with {model} {port} {gpu} {engine_args}.")
+    ] = None,
     endpoint: Annotated[str | None, typer.Option(help="Attach backend: base URL.")] = None,
     space: Annotated[str | None, typer.Option(help="Search-space YAML file.")] = None,
-    param: Annotated[list[str] | None, typer.Option(help="NAME=SPEC override, repeatable: "
-                                                    "max_num_seqs=64,128 | x=0.8..0.95 | "
-                                                    "x=512..8192:pow2 | x=4 | x=-")] = None,
-    prescreen: Annotated[str | None, typer.Option(help="'sim': simulated study first.")
-                         ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=SPEC override, repeatable: "
+            "max_num_seqs=64,128 | x=0.8..0.95 | "
+            "x=512..8192:pow2 | x=4 | x=-"
+        ),
+    ] = None,
+    prescreen: Annotated[str | None, typer.Option(help="'sim': simulated study first.")] = None,
     prescreen_k: Annotated[int, typer.Option(help="Prescreened configs to seed.")] = 3,
     recheck: Annotated[int, typer.Option(help="Re-measure the best K configs (0: off).")] = 3,
-    time_scale: Annotated[float, typer.Option(help="Emulated-engine speed-up (launch).")
-                          ] = 1.0,
-    num_requests: Annotated[int | None, typer.Option(help="First N requests of the trace.")
-                            ] = None,
-    sampler: Annotated[str, typer.Option(help="tpe (slotune's own, see docs/tune.md) | "
-                                         "optuna-tpe | gp | random")] = "tpe",
+    time_scale: Annotated[float, typer.Option(help="Emulated-engine speed-up (launch).")] = 1.0,
+    num_requests: Annotated[int | None, typer.Option(help="First N requests of the trace.")] = None,
+    sampler: Annotated[
+        str, typer.Option(help="tpe (slotune's own, see docs/tune.md) | optuna-tpe | gp | random")
+    ] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler and arrival seed.")] = 0,
-    heartbeat: Annotated[int, typer.Option(help="Worker heartbeat (s); a trial silent for 3x "
-                                           "this is failed and retried.")] = 10,
+    heartbeat: Annotated[
+        int,
+        typer.Option(
+            help="Worker heartbeat (s); a trial silent for 3x this is failed and retried."
+        ),
+    ] = 10,
     as_json: JsonOption = False,
 ) -> None:
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
-    from tuner import RunOptions, spec_from_options, tune_study
+    from slotune.tuner import RunOptions, spec_from_options, tune_study
 
-    spec = run(spec_from_options, name=study, backend=backend, engine=engine, model=model,
-               gpu=gpu, workload=workload, trace_file=trace, slos=slo or [],
-               objective=objective, trials=trials, rate=rate, num_requests=num_requests,
-               command=command, endpoint=endpoint, time_scale=time_scale, space_file=space,
-               params=param or [], seed=seed, sampler=sampler, prescreen=prescreen,
-               heartbeat_s=heartbeat)
-    options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0,
-                         recheck_k=recheck)
+    spec = run(
+        spec_from_options,
+        name=study,
+        backend=backend,
+        engine=engine,
+        model=model,
+        gpu=gpu,
+        workload=workload,
+        trace_file=trace,
+        slos=slo or [],
+        objective=objective,
+        trials=trials,
+        rate=rate,
+        num_requests=num_requests,
+        command=command,
+        endpoint=endpoint,
+        time_scale=time_scale,
+        space_file=space,
+        params=param or [],
+        seed=seed,
+        sampler=sampler,
+        prescreen=prescreen,
+        heartbeat_s=heartbeat,
+    )
+    options = RunOptions(
+        workers=workers, prescreen_k=prescreen_k if prescreen else 0, recheck_k=recheck
+    )
     with _progress(not as_json) as (on_progress, on_phase):
         report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
 
 
 @app.command("resume")
-def resume_command(ctx: typer.Context, name: Name,
-                   workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
-                   recheck: Annotated[int, typer.Option(help="Re-check the best K.")] = 3,
-                   as_json: JsonOption = False) -> None:
+def resume_command(
+    ctx: typer.Context,
+    name: Name,
+    workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
+    recheck: Annotated[int, typer.Option(help="Re-check the best K.")] = 3,
+    as_json: JsonOption = False,
+) -> None:
     """Continue a killed or unfinished study up to its trial target."""
-    from tuner import RunOptions, resume_study
+    from slotune.tuner import RunOptions, resume_study
 
     with _progress(not as_json) as (on_progress, on_phase):
-        report = run(resume_study, name, db_url(ctx),
-                     RunOptions(workers=workers, recheck_k=recheck), on_progress, on_phase)
+        report = run(
+            resume_study,
+            name,
+            db_url(ctx),
+            RunOptions(workers=workers, recheck_k=recheck),
+            on_progress,
+            on_phase,
+        )
     _render(report, as_json)
 
 
 @app.command("show")
 def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) -> None:
     """Trials, best vs default, Pareto front and parameter importance of a study."""
-    from tuner import show_study
+    from slotune.tuner import show_study
 
     report = run(show_study, name, db_url(ctx))
     if as_json:
@@ -133,11 +184,13 @@ def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) ->
 
 
 @app.command("export")
-def export_command(ctx: typer.Context, name: Name,
-                   fmt: Annotated[str, typer.Option("--format", help="vllm | trtllm")] = "vllm"
-                   ) -> None:
+def export_command(
+    ctx: typer.Context,
+    name: Name,
+    fmt: Annotated[str, typer.Option("--format", help="vllm | trtllm")] = "vllm",
+) -> None:
     """Print the best configuration as a `vllm serve` command or `trtllm-serve` YAML."""
-    from tuner import export_study
+    from slotune.tuner import export_study
 
     typer.echo(run(export_study, name, db_url(ctx), fmt), nl=False)
 
@@ -145,18 +198,28 @@ def export_command(ctx: typer.Context, name: Name,
 @app.command("list")
 def list_command(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Stored studies, newest first."""
-    from tuner import list_studies_report
+    from slotune.tuner import list_studies_report
 
     rows = run(list_studies_report, db_url(ctx))
     if as_json:
         print_json(rows)
         return
-    table = Table("name", "status", "backend", "engine", "model", "gpu", "objective", "trials",
-                  "best", "gain")
+    table = Table(
+        "name", "status", "backend", "engine", "model", "gpu", "objective", "trials", "best", "gain"
+    )
     for r in rows:
-        table.add_row(r["name"], r["status"], r["backend"], r["engine"], r["model"], r["gpu"],
-                      r["objective"], str(r["trials"] or 0), _num(r["best_value"]),
-                      _gain(r["gain"]))
+        table.add_row(
+            r["name"],
+            r["status"],
+            r["backend"],
+            r["engine"],
+            r["model"],
+            r["gpu"],
+            r["objective"],
+            str(r["trials"] or 0),
+            _num(r["best_value"]),
+            _gain(r["gain"]),
+        )
     console.print(table)
 
 
@@ -173,9 +236,14 @@ def _trials_table(details: list[dict[str, Any]]) -> Table:
     for t in details:
         vals = t["values"] or []
         shown = t["failure"] or " ".join(f"{k}={v}" for k, v in t["params"].items())
-        table.add_row(str(t["number"]), t["state"], t["source"],
-                      " / ".join(_num(v) for v in vals), "yes" if t["feasible"] else "no",
-                      shown)
+        table.add_row(
+            str(t["number"]),
+            t["state"],
+            t["source"],
+            " / ".join(_num(v) for v in vals),
+            "yes" if t["feasible"] else "no",
+            shown,
+        )
     return table
 
 
@@ -185,24 +253,34 @@ def _render(report: dict[str, Any], as_json: bool) -> None:
         return
     unit = report["value_names"][0]
     best, default = report["best"], report["default"]
-    console.print(f"[bold]{report['name']}[/]: {report['trials']} trials, "
-                  f"{report['feasible']} feasible, {report['failed']} failed to run; "
-                  f"SLOs {', '.join(report['slos'])}")
+    console.print(
+        f"[bold]{report['name']}[/]: {report['trials']} trials, "
+        f"{report['feasible']} feasible, {report['failed']} failed to run; "
+        f"SLOs {', '.join(report['slos'])}"
+    )
     if default:
-        console.print(f"default  ({unit}): {_num(default['value'])}"
-                      + ("" if default["feasible"] else "  [red](breaks an SLO)[/]"))
+        console.print(
+            f"default  ({unit}): {_num(default['value'])}"
+            + ("" if default["feasible"] else "  [red](breaks an SLO)[/]")
+        )
     if best:
-        console.print(f"best     ({unit}): {_num(best['value'])}  trial {best['number']}"
-                      + ("  (worst of re-runs)" if best.get("robust") else ""))
+        console.print(
+            f"best     ({unit}): {_num(best['value'])}  trial {best['number']}"
+            + ("  (worst of re-runs)" if best.get("robust") else "")
+        )
         console.print("         " + " ".join(f"{k}={v}" for k, v in best["params"].items()))
-    console.print(f"gain over default: {_gain(report['gain'])}"
-                  + (f"  ({report['gain_note']})" if report["gain_note"] else ""))
+    console.print(
+        f"gain over default: {_gain(report['gain'])}"
+        + (f"  ({report['gain_note']})" if report["gain_note"] else "")
+    )
     if report.get("pareto_front"):
         console.print(f"Pareto front: {len(report['pareto_front'])} configurations")
     if report.get("prescreen"):
         p = report["prescreen"]
-        console.print(f"prescreen: seeded {p['seeded']} configs from {p['study']}; "
-                      f"trials saved (estimate): {p.get('trials_saved')}")
+        console.print(
+            f"prescreen: seeded {p['seeded']} configs from {p['study']}; "
+            f"trials saved (estimate): {p.get('trials_saved')}"
+        )
     if report["importance"]:
         top = sorted(report["importance"].items(), key=lambda kv: -kv[1])[:4]
         console.print("importance: " + ", ".join(f"{k} {v:.2f}" for k, v in top))

@@ -66,8 +66,14 @@ def data_text(name: str) -> str:
 TTFT_BOUNDS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 
 
-def vllm_exposition(ttft_per_bucket: list[int], *, generation_tokens: float = 0.0,
-                    waiting: float = 0.0, kv_usage: float = 0.0, model: str = "m") -> str:
+def vllm_exposition(
+    ttft_per_bucket: list[int],
+    *,
+    generation_tokens: float = 0.0,
+    waiting: float = 0.0,
+    kv_usage: float = 0.0,
+    model: str = "m",
+) -> str:
     """A small vLLM V1 exposition: TTFT histogram (counts per bucket, last one is +Inf),
     generation tokens, waiting requests, KV usage."""
     labels = f'engine="0",model_name="{model}"'
@@ -76,18 +82,22 @@ def vllm_exposition(ttft_per_bucket: list[int], *, generation_tokens: float = 0.
     for le, n in zip((*TTFT_BOUNDS, "+Inf"), ttft_per_bucket, strict=True):
         cumulative += n
         lines.append(f'vllm:time_to_first_token_seconds_bucket{{{labels},le="{le}"}} {cumulative}')
-    lines += [f"vllm:time_to_first_token_seconds_count{{{labels}}} {cumulative}",
-              f"vllm:time_to_first_token_seconds_sum{{{labels}}} {0.05 * cumulative}",
-              "# TYPE vllm:generation_tokens_total counter",
-              f"vllm:generation_tokens_total{{{labels}}} {generation_tokens}",
-              "# TYPE vllm:num_requests_waiting gauge",
-              f"vllm:num_requests_waiting{{{labels}}} {waiting}",
-              "# TYPE vllm:kv_cache_usage_perc gauge",
-              f"vllm:kv_cache_usage_perc{{{labels}}} {kv_usage}"]
+    lines += [
+        f"vllm:time_to_first_token_seconds_count{{{labels}}} {cumulative}",
+        f"vllm:time_to_first_token_seconds_sum{{{labels}}} {0.05 * cumulative}",
+        "# TYPE vllm:generation_tokens_total counter",
+        f"vllm:generation_tokens_total{{{labels}}} {generation_tokens}",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f"vllm:num_requests_waiting{{{labels}}} {waiting}",
+        "# TYPE vllm:kv_cache_usage_perc gauge",
+        f"vllm:kv_cache_usage_perc{{{labels}}} {kv_usage}",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def models_json(model: str) -> tuple[str, str]:
     """An OpenAI /v1/models body."""
-    return f'{{"object": "list", "data": [{{"id": "{model}", "object": "model"}}]}}', \
-        "application/json"
+    return (
+        f'{{"object": "list", "data": [{{"id": "{model}", "object": "model"}}]}}',
+        "application/json",
+    )

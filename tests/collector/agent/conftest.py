@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from agent_helpers import MetricsServer, Routes
 
-from collector.store import upgrade
+from slotune.collector.store import upgrade
 
 
 @pytest.fixture

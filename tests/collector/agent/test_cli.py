@@ -10,9 +10,9 @@ import pytest
 from agent_helpers import MetricsServer, Routes, data_text, models_json, vllm_exposition
 from typer.testing import CliRunner
 
-from collector.agent import scrape_snapshot
-from collector.errors import ConfigError, SourceError
-from ui.cli import app
+from slotune.collector.agent import scrape_snapshot
+from slotune.collector.errors import ConfigError, SourceError
+from slotune.ui.cli import app
 
 Server = Callable[[Routes], MetricsServer]
 
@@ -22,19 +22,38 @@ def slotune(db: str, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_agent_once_then_summary_and_targets(agent_db: str, tmp_path: Path,
-                                             metrics_server: Server) -> None:
-    engine = metrics_server({"/metrics": lambda: vllm_exposition([1, 2, 0, 0, 0, 0, 0],
-                                                                 waiting=4, kv_usage=0.5),
-                             "/v1/models": lambda: models_json("llama")})
-    dcgm = metrics_server({"/metrics": lambda: data_text(
-        "dcgm_exporter_tesla_t4_prof_excerpt.prom")})
+def test_agent_once_then_summary_and_targets(
+    agent_db: str, tmp_path: Path, metrics_server: Server
+) -> None:
+    engine = metrics_server(
+        {
+            "/metrics": lambda: vllm_exposition([1, 2, 0, 0, 0, 0, 0], waiting=4, kv_usage=0.5),
+            "/v1/models": lambda: models_json("llama"),
+        }
+    )
+    dcgm = metrics_server(
+        {"/metrics": lambda: data_text("dcgm_exporter_tesla_t4_prof_excerpt.prom")}
+    )
     targets = tmp_path / "targets.yaml"
-    targets.write_text(f"targets:\n  - {{kind: dcgm, url: '{dcgm.url}', name: gpus,"
-                       " labels: {pool: chat}}\n")
-    code, out, err = slotune(agent_db, "agent", "--target", f"vllm={engine.url}",
-                             "--target", "nvml=fake", "--targets", str(targets), "--once",
-                             "--node", "gpu-1", "--spool-dir", str(tmp_path / "spool"), "--json")
+    targets.write_text(
+        f"targets:\n  - {{kind: dcgm, url: '{dcgm.url}', name: gpus, labels: {{pool: chat}}}}\n"
+    )
+    code, out, err = slotune(
+        agent_db,
+        "agent",
+        "--target",
+        f"vllm={engine.url}",
+        "--target",
+        "nvml=fake",
+        "--targets",
+        str(targets),
+        "--once",
+        "--node",
+        "gpu-1",
+        "--spool-dir",
+        str(tmp_path / "spool"),
+        "--json",
+    )
     assert code == 0, err
     outcomes = {o["target"]: o for o in json.loads(out)}
     assert set(outcomes) == {f"vllm@{engine.url[7:]}", "nvml@gpu-1", "gpus"}
@@ -72,7 +91,8 @@ def test_scrape_snapshot_for_the_tuner(metrics_server: Server) -> None:
         "vllm:prefix_cache_hits_total 50\n"
         "# TYPE vllm:num_preemptions_total counter\n"
         "vllm:num_preemptions_total 3\n"
-        "vllm:kv_cache_usage_perc 0.75\n")
+        "vllm:kv_cache_usage_perc 0.75\n"
+    )
     engine = metrics_server({"/metrics": lambda: text})
     snap = scrape_snapshot("vllm", engine.url)
     assert (snap.prefix_hit_rate, snap.preemptions, snap.kv_usage) == (0.25, 3.0, 0.75)

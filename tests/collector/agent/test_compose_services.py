@@ -11,8 +11,8 @@ import jsonschema
 import yaml
 from typer.testing import CliRunner
 
-from collector.agent.targets import parse_target_arg
-from ui.cli import app
+from slotune.collector.agent.targets import parse_target_arg
+from slotune.ui.cli import app
 
 ROOT = Path(__file__).resolve().parents[3]
 

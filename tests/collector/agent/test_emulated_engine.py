@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from _tools import running_emulator
 
-from collector.agent.loop import Agent
-from collector.agent.snapshot import scrape_snapshot
-from collector.agent.spool import Spool
-from collector.agent.summary import summarize_metrics
-from collector.agent.targets import parse_target_arg
-from collector.agent.writer import StoreWriter
-from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
-from collector.store import bucket_quantile, counter_increase, open_store
+from slotune.collector.agent.loop import Agent
+from slotune.collector.agent.snapshot import scrape_snapshot
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.summary import summarize_metrics
+from slotune.collector.agent.targets import parse_target_arg
+from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.store import bucket_quantile, counter_increase, open_store
 
 
 @pytest.fixture
@@ -30,11 +30,15 @@ def emulated_engine(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(
-        emulated_engine: tuple[str, Path], agent_db: str, tmp_path: Path) -> None:
+    emulated_engine: tuple[str, Path], agent_db: str, tmp_path: Path
+) -> None:
     url, timings = emulated_engine
     target = parse_target_arg(f"vllm={url}", interval_s=0.25, node="n1")
-    agent = Agent([target], StoreWriter(agent_db, Spool(tmp_path / "spool"),
-                                        flush_interval_s=0.1), timeout_s=2.0)
+    agent = Agent(
+        [target],
+        StoreWriter(agent_db, Spool(tmp_path / "spool"), flush_interval_s=0.1),
+        timeout_s=2.0,
+    )
     before = scrape_snapshot("vllm", url)
     stop_at = {"t": float("inf")}
 
@@ -53,9 +57,17 @@ def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(
     try:
         time.sleep(0.6)
         start = time.time()
-        result = run_benchmark(BenchConfig(
-            url=url, arrival=ArrivalSpec.from_rate(15.0), input_len="512",
-            output_len="48", num_requests=60, cooldown=False, seed=3))
+        result = run_benchmark(
+            BenchConfig(
+                url=url,
+                arrival=ArrivalSpec.from_rate(15.0),
+                input_len="512",
+                output_len="48",
+                num_requests=60,
+                cooldown=False,
+                seed=3,
+            )
+        )
         time.sleep(0.6)  # two more scrapes after the last response
         end = time.time()
     finally:
@@ -73,16 +85,18 @@ def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(
     # counts are exact: the engine counted every request the load generator sent
     assert finished == len(records)
     assert out_tokens == sum(r.output_tokens or 0 for r in records)
-    assert after.counters["generation_tokens"] - before.counters["generation_tokens"] == \
-        out_tokens
+    assert after.counters["generation_tokens"] - before.counters["generation_tokens"] == out_tokens
     assert s.model == "llama-3.1-8b" and s.is_up is True
     # latencies: the window's percentiles are exactly those of the engine's own histogram
     # increase between a snapshot before the load and one after it
     summary = s.to_dict()
     for metric in ("ttft", "itl", "e2e"):
-        delta = [(le, n - n0) for (le, n), (_, n0) in
-                 zip(after.histograms[metric].buckets, before.histograms[metric].buckets,
-                     strict=True)]
+        delta = [
+            (le, n - n0)
+            for (le, n), (_, n0) in zip(
+                after.histograms[metric].buckets, before.histograms[metric].buckets, strict=True
+            )
+        ]
         for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
             expected = bucket_quantile(q, delta)
             assert expected is not None

@@ -25,22 +25,26 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
 
-from collector.agent.export_otel import TTFT_BOUNDS_S, OtlpExporter, rebucket
-from collector.agent.export_prom import PrometheusExporter
-from collector.agent.loop import Agent
-from collector.agent.spool import Spool
-from collector.agent.targets import parse_target_arg
-from collector.agent.writer import StoreWriter
+from slotune.collector.agent.export_otel import TTFT_BOUNDS_S, OtlpExporter, rebucket
+from slotune.collector.agent.export_prom import PrometheusExporter
+from slotune.collector.agent.loop import Agent
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.targets import parse_target_arg
+from slotune.collector.agent.writer import StoreWriter
 
 Server = Callable[[Routes], MetricsServer]
-ENGINE = vllm_exposition([3, 5, 2, 0, 0, 0, 1], generation_tokens=4096, waiting=2,
-                         kv_usage=0.25, model="llama")
+ENGINE = vllm_exposition(
+    [3, 5, 2, 0, 0, 0, 1], generation_tokens=4096, waiting=2, kv_usage=0.25, model="llama"
+)
 
 
 def scrape_once(db: str, tmp_path: Path, url: str, exporter: object) -> None:
     target = parse_target_arg(f"vllm={url}", node="gpu-node-1")
-    agent = Agent([target.with_labels({"pool": "chat"})],
-                  StoreWriter(db, Spool(tmp_path / "spool")), [exporter])  # type: ignore[list-item]
+    agent = Agent(
+        [target.with_labels({"pool": "chat"})],
+        StoreWriter(db, Spool(tmp_path / "spool")),
+        [exporter],
+    )  # type: ignore[list-item]
     try:
         asyncio.run(agent.scrape_all_once())
     finally:
@@ -61,11 +65,20 @@ def prometheus_server(tmp_path: Path) -> Iterator[Callable[[int], str]]:
             "global: {scrape_interval: 1s}\n"
             "scrape_configs:\n"
             "  - job_name: slotune-agent\n"
-            f"    static_configs: [{{targets: ['127.0.0.1:{agent_port}']}}]\n")
-        procs.append(subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            f"    static_configs: [{{targets: ['127.0.0.1:{agent_port}']}}]\n"
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    binary,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         return f"http://127.0.0.1:{port}"
 
     yield start
@@ -95,8 +108,8 @@ def poll(prom: str, expr: str, timeout_s: float = 30.0) -> list[dict[str, object
 
 @pytest.mark.prometheus
 def test_real_prometheus_scrapes_the_agent_endpoint(
-        agent_db: str, tmp_path: Path, metrics_server: Server,
-        prometheus_server: Callable[[int], str]) -> None:
+    agent_db: str, tmp_path: Path, metrics_server: Server, prometheus_server: Callable[[int], str]
+) -> None:
     engine = metrics_server({"/metrics": lambda: ENGINE})
     exporter = PrometheusExporter("127.0.0.1", 0)
     try:
@@ -181,12 +194,14 @@ def check_genai_request(request: ExportMetricsServiceRequest, engine_port: int) 
 
 
 def test_otlp_http_receiver_decodes_genai_metrics(
-        agent_db: str, tmp_path: Path, metrics_server: Server) -> None:
+    agent_db: str, tmp_path: Path, metrics_server: Server
+) -> None:
     engine = metrics_server({"/metrics": lambda: ENGINE})
     receiver = OtlpHttpReceiver()
     try:
-        scrape_once(agent_db, tmp_path, engine.url,
-                    OtlpExporter(receiver.url, "http", node="gpu-node-1"))
+        scrape_once(
+            agent_db, tmp_path, engine.url, OtlpExporter(receiver.url, "http", node="gpu-node-1")
+        )
         (request,) = receiver.requests
         check_genai_request(request, engine.httpd.server_address[1])
     finally:
@@ -197,14 +212,16 @@ class _Collector(metrics_service_pb2_grpc.MetricsServiceServicer):
     def __init__(self) -> None:
         self.requests: list[ExportMetricsServiceRequest] = []
 
-    def Export(self, request: ExportMetricsServiceRequest,
-               context: grpc.ServicerContext) -> ExportMetricsServiceResponse:
+    def Export(
+        self, request: ExportMetricsServiceRequest, context: grpc.ServicerContext
+    ) -> ExportMetricsServiceResponse:
         self.requests.append(request)
         return ExportMetricsServiceResponse()
 
 
 def test_otlp_grpc_receiver_decodes_genai_metrics(
-        agent_db: str, tmp_path: Path, metrics_server: Server) -> None:
+    agent_db: str, tmp_path: Path, metrics_server: Server
+) -> None:
     engine = metrics_server({"/metrics": lambda: ENGINE})
     collector = _Collector()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
@@ -212,8 +229,12 @@ def test_otlp_grpc_receiver_decodes_genai_metrics(
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        scrape_once(agent_db, tmp_path, engine.url,
-                    OtlpExporter(f"127.0.0.1:{port}", "grpc", node="gpu-node-1"))
+        scrape_once(
+            agent_db,
+            tmp_path,
+            engine.url,
+            OtlpExporter(f"127.0.0.1:{port}", "grpc", node="gpu-node-1"),
+        )
         (request,) = collector.requests
         check_genai_request(request, engine.httpd.server_address[1])
     finally:
@@ -223,8 +244,8 @@ def test_otlp_grpc_receiver_decodes_genai_metrics(
 def test_otlp_start_time_moves_when_a_counter_resets() -> None:
     exporter = OtlpExporter("http://127.0.0.1:1", "http", node="n")
     target = parse_target_arg("vllm=http://127.0.0.1:8000", node="n")
-    from collector.agent.promtext import parse_text
-    from collector.agent.vllm import VllmSource
+    from slotune.collector.agent.promtext import parse_text
+    from slotune.collector.agent.vllm import VllmSource
 
     def scrape(tokens: float) -> object:
         body = vllm_exposition([1, 0, 0, 0, 0, 0, 0], generation_tokens=tokens)

@@ -13,17 +13,17 @@ import pytest
 from agent_helpers import MetricsServer, Routes
 from sqlalchemy import text
 
-from collector.agent.loop import Agent
-from collector.agent.spool import Spool
-from collector.agent.targets import parse_target_arg
-from collector.agent.writer import StoreWriter
-from collector.store import open_store, upgrade
+from slotune.collector.agent.loop import Agent
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.targets import parse_target_arg
+from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.store import open_store, upgrade
 
 
 @pytest.mark.postgres
 def test_store_outage_spools_and_replays_exactly_once(
-        pg_server: Any, pg_url: str, tmp_path: Path,
-        metrics_server: Callable[[Routes], MetricsServer]) -> None:
+    pg_server: Any, pg_url: str, tmp_path: Path, metrics_server: Callable[[Routes], MetricsServer]
+) -> None:
     upgrade(pg_url)
     count = {"n": 0}
     lock = threading.Lock()
@@ -31,8 +31,10 @@ def test_store_outage_spools_and_replays_exactly_once(
     def body() -> str:
         with lock:
             count["n"] += 1
-            return ("# TYPE vllm:generation_tokens_total counter\n"
-                    f'vllm:generation_tokens_total{{model_name="m"}} {count["n"]}\n')
+            return (
+                "# TYPE vllm:generation_tokens_total counter\n"
+                f'vllm:generation_tokens_total{{model_name="m"}} {count["n"]}\n'
+            )
 
     server = metrics_server({"/metrics": body})
     target = parse_target_arg(f"vllm={server.url}", interval_s=0.1, node="n1")
@@ -52,12 +54,18 @@ def test_store_outage_spools_and_replays_exactly_once(
     assert writer.stats().num_spooled > 0, "the outage was long enough to spool"
 
     with open_store(pg_url) as store, store.connection() as conn:
-        rows = conn.execute(text(
-            "SELECT s.ts, s.value FROM sample s JOIN metric_series m ON m.id = s.series_id "
-            "WHERE m.name = 'generation_tokens' ORDER BY s.ts")).all()
-        num_up = conn.execute(text(
-            "SELECT count(*) FROM sample s JOIN metric_series m ON m.id = s.series_id "
-            "WHERE m.name = 'up'")).scalar_one()
+        rows = conn.execute(
+            text(
+                "SELECT s.ts, s.value FROM sample s JOIN metric_series m ON m.id = s.series_id "
+                "WHERE m.name = 'generation_tokens' ORDER BY s.ts"
+            )
+        ).all()
+        num_up = conn.execute(
+            text(
+                "SELECT count(*) FROM sample s JOIN metric_series m ON m.id = s.series_id "
+                "WHERE m.name = 'up'"
+            )
+        ).scalar_one()
     values = [float(v) for _, v in rows]
     assert values == [float(i) for i in range(1, count["n"] + 1)]  # no gap, no duplicate
     assert len({ts for ts, _ in rows}) == len(rows)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families as prometheus_families
 
-from collector.agent.base import Family, MetricType, Sample
-from collector.agent.promtext import PromTextParser, parse_text
-from collector.errors import SourceError
+from slotune.collector.agent.base import Family, MetricType, Sample
+from slotune.collector.agent.promtext import PromTextParser, parse_text
+from slotune.collector.errors import SourceError
 
 PROM_FILES = sorted(p.name for p in DATA.glob("*.prom"))
 
@@ -34,8 +34,9 @@ def test_iteration_tokens_total_is_a_histogram_not_a_counter() -> None:
     result = parse_text(data_text("vllm_usage_doc_iteration_tokens_excerpt.prom"))
     fam = _family(result.families, "vllm:iteration_tokens_total")
     assert fam.type is MetricType.HISTOGRAM
-    assert fam.samples[0] == Sample("vllm:iteration_tokens_total_sum",
-                                    (("model_name", "unsloth/Llama-3.2-1B-Instruct"),), 0.0)
+    assert fam.samples[0] == Sample(
+        "vllm:iteration_tokens_total_sum", (("model_name", "unsloth/Llama-3.2-1B-Instruct"),), 0.0
+    )
     assert len(fam.samples) == 9
 
 
@@ -44,7 +45,10 @@ def test_design_doc_keeps_good_lines_around_elided_and_truncated_ones() -> None:
     success = _family(result.families, "vllm:request_success_total")
     assert success.type is MetricType.COUNTER
     assert {s.label("finished_reason"): s.value for s in success.samples} == {
-        "stop": 1.0, "length": 131.0, "abort": 0.0}
+        "stop": 1.0,
+        "length": 131.0,
+        "abort": 0.0,
+    }
     ttft = _family(result.families, "vllm:time_to_first_token_seconds")
     assert ttft.type is MetricType.HISTOGRAM
     reasons = {s.line_no: s.reason for s in result.skipped}
@@ -55,14 +59,19 @@ def test_untyped_bucket_lines_are_grouped_as_a_histogram() -> None:
     result = parse_text(data_text("vllm_v0_issue8819_ttft_excerpt.prom"))
     (fam,) = result.families
     assert (fam.name, fam.type, len(fam.samples)) == (
-        "vllm:time_to_first_token_seconds", MetricType.HISTOGRAM, 15)
+        "vllm:time_to_first_token_seconds",
+        MetricType.HISTOGRAM,
+        15,
+    )
 
 
 def test_openmetrics_body_by_content_type() -> None:
-    text = ("# TYPE engine_requests counter\n"
-            'engine_requests_total{model="m"} 7.0\n'
-            'engine_requests_created{model="m"} 1.7e9\n'
-            "# EOF\n")
+    text = (
+        "# TYPE engine_requests counter\n"
+        'engine_requests_total{model="m"} 7.0\n'
+        'engine_requests_created{model="m"} 1.7e9\n'
+        "# EOF\n"
+    )
     result = parse_text(text, content_type="application/openmetrics-text; version=1.0.0")
     (fam,) = result.families
     assert (fam.name, fam.type) == ("engine_requests", MetricType.COUNTER)
@@ -100,17 +109,23 @@ def test_fuzz_never_crashes(text: str) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(data_text("vllm_v1_design_doc_example.prom").splitlines()),
-                max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(data_text("vllm_v1_design_doc_example.prom").splitlines()), max_size=30
+    )
+)
 def test_fuzz_shuffled_real_lines(lines: list[str]) -> None:
     with contextlib.suppress(SourceError):
         parse_text("\n".join(lines))
 
 
 def _flatten(families: object) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(dict(s.labels).items()))): float(s.value)
-            for f in families for s in f.samples  # type: ignore[attr-defined]
-            if not s.name.endswith("_created")}
+    return {
+        (s.name, tuple(sorted(dict(s.labels).items()))): float(s.value)
+        for f in families
+        for s in f.samples  # type: ignore[attr-defined]
+        if not s.name.endswith("_created")
+    }
 
 
 VALID_FILES = [n for n in PROM_FILES if "..." not in data_text(n)]
@@ -121,8 +136,10 @@ def test_line_parser_agrees_with_prometheus_client(name: str) -> None:
     text = data_text(name)
     reference = list(prometheus_families(text))
     for fam in reference:  # prometheus_client appends _total to counters that lack it
-        fam.samples = [s._replace(name=s.name.removesuffix("_total")) if s.name not in text
-                       else s for s in fam.samples]
+        fam.samples = [
+            s._replace(name=s.name.removesuffix("_total")) if s.name not in text else s
+            for s in fam.samples
+        ]
     parser = PromTextParser()
     for _ in range(2):  # the second parse goes through the series-line cache
         ours = parser.parse(text).families

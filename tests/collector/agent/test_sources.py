@@ -10,17 +10,16 @@ from agent_helpers import DATA, data_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector.agent.base import Family, MetricType, Response, Scrape
-from collector.agent.dcgm import DcgmSource, is_blank, parse_counters_csv
-from collector.agent.promsource import PromTextSource
-from collector.agent.promtext import parse_text
-from collector.agent.sglang import SglangSource
-from collector.agent.trtllm import TrtllmSource, parse_iteration_stats
-from collector.agent.vllm import VllmSource
-from collector.errors import SourceError
+from slotune.collector.agent.base import Family, MetricType, Response, Scrape
+from slotune.collector.agent.dcgm import DcgmSource, is_blank, parse_counters_csv
+from slotune.collector.agent.promsource import PromTextSource
+from slotune.collector.agent.promtext import parse_text
+from slotune.collector.agent.sglang import SglangSource
+from slotune.collector.agent.trtllm import TrtllmSource, parse_iteration_stats
+from slotune.collector.agent.vllm import VllmSource
+from slotune.collector.errors import SourceError
 
-SOURCE_OF = {"vllm": VllmSource, "sglang": SglangSource, "trtllm": TrtllmSource,
-             "dcgm": DcgmSource}
+SOURCE_OF = {"vllm": VllmSource, "sglang": SglangSource, "trtllm": TrtllmSource, "dcgm": DcgmSource}
 
 
 class FileFetcher:
@@ -50,18 +49,40 @@ EXPECTED_CANONICAL = {
     "dcgm_exporter_issue250_v100_excerpt.prom": {"gpu_utilization", "power_limit_watts"},
     "dcgm_exporter_readme_quickstart.prom": {"sm_clock_hz", "memory_clock_hz"},
     "dcgm_exporter_tesla_t4_prof_excerpt.prom": {
-        "vram_used", "pcie_tx_bytes_per_second", "pcie_rx_bytes_per_second",
-        "graphics_engine_active", "tensor_active", "dram_active"},
+        "vram_used",
+        "pcie_tx_bytes_per_second",
+        "pcie_rx_bytes_per_second",
+        "graphics_engine_active",
+        "tensor_active",
+        "dram_active",
+    },
     "sglang_production_metrics_doc.prom": {
-        "ttft", "e2e", "itl", "requests_running", "requests_waiting", "kv_usage",
-        "prefix_hit_rate", "prompt_tokens", "generation_tokens"},
+        "ttft",
+        "e2e",
+        "itl",
+        "requests_running",
+        "requests_waiting",
+        "kv_usage",
+        "prefix_hit_rate",
+        "prompt_tokens",
+        "generation_tokens",
+    },
     "trtllm_prometheus_dynamo_doc_example.prom": {
-        "ttft", "tpot", "e2e", "queue_time", "requests_finished"},
+        "ttft",
+        "tpot",
+        "e2e",
+        "queue_time",
+        "requests_finished",
+    },
     "trtllm_prometheus_pr5785_excerpt.prom": {"requests_finished"},
     "vllm_usage_doc_iteration_tokens_excerpt.prom": set(),  # a histogram kept raw only
     "vllm_v0_issue8819_ttft_excerpt.prom": {"ttft"},
     "vllm_v1_design_doc_example.prom": {
-        "ttft", "requests_running", "generation_tokens", "requests_finished"},
+        "ttft",
+        "requests_running",
+        "generation_tokens",
+        "requests_finished",
+    },
 }
 
 
@@ -81,7 +102,10 @@ def test_vllm_v1_names_and_labels() -> None:
     assert values(c["requests_running"]) == [8.0]
     assert values(c["generation_tokens"]) == [27453.0]
     assert {s.label("finished_reason") for s in c["requests_finished"].samples} == {
-        "stop", "length", "abort"}
+        "stop",
+        "length",
+        "abort",
+    }
     ttft = c["ttft"]
     assert ttft.type is MetricType.HISTOGRAM
     assert ("ttft_count", 140.0) in [(s.name, s.value) for s in ttft.samples]
@@ -89,17 +113,19 @@ def test_vllm_v1_names_and_labels() -> None:
 
 
 def test_vllm_prefers_new_names_and_maps_old_ones() -> None:
-    both = ("vllm:kv_cache_usage_perc{engine=\"0\"} 0.25\n"
-            "vllm:gpu_cache_usage_perc{engine=\"0\"} 0.5\n"
-            "# TYPE vllm:gpu_prefix_cache_queries_total counter\n"
-            "vllm:gpu_prefix_cache_queries_total 100\n"
-            "# TYPE vllm:gpu_prefix_cache_hits_total counter\n"
-            "vllm:gpu_prefix_cache_hits_total 40\n"
-            "# TYPE vllm:time_per_output_token_seconds histogram\n"
-            'vllm:time_per_output_token_seconds_bucket{le="0.01"} 3\n'
-            'vllm:time_per_output_token_seconds_bucket{le="+Inf"} 4\n'
-            "vllm:time_per_output_token_seconds_count 4\n"
-            "vllm:time_per_output_token_seconds_sum 0.05\n")
+    both = (
+        'vllm:kv_cache_usage_perc{engine="0"} 0.25\n'
+        'vllm:gpu_cache_usage_perc{engine="0"} 0.5\n'
+        "# TYPE vllm:gpu_prefix_cache_queries_total counter\n"
+        "vllm:gpu_prefix_cache_queries_total 100\n"
+        "# TYPE vllm:gpu_prefix_cache_hits_total counter\n"
+        "vllm:gpu_prefix_cache_hits_total 40\n"
+        "# TYPE vllm:time_per_output_token_seconds histogram\n"
+        'vllm:time_per_output_token_seconds_bucket{le="0.01"} 3\n'
+        'vllm:time_per_output_token_seconds_bucket{le="+Inf"} 4\n'
+        "vllm:time_per_output_token_seconds_count 4\n"
+        "vllm:time_per_output_token_seconds_sum 0.05\n"
+    )
     scrape = VllmSource().from_families(list(parse_text(both).families))
     c = canonical(scrape)
     assert values(c["kv_usage"]) == [0.25]
@@ -117,15 +143,17 @@ def test_sglang_old_names() -> None:
 
 
 def test_sglang_new_names_keep_tp_rank_and_map_tpot() -> None:
-    text = ("# TYPE sglang:inter_token_latency_seconds histogram\n"
-            'sglang:inter_token_latency_seconds_bucket'
-            '{le="+Inf",tp_rank="0",engine_type="unified"} 9\n'
-            'sglang:inter_token_latency_seconds_count{tp_rank="0",engine_type="unified"} 9\n'
-            "# TYPE sglang:time_per_output_token_seconds histogram\n"
-            'sglang:time_per_output_token_seconds_bucket{le="+Inf",tp_rank="0"} 2\n'
-            'sglang:time_per_output_token_seconds_count{tp_rank="0"} 2\n'
-            "# TYPE sglang:num_retracted_requests_total counter\n"
-            'sglang:num_retracted_requests_total{tp_rank="0"} 3\n')
+    text = (
+        "# TYPE sglang:inter_token_latency_seconds histogram\n"
+        "sglang:inter_token_latency_seconds_bucket"
+        '{le="+Inf",tp_rank="0",engine_type="unified"} 9\n'
+        'sglang:inter_token_latency_seconds_count{tp_rank="0",engine_type="unified"} 9\n'
+        "# TYPE sglang:time_per_output_token_seconds histogram\n"
+        'sglang:time_per_output_token_seconds_bucket{le="+Inf",tp_rank="0"} 2\n'
+        'sglang:time_per_output_token_seconds_count{tp_rank="0"} 2\n'
+        "# TYPE sglang:num_retracted_requests_total counter\n"
+        'sglang:num_retracted_requests_total{tp_rank="0"} 3\n'
+    )
     c = canonical(SglangSource().from_families(list(parse_text(text).families)))
     assert c["itl"].samples[0].label("engine_type") == "unified"
     assert c["tpot"].samples[0].label("tp_rank") == "0"
@@ -142,7 +170,8 @@ def test_trtllm_prefixed_and_unprefixed_prometheus_names() -> None:
 
 def test_trtllm_json_doc_excerpts_skip_elisions_and_map_kv_usage() -> None:
     elements, skipped = parse_iteration_stats(
-        data_text("trtllm_serve_metrics_iteration_stats_doc_current.jsonish"))
+        data_text("trtllm_serve_metrics_iteration_stats_doc_current.jsonish")
+    )
     assert [s.line_no for s in skipped] == [18]
     raw, c = TrtllmSource().from_iteration_stats(elements)
     got = {f.name: values(f) for f in c}
@@ -151,14 +180,17 @@ def test_trtllm_json_doc_excerpts_skip_elisions_and_map_kv_usage() -> None:
     assert got["prefix_hits"] == [4.0] and got["prefix_queries"] == [3125.0]
     assert any(f.name == "trtllm_json:kvCacheStats.usedNumBlocks" for f in raw)
     older, skipped = parse_iteration_stats(
-        data_text("trtllm_serve_metrics_iteration_stats_doc_older.jsonish"))
+        data_text("trtllm_serve_metrics_iteration_stats_doc_older.jsonish")
+    )
     assert len(older) == 1 and len(skipped) == 2
 
 
 def test_trtllm_reads_every_drained_element_across_gets() -> None:
-    batches = [[{"iter": i, "iterLatencyMS": 4.0, "numActiveRequests": i} for i in range(3)],
-               [],
-               [{"iter": 3, "iterLatencyMS": 30.0, "numActiveRequests": 7}]]
+    batches = [
+        [{"iter": i, "iterLatencyMS": 4.0, "numActiveRequests": i} for i in range(3)],
+        [],
+        [{"iter": 3, "iterLatencyMS": 30.0, "numActiveRequests": 7}],
+    ]
     source = TrtllmSource(["http://e/metrics"])
     scrapes = []
     for batch in batches:
@@ -167,10 +199,15 @@ def test_trtllm_reads_every_drained_element_across_gets() -> None:
     assert [values(s["iterations"]) for s in scrapes] == [[3.0], [3.0], [4.0]]
     assert "requests_running" not in scrapes[1]  # idle GET: no stale gauge
     assert values(scrapes[2]["requests_running"]) == [7.0]
-    latency = {s.name: s.value for s in scrapes[2]["iteration_latency"].samples
-               if s.name != "iteration_latency_bucket"}
-    assert latency == {"iteration_latency_sum": pytest.approx(0.042),
-                       "iteration_latency_count": 4.0}
+    latency = {
+        s.name: s.value
+        for s in scrapes[2]["iteration_latency"].samples
+        if s.name != "iteration_latency_bucket"
+    }
+    assert latency == {
+        "iteration_latency_sum": pytest.approx(0.042),
+        "iteration_latency_count": 4.0,
+    }
 
 
 def test_dcgm_units_labels_blank_values_and_types_from_csv() -> None:
@@ -190,14 +227,21 @@ def test_dcgm_units_labels_blank_values_and_types_from_csv() -> None:
 
 def test_dcgm_mig_labels_lowercase_hostname_and_vram_total() -> None:
     labels = 'gpu="0",UUID="GPU-1",hostname="n1",GPU_I_PROFILE="1g.10gb",GPU_I_ID="3"'
-    text = (f"DCGM_FI_DEV_FB_USED{{{labels}}} 1024\nDCGM_FI_DEV_FB_FREE{{{labels}}} 8192\n"
-            f"DCGM_FI_DEV_FB_RESERVED{{{labels}}} 16\n"
-            f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 2147483632\n")
+    text = (
+        f"DCGM_FI_DEV_FB_USED{{{labels}}} 1024\nDCGM_FI_DEV_FB_FREE{{{labels}}} 8192\n"
+        f"DCGM_FI_DEV_FB_RESERVED{{{labels}}} 16\n"
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 2147483632\n"
+    )
     c = canonical(DcgmSource().from_families(list(parse_text(text).families)))
     (total,) = c["vram_total"].samples
     assert total.value == (1024 + 8192 + 16) * 1024 * 1024
-    assert dict(total.labels) == {"gpu": "0", "uuid": "GPU-1", "hostname": "n1",
-                                  "mig_profile": "1g.10gb", "mig_instance": "3"}
+    assert dict(total.labels) == {
+        "gpu": "0",
+        "uuid": "GPU-1",
+        "hostname": "n1",
+        "mig_profile": "1g.10gb",
+        "mig_instance": "3",
+    }
     assert "gpu_utilization" not in c  # DCGM_INT32_BLANK
 
 
@@ -216,8 +260,11 @@ def test_blank_sentinels() -> None:
 
 @pytest.mark.parametrize("source_cls", [VllmSource, SglangSource, TrtllmSource, DcgmSource])
 @settings(max_examples=60, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list('vlm:_tsDCGM{}="01.9e+ \n#TYPEcounter'
-                                                   "histogrambucketle"))))
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list('vlm:_tsDCGM{}="01.9e+ \n#TYPEcounterhistogrambucketle'))
+    )
+)
 def test_fuzz_every_prometheus_source(source_cls: type[PromTextSource], text: str) -> None:
     try:
         scrape = asyncio.run(source_cls(["u"]).collect(FileFetcher({"u": text})))
@@ -227,14 +274,39 @@ def test_fuzz_every_prometheus_source(source_cls: type[PromTextSource], text: st
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.text(), st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["iter", "iterLatencyMS", "kvCacheStats", "usedNumBlocks",
-                                       "maxNumBlocks", "gpuMemUsage", "reusedBlocks",
-                                       "missedBlocks", "numActiveRequests"]), children,
-                      max_size=5),
-    max_leaves=20).map(json.dumps)))
+@given(
+    st.one_of(
+        st.text(),
+        st.recursive(
+            st.none()
+            | st.booleans()
+            | st.floats(allow_nan=True)
+            | st.integers()
+            | st.text(max_size=5),
+            lambda children: (
+                st.lists(children, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "iter",
+                            "iterLatencyMS",
+                            "kvCacheStats",
+                            "usedNumBlocks",
+                            "maxNumBlocks",
+                            "gpuMemUsage",
+                            "reusedBlocks",
+                            "missedBlocks",
+                            "numActiveRequests",
+                        ]
+                    ),
+                    children,
+                    max_size=5,
+                )
+            ),
+            max_leaves=20,
+        ).map(json.dumps),
+    )
+)
 def test_fuzz_trtllm_iteration_stats(text: str) -> None:
     try:
         elements, _ = parse_iteration_stats(text)

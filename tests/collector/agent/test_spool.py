@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.agent.spool import Spool
-from collector.store import SampleIn
+from slotune.collector.agent.spool import Spool
+from slotune.collector.store import SampleIn
 
 
 def batch(i: int, n: int = 10) -> list[SampleIn]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.agent.base import SourceKind
-from collector.agent.targets import load_targets_file, parse_target_arg
-from collector.errors import ConfigError
+from slotune.collector.agent.base import SourceKind
+from slotune.collector.agent.targets import load_targets_file, parse_target_arg
+from slotune.collector.errors import ConfigError
 
 
 def test_base_url_gets_each_kinds_known_paths() -> None:
@@ -30,11 +30,14 @@ def test_nvml_needs_no_url() -> None:
     assert (t.name, t.metrics_urls) == ("nvml@gpu-7", ())
 
 
-@pytest.mark.parametrize(("arg", "message"), [
-    ("tgi=http://h:1", "unknown target kind 'tgi'"),
-    ("vllm", "write KIND=URL"),
-    ("vllm=localhost:8000", "must look like http://host:port"),
-])
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("tgi=http://h:1", "unknown target kind 'tgi'"),
+        ("vllm", "write KIND=URL"),
+        ("vllm=localhost:8000", "must look like http://host:port"),
+    ],
+)
 def test_bad_target_args_name_the_fix(arg: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_target_arg(arg, node="n")
@@ -49,30 +52,40 @@ def test_yaml_file_with_labels_and_intervals(tmp_path: Path) -> None:
         "  - {kind: vllm, url: 'http://10.0.0.5:8000', name: llama-a, interval: 2s,\n"
         "     labels: {node: gpu-1, model: llama}}\n"
         "  - {kind: dcgm, url: 'http://10.0.0.5:9400'}\n"
-        "  - {kind: nvml, url: fake}\n")
+        "  - {kind: nvml, url: fake}\n"
+    )
     a, b, c = load_targets_file(path, node="here")
     assert (a.name, a.interval_s, dict(a.labels)) == (
-        "llama-a", 2.0, {"node": "gpu-1", "pool": "chat", "model": "llama"})
+        "llama-a",
+        2.0,
+        {"node": "gpu-1", "pool": "chat", "model": "llama"},
+    )
     assert (b.interval_s, b.labels["node"], b.labels["pool"]) == (10.0, "here", "chat")
     assert (c.kind, c.url) == (SourceKind.NVML, "fake")
 
 
 def test_command_line_interval_is_the_default_of_a_file_without_one(tmp_path: Path) -> None:
     path = tmp_path / "targets.yaml"
-    path.write_text("targets:\n  - {kind: nvml}\n  - {kind: dcgm, url: 'http://h:1', "
-                    "interval: 3s}\n")
+    path.write_text(
+        "targets:\n  - {kind: nvml}\n  - {kind: dcgm, url: 'http://h:1', interval: 3s}\n"
+    )
     a, b = load_targets_file(path, node="n", interval_s=1.0)
     assert (a.interval_s, b.interval_s) == (1.0, 3.0)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("targets: 3\n", "must be a mapping with a 'targets' list"),
-    ("targets:\n  - {url: 'http://h:1'}\n", r"targets\[0\] must be a mapping with at least"),
-    ("targets:\n  - {kind: vllm}\n", "'url' is required"),
-    ("targets:\n  - {kind: vllm, url: 'http://h:1', interval: soon}\n", "not a duration"),
-    ("targets:\n  - {kind: vllm, url: 'http://h:1'}\n  - {kind: vllm, url: 'http://h:1'}\n",
-     "two targets are named"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("targets: 3\n", "must be a mapping with a 'targets' list"),
+        ("targets:\n  - {url: 'http://h:1'}\n", r"targets\[0\] must be a mapping with at least"),
+        ("targets:\n  - {kind: vllm}\n", "'url' is required"),
+        ("targets:\n  - {kind: vllm, url: 'http://h:1', interval: soon}\n", "not a duration"),
+        (
+            "targets:\n  - {kind: vllm, url: 'http://h:1'}\n  - {kind: vllm, url: 'http://h:1'}\n",
+            "two targets are named",
+        ),
+    ],
+)
 def test_bad_yaml_names_the_field(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(text)

@@ -8,21 +8,31 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from collector.agent.spool import Spool
-from collector.agent.writer import StoreWriter
-from collector.errors import ConfigError
-from collector.store import SampleIn, open_store
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.errors import ConfigError
+from slotune.collector.store import SampleIn, open_store
 
 
 def batch(second: int, size: int = 10) -> list[SampleIn]:
-    return [SampleIn("t1", "requests_running", "gauge", {"i": str(i)}, 1_700_000_000.0 + second,
-                     float(second)) for i in range(size)]
+    return [
+        SampleIn(
+            "t1",
+            "requests_running",
+            "gauge",
+            {"i": str(i)},
+            1_700_000_000.0 + second,
+            float(second),
+        )
+        for i in range(size)
+    ]
 
 
 def test_a_slow_store_drops_the_oldest_queued_batches_and_keeps_the_newest(
-        agent_db: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    agent_db: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     writer = StoreWriter(agent_db, Spool(tmp_path / "spool"), batch_max=20, max_queued=30)
-    with caplog.at_level(logging.WARNING, logger="collector.agent.writer"):
+    with caplog.at_level(logging.WARNING, logger="slotune.collector.agent.writer"):
         for second in range(10):  # ten scrapes arrive while no write completes
             writer.put(batch(second))
     assert writer.stats().num_dropped == 70
@@ -30,9 +40,16 @@ def test_a_slow_store_drops_the_oldest_queued_batches_and_keeps_the_newest(
     writer.flush_now()
     writer.close()
     with open_store(agent_db) as store, store.connection() as conn:
-        values = conn.execute(text(
-            "SELECT DISTINCT s.value FROM sample s JOIN metric_series m ON m.id = s.series_id "
-            "WHERE m.name = 'requests_running' ORDER BY s.value")).scalars().all()
+        values = (
+            conn.execute(
+                text(
+                    "SELECT DISTINCT s.value FROM sample s JOIN metric_series m ON m.id = s.series_id "
+                    "WHERE m.name = 'requests_running' ORDER BY s.value"
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert values == [7.0, 8.0, 9.0]
     assert writer.stats().num_written == 30
 

@@ -57,20 +57,21 @@ class FakeEngine:
     # --- handlers -------------------------------------------------------------------
 
     async def models(self, _req: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake-model",
-                                                               "object": "model"}]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+        )
 
     async def generate(self, req: web.Request) -> web.StreamResponse:
         body = await req.json()
         rid = req.headers.get("X-Request-Id", "")
-        self.seen.append({"headers": req.headers.copy(), "body": body, "path": req.path,
-                          "time": time.time()})
+        self.seen.append(
+            {"headers": req.headers.copy(), "body": body, "path": req.path, "time": time.time()}
+        )
         mode = self.mode_of(rid)
         if mode is Mode.HTTP_500:
             return web.json_response({"error": {"message": "boom", "code": 500}}, status=500)
         if mode is Mode.HTTP_429:
-            return web.json_response({"error": {"message": "slow down", "code": 429}},
-                                     status=429)
+            return web.json_response({"error": {"message": "slow down", "code": 429}}, status=429)
         n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         chat = req.path.endswith("/chat/completions")
         if not body.get("stream"):
@@ -86,8 +87,9 @@ class FakeEngine:
             await self._stream(resp, req, mode, _events(self.flavour, chat, n))
         return resp
 
-    async def _stream(self, resp: web.StreamResponse, req: web.Request, mode: Mode,
-                      events: list[bytes]) -> None:
+    async def _stream(
+        self, resp: web.StreamResponse, req: web.Request, mode: Mode, events: list[bytes]
+    ) -> None:
         for k, event in enumerate(events):
             if mode is Mode.DROP and k == 3:
                 assert req.transport is not None
@@ -141,21 +143,31 @@ class FakeEngine:
 WORDS = ("alpha", "beta", "gamma", "delta")
 
 
-def _chunk(chat: bool, text: str | None, finish: str | None = None, *, role: bool = False,
-           usage: dict[str, int] | None = None, extra: dict[str, Any] | None = None,
-           empty: bool = False) -> dict[str, Any]:
-    obj: dict[str, Any] = {"id": "x", "object": "chat.completion.chunk" if chat
-                           else "text_completion", "created": 1, "model": "fake-model"}
+def _chunk(
+    chat: bool,
+    text: str | None,
+    finish: str | None = None,
+    *,
+    role: bool = False,
+    usage: dict[str, int] | None = None,
+    extra: dict[str, Any] | None = None,
+    empty: bool = False,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "id": "x",
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": 1,
+        "model": "fake-model",
+    }
     if empty:
         obj["choices"] = []
     elif chat:
-        delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {
-            "content": text}
-        obj["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish,
-                           **(extra or {})}]
+        delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {"content": text}
+        obj["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish, **(extra or {})}]
     else:
-        obj["choices"] = [{"index": 0, "text": text or "", "finish_reason": finish,
-                           **(extra or {})}]
+        obj["choices"] = [
+            {"index": 0, "text": text or "", "finish_reason": finish, **(extra or {})}
+        ]
     obj["usage"] = usage
     return obj
 
@@ -170,8 +182,11 @@ def _events(flavour: Flavour, chat: bool, n: int) -> list[bytes]:
     for k in range(0, n, per):
         words = [f" {WORDS[j % 4]}" for j in range(k, min(k + per, n))]
         last = k + per >= n
-        extra = ({"logprobs": {"tokens": words, "token_logprobs": [-0.1] * len(words)}}
-                 if flavour is Flavour.TRTLLM else {})
+        extra = (
+            {"logprobs": {"tokens": words, "token_logprobs": [-0.1] * len(words)}}
+            if flavour is Flavour.TRTLLM
+            else {}
+        )
         finish = "length" if last and flavour is not Flavour.SGLANG else None
         objs.append(_chunk(chat, "".join(words), finish, extra=extra))
     if flavour is Flavour.SGLANG:
@@ -190,9 +205,15 @@ def _events(flavour: Flavour, chat: bool, n: int) -> list[bytes]:
 
 def _whole(chat: bool, n: int) -> dict[str, Any]:
     text = "".join(f" {WORDS[j % 4]}" for j in range(n))
-    choice = ({"index": 0, "message": {"role": "assistant", "content": text},
-               "finish_reason": "length"} if chat
-              else {"index": 0, "text": text, "finish_reason": "length"})
-    return {"id": "x", "object": "chat.completion" if chat else "text_completion",
-            "model": "fake-model", "choices": [choice],
-            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}}
+    choice = (
+        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+        if chat
+        else {"index": 0, "text": text, "finish_reason": "length"}
+    )
+    return {
+        "id": "x",
+        "object": "chat.completion" if chat else "text_completion",
+        "model": "fake-model",
+        "choices": [choice],
+        "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
+    }

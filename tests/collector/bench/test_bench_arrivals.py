@@ -7,15 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from collector.bench.arrivals import (
+from slotune.collector.bench.arrivals import (
     ArrivalKind,
     ArrivalSpec,
     arrival_from_flags,
     arrival_times,
     arrival_times_within,
 )
-from collector.errors import ConfigError
-from collector.workload.traces import Trace, TraceRequest
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload.traces import Trace, TraceRequest
 
 
 def _ks_exponential(gaps: np.ndarray, rate: float) -> float:
@@ -74,20 +74,28 @@ def test_times_within_a_duration() -> None:
     assert len(times) == pytest.approx(500, rel=0.15)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {}, {"rate": 1.0, "concurrency": 2}, {"concurrency": 2, "trace_timing": True},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"rate": 1.0, "concurrency": 2},
+        {"concurrency": 2, "trace_timing": True},
+    ],
+)
 def test_exactly_one_arrival_process(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match="exactly one arrival process"):
         arrival_from_flags(**kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("spec", "match"), [
-    ({"kind": ArrivalKind.POISSON, "rate": 0.0}, "--rate"),
-    ({"kind": ArrivalKind.GAMMA, "rate": 1.0, "burstiness": 0.0}, "--burstiness"),
-    ({"kind": ArrivalKind.CONCURRENCY, "concurrency": 0}, "--concurrency"),
-    ({"kind": ArrivalKind.TRACE, "time_scale": -1.0}, "--time-scale"),
-])
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ({"kind": ArrivalKind.POISSON, "rate": 0.0}, "--rate"),
+        ({"kind": ArrivalKind.GAMMA, "rate": 1.0, "burstiness": 0.0}, "--burstiness"),
+        ({"kind": ArrivalKind.CONCURRENCY, "concurrency": 0}, "--concurrency"),
+        ({"kind": ArrivalKind.TRACE, "time_scale": -1.0}, "--time-scale"),
+    ],
+)
 def test_bad_arrival_settings_name_the_flag(spec: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         ArrivalSpec(**spec)  # type: ignore[arg-type]

@@ -12,26 +12,48 @@ import pytest
 from _tools import SLOTUNE, running_emulator
 from bench_fakes import FakeEngine
 
-from collector.bench import ArrivalSpec, BenchConfig, run_benchmark
-from collector.store import upgrade
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.store import upgrade
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _slotune(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SLOTUNE, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout_s)
+    return subprocess.run(
+        [SLOTUNE, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout_s
+    )
 
 
-def test_run_store_list_and_compare(fake_engine: Callable[..., FakeEngine],
-                                    sqlite_url: str, tmp_path: Path) -> None:
+def test_run_store_list_and_compare(
+    fake_engine: Callable[..., FakeEngine], sqlite_url: str, tmp_path: Path
+) -> None:
     engine = fake_engine()
     upgrade(sqlite_url)
     saved = tmp_path / "run.json"
-    proc = _slotune("--db", sqlite_url, "bench", "--url", engine.url, "--input-len",
-                    "uniform:8,16", "--output-len", "4", "--rate", "100", "--num-requests", "6",
-                    "--warmup", "1", "--slo", "ttft:p99<=2s", "--name", "cli-run", "--json",
-                    "--save", str(saved))
+    proc = _slotune(
+        "--db",
+        sqlite_url,
+        "bench",
+        "--url",
+        engine.url,
+        "--input-len",
+        "uniform:8,16",
+        "--output-len",
+        "4",
+        "--rate",
+        "100",
+        "--num-requests",
+        "6",
+        "--warmup",
+        "1",
+        "--slo",
+        "ttft:p99<=2s",
+        "--name",
+        "cli-run",
+        "--json",
+        "--save",
+        str(saved),
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["run_id"] == 1 and out["summary"]["num_completed"] == 6
@@ -45,9 +67,26 @@ def test_run_store_list_and_compare(fake_engine: Callable[..., FakeEngine],
 
 def test_max_rate_search_from_the_command_line(fake_engine: Callable[..., FakeEngine]) -> None:
     engine = fake_engine()
-    proc = _slotune("bench", "--url", engine.url, "--input-len", "8", "--output-len", "2",
-                    "--rate", "50", "--num-requests", "4", "--slo", "ttft:p99<=2s",
-                    "--find-max-rate", "--max-rate-steps", "3", "--no-store", "--json")
+    proc = _slotune(
+        "bench",
+        "--url",
+        engine.url,
+        "--input-len",
+        "8",
+        "--output-len",
+        "2",
+        "--rate",
+        "50",
+        "--num-requests",
+        "4",
+        "--slo",
+        "ttft:p99<=2s",
+        "--find-max-rate",
+        "--max-rate-steps",
+        "3",
+        "--no-store",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     # no queueing in the fake engine: every probe passes, so the search doubles 3 times
@@ -55,12 +94,30 @@ def test_max_rate_search_from_the_command_line(fake_engine: Callable[..., FakeEn
     assert out["max_rate"] == 200.0 and out["converged"] is False
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "2",
-      "--rate", "1", "--slo", "ttft<=5"], "not understood"),
-    (["--url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "2", "--rate", "1"],
-     "cannot reach"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [
+                "--url",
+                "http://127.0.0.1:9",
+                "--input-len",
+                "8",
+                "--output-len",
+                "2",
+                "--rate",
+                "1",
+                "--slo",
+                "ttft<=5",
+            ],
+            "not understood",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "2", "--rate", "1"],
+            "cannot reach",
+        ),
+    ],
+)
 def test_bad_invocations_exit_1_with_one_line(args: list[str], message: str) -> None:
     proc = _slotune("bench", "--no-store", *args)
     assert proc.returncode == 1
@@ -76,8 +133,14 @@ def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path]) -> None:
     url, timings = emulator
-    config = BenchConfig(url=url, arrival=ArrivalSpec.from_rate(40.0), input_len="256",
-                         output_len="uniform:8,24", num_requests=12, endpoint="chat")
+    config = BenchConfig(
+        url=url,
+        arrival=ArrivalSpec.from_rate(40.0),
+        input_len="256",
+        output_len="uniform:8,24",
+        num_requests=12,
+        endpoint="chat",
+    )
     result = run_benchmark(config)
     assert result.summary.num_errors == 0
     engine = {t["request_id"]: t for t in map(json.loads, timings.read_text().splitlines())}

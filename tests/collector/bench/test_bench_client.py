@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from bench_fakes import FakeEngine, Flavour, Mode
 
-from collector.bench.client import (
+from slotune.collector.bench.client import (
     ClientOptions,
     ClientResult,
     Endpoint,
@@ -19,17 +19,31 @@ from collector.bench.client import (
     request_body,
     send_request,
 )
-from collector.errors import ConfigError
+from slotune.collector.errors import ConfigError
 
-PROMPT = Prompt(text="a b c", messages=({"role": "user", "content": "a b c"},),
-                input_tokens=3, output_tokens=6)
+PROMPT = Prompt(
+    text="a b c", messages=({"role": "user", "content": "a b c"},), input_tokens=3, output_tokens=6
+)
 
 
-def _send(engine: FakeEngine, endpoint: Endpoint = Endpoint.COMPLETIONS, *,
-          timeout_s: float = 5.0, stream: bool = True, api_key: str | None = None,
-          request_id: str = "req-0", url: str | None = None) -> ClientResult:
-    options = ClientOptions(base_url=url or engine.url, model="fake-model", endpoint=endpoint,
-                            timeout_s=timeout_s, api_key=api_key, stream=stream)
+def _send(
+    engine: FakeEngine,
+    endpoint: Endpoint = Endpoint.COMPLETIONS,
+    *,
+    timeout_s: float = 5.0,
+    stream: bool = True,
+    api_key: str | None = None,
+    request_id: str = "req-0",
+    url: str | None = None,
+) -> ClientResult:
+    options = ClientOptions(
+        base_url=url or engine.url,
+        model="fake-model",
+        endpoint=endpoint,
+        timeout_s=timeout_s,
+        api_key=api_key,
+        stream=stream,
+    )
 
     async def go() -> ClientResult:
         async with aiohttp.ClientSession() as session:
@@ -41,7 +55,8 @@ def _send(engine: FakeEngine, endpoint: Endpoint = Endpoint.COMPLETIONS, *,
 @pytest.mark.parametrize("endpoint", list(Endpoint))
 @pytest.mark.parametrize("flavour", list(Flavour))
 def test_every_flavour_streams_to_a_complete_record(
-        fake_engine: Callable[..., FakeEngine], flavour: Flavour, endpoint: Endpoint) -> None:
+    fake_engine: Callable[..., FakeEngine], flavour: Flavour, endpoint: Endpoint
+) -> None:
     engine = fake_engine(flavour=flavour)
     result = _send(engine, endpoint)
     r = result.record
@@ -60,14 +75,16 @@ def test_every_flavour_streams_to_a_complete_record(
 
 
 def test_non_streaming_response_is_one_chunk_at_the_end(
-        fake_engine: Callable[..., FakeEngine]) -> None:
+    fake_engine: Callable[..., FakeEngine],
+) -> None:
     r = _send(fake_engine(), Endpoint.CHAT, stream=False).record
     assert r.is_ok
     assert r.chunk_tokens == (6,) and r.first_token_s == r.end_s == r.chunk_times_s[0]
 
 
 def test_request_carries_id_and_key_headers_and_usage_option(
-        fake_engine: Callable[..., FakeEngine]) -> None:
+    fake_engine: Callable[..., FakeEngine],
+) -> None:
     engine = fake_engine()
     _send(engine, api_key="sk-secret", request_id="req-42")
     seen = engine.seen[0]
@@ -78,16 +95,20 @@ def test_request_carries_id_and_key_headers_and_usage_option(
     assert body["max_tokens"] == 6 and body["min_tokens"] == 6 and body["ignore_eos"] is True
 
 
-@pytest.mark.parametrize(("mode", "kind", "status"), [
-    (Mode.HTTP_500, "http_5xx", 500),
-    (Mode.HTTP_429, "http_4xx", 429),
-    (Mode.STALL, "timeout", 200),
-    (Mode.DROP, "disconnect", 200),
-    (Mode.GARBAGE, "protocol", 200),
-    (Mode.NO_DONE, "protocol", 200),
-])
+@pytest.mark.parametrize(
+    ("mode", "kind", "status"),
+    [
+        (Mode.HTTP_500, "http_5xx", 500),
+        (Mode.HTTP_429, "http_4xx", 429),
+        (Mode.STALL, "timeout", 200),
+        (Mode.DROP, "disconnect", 200),
+        (Mode.GARBAGE, "protocol", 200),
+        (Mode.NO_DONE, "protocol", 200),
+    ],
+)
 def test_failures_become_error_kinds_not_exceptions(
-        fake_engine: Callable[..., FakeEngine], mode: Mode, kind: str, status: int) -> None:
+    fake_engine: Callable[..., FakeEngine], mode: Mode, kind: str, status: int
+) -> None:
     engine = fake_engine(mode_of=lambda _rid: mode)
     r = _send(engine, timeout_s=0.5).record
     assert r.error == kind, r.error_detail
@@ -110,8 +131,9 @@ def test_api_key_never_appears_in_an_error_detail(fake_engine: Callable[..., Fak
 
 
 def test_request_body_for_chat_uses_messages() -> None:
-    options = ClientOptions(base_url="http://x", model="m", endpoint=Endpoint.CHAT,
-                            ignore_eos=False)
+    options = ClientOptions(
+        base_url="http://x", model="m", endpoint=Endpoint.CHAT, ignore_eos=False
+    )
     body = request_body(options, PROMPT)
     assert body["messages"] == [{"role": "user", "content": "a b c"}]
     assert body["max_completion_tokens"] == 6
@@ -125,23 +147,27 @@ def test_base_url_normalization() -> None:
         normalize_base_url("h:8000")
 
 
-@pytest.mark.parametrize(("estimates", "explicit", "usage", "expected"), [
-    ([0, 1, 1, 1, 0], False, 3, (0, 1, 1, 1, 0)),  # estimates agree with usage
-    ([0, 2, 1, 2, 0], False, 3, (0, 1, 1, 1, 0)),  # one token per text chunk (vLLM)
-    ([1, 3, 1], False, 8, (1, 6, 1)),  # several tokens per chunk: shared by the estimates
-    ([2, 2], False, 5, (3, 2)),  # ties: remainder to the earliest
-    ([2, 2, 1], True, 9, (2, 2, 1)),  # chunks that state their tokens are kept
-    ([1, 1, 1], False, None, (1, 1, 1)),  # no usage: estimates stand
-    ([1, 1, 1], False, 2, (1, 1, 1)),  # fewer tokens than text chunks: estimates stand
-])
-def test_chunk_tokens_are_reconciled_with_usage(estimates: list[int], explicit: bool,
-                                                 usage: int | None,
-                                                 expected: tuple[int, ...]) -> None:
+@pytest.mark.parametrize(
+    ("estimates", "explicit", "usage", "expected"),
+    [
+        ([0, 1, 1, 1, 0], False, 3, (0, 1, 1, 1, 0)),  # estimates agree with usage
+        ([0, 2, 1, 2, 0], False, 3, (0, 1, 1, 1, 0)),  # one token per text chunk (vLLM)
+        ([1, 3, 1], False, 8, (1, 6, 1)),  # several tokens per chunk: shared by the estimates
+        ([2, 2], False, 5, (3, 2)),  # ties: remainder to the earliest
+        ([2, 2, 1], True, 9, (2, 2, 1)),  # chunks that state their tokens are kept
+        ([1, 1, 1], False, None, (1, 1, 1)),  # no usage: estimates stand
+        ([1, 1, 1], False, 2, (1, 1, 1)),  # fewer tokens than text chunks: estimates stand
+    ],
+)
+def test_chunk_tokens_are_reconciled_with_usage(
+    estimates: list[int], explicit: bool, usage: int | None, expected: tuple[int, ...]
+) -> None:
     assert assign_chunk_tokens(estimates, explicit, usage) == expected
 
 
 def test_a_dropped_stream_keeps_the_chunks_that_came_before(
-        fake_engine: Callable[..., FakeEngine]) -> None:
+    fake_engine: Callable[..., FakeEngine],
+) -> None:
     engine = fake_engine(mode_of=lambda _rid: Mode.DROP)
     r = _send(engine, timeout_s=2.0).record
     assert r.error == "disconnect"

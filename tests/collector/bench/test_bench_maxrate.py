@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from collector.bench.maxrate import find_max_rate
-from collector.errors import ConfigError
-from collector.records import RequestRecord
-from collector.slo import parse_slos
-from collector.summary import Summary, summarize
+from slotune.collector.bench.maxrate import find_max_rate
+from slotune.collector.errors import ConfigError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import Summary, summarize
 
 SLOS = parse_slos(["ttft:p90<=100ms"])
 
@@ -20,16 +20,24 @@ def _queue_like(threshold_rate: float) -> tuple[list[float], object]:
     def measure(rate: float) -> Summary:
         calls.append(rate)
         ttft = 0.05 if rate <= threshold_rate else 0.5
-        records = [RequestRecord(f"r{i}", send_s=i, first_token_s=i + ttft, end_s=i + 1.0,
-                                 chunk_times_s=(i + ttft, i + 1.0), chunk_tokens=(1, 1),
-                                 output_tokens=2) for i in range(20)]
+        records = [
+            RequestRecord(
+                f"r{i}",
+                send_s=i,
+                first_token_s=i + ttft,
+                end_s=i + 1.0,
+                chunk_times_s=(i + ttft, i + 1.0),
+                chunk_tokens=(1, 1),
+                output_tokens=2,
+            )
+            for i in range(20)
+        ]
         return summarize(records, SLOS)
 
     return calls, measure
 
 
-@pytest.mark.parametrize(("threshold", "start"), [(37.0, 1.0), (3.3, 10.0), (1.0, 1.0),
-                                                  (0.2, 5.0)])
+@pytest.mark.parametrize(("threshold", "start"), [(37.0, 1.0), (3.3, 10.0), (1.0, 1.0), (0.2, 5.0)])
 def test_finds_the_known_threshold_within_tolerance(threshold: float, start: float) -> None:
     calls, measure = _queue_like(threshold)
     result = find_max_rate(measure, SLOS, start_rate=start, rel_tolerance=0.05, max_steps=30)
@@ -58,8 +66,9 @@ def test_step_budget_bounds_the_search() -> None:
 def test_each_point_reports_attainment_per_slo() -> None:
     _, measure = _queue_like(4.0)
     points: list[float] = []
-    result = find_max_rate(measure, SLOS, start_rate=2.0, max_steps=8,
-                           on_point=lambda p: points.append(p.rate))
+    result = find_max_rate(
+        measure, SLOS, start_rate=2.0, max_steps=8, on_point=lambda p: points.append(p.rate)
+    )
     assert points and len(points) == len(result.curve)
     above = [p for p in result.curve if p.rate > 4.0]
     assert above and all(p.attainment == {"ttft-p90": 0.0} for p in above)

@@ -4,25 +4,38 @@ from __future__ import annotations
 
 import pytest
 
-from collector.records import RequestRecord
-from collector.slo import parse_slos
-from collector.summary import summarize
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import summarize
 
 
-def _rec(rid: str, send: float, chunks: list[tuple[float, int]], *, usage: int | None,
-         end: float | None = None, error: str | None = None) -> RequestRecord:
+def _rec(
+    rid: str,
+    send: float,
+    chunks: list[tuple[float, int]],
+    *,
+    usage: int | None,
+    end: float | None = None,
+    error: str | None = None,
+) -> RequestRecord:
     times = tuple(t for t, _ in chunks)
     tokens = tuple(n for _, n in chunks)
     first = next((t for t, n in chunks if n > 0), None)
-    return RequestRecord(request_id=rid, send_s=send, first_token_s=first,
-                         end_s=None if error else (end if end is not None else times[-1]),
-                         chunk_times_s=times, chunk_tokens=tokens, input_tokens=100,
-                         output_tokens=usage, error=error)
+    return RequestRecord(
+        request_id=rid,
+        send_s=send,
+        first_token_s=first,
+        end_s=None if error else (end if end is not None else times[-1]),
+        chunk_times_s=times,
+        chunk_tokens=tokens,
+        input_tokens=100,
+        output_tokens=usage,
+        error=error,
+    )
 
 
 # role-only chunk at 0.010 (no token), tokens at 0.020 (1), 0.030 (2 tokens), usage chunk
-MULTI = _rec("multi", 0.0, [(0.010, 0), (0.020, 1), (0.030, 2), (0.050, 1), (0.051, 0)],
-             usage=4)
+MULTI = _rec("multi", 0.0, [(0.010, 0), (0.020, 1), (0.030, 2), (0.050, 1), (0.051, 0)], usage=4)
 SINGLE = _rec("single", 1.0, [(1.040, 1), (1.041, 0)], usage=1)
 FAILED = _rec("failed", 2.0, [(2.030, 1)], usage=None, error="disconnect")
 

@@ -9,20 +9,27 @@ from pathlib import Path
 import pytest
 from bench_fakes import FakeEngine, Mode
 
-from collector.bench import ArrivalSpec, BenchConfig, run_benchmark, save_run
-from collector.bench.compare import compare_summaries
-from collector.bench.persist import check_store, list_runs, resolve_run, store_run
-from collector.errors import ConfigError, StoreError
-from collector.slo import parse_slos
-from collector.store import load_bench_run, open_store, upgrade
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark, save_run
+from slotune.collector.bench.compare import compare_summaries
+from slotune.collector.bench.persist import check_store, list_runs, resolve_run, store_run
+from slotune.collector.errors import ConfigError, StoreError
+from slotune.collector.slo import parse_slos
+from slotune.collector.store import load_bench_run, open_store, upgrade
 
 
 def test_a_run_round_trips_through_the_store(
-        fake_engine: Callable[..., FakeEngine], store_url: str) -> None:
+    fake_engine: Callable[..., FakeEngine], store_url: str
+) -> None:
     engine = fake_engine(mode_of=lambda rid: Mode.HTTP_500 if rid == "req-2" else Mode.OK)
-    config = BenchConfig(url=engine.url, arrival=ArrivalSpec.from_rate(100.0),
-                         input_len="10", output_len="4", num_requests=5, api_key="sk-zz",
-                         slos=tuple(parse_slos(["ttft:p99<=1s"])))
+    config = BenchConfig(
+        url=engine.url,
+        arrival=ArrivalSpec.from_rate(100.0),
+        input_len="10",
+        output_len="4",
+        num_requests=5,
+        api_key="sk-zz",
+        slos=tuple(parse_slos(["ttft:p99<=1s"])),
+    )
     result = run_benchmark(config)
     upgrade(store_url)
     with open_store(store_url) as store:
@@ -40,10 +47,16 @@ def test_a_run_round_trips_through_the_store(
 
 
 def test_compare_a_stored_run_with_a_saved_file(
-        fake_engine: Callable[..., FakeEngine], sqlite_url: str, tmp_path: Path) -> None:
+    fake_engine: Callable[..., FakeEngine], sqlite_url: str, tmp_path: Path
+) -> None:
     engine = fake_engine()
-    config = BenchConfig(url=engine.url, arrival=ArrivalSpec.from_rate(100.0),
-                         input_len="10", output_len="4", num_requests=4)
+    config = BenchConfig(
+        url=engine.url,
+        arrival=ArrivalSpec.from_rate(100.0),
+        input_len="10",
+        output_len="4",
+        num_requests=4,
+    )
     upgrade(sqlite_url)
     a = run_benchmark(config)
     run_id = store_run(sqlite_url, a, "a")
@@ -57,8 +70,7 @@ def test_compare_a_stored_run_with_a_saved_file(
     assert rows["ttft_ms.p50"].a == pytest.approx(a.summary.ttft_ms.percentiles[50.0])
 
 
-def test_unknown_runs_and_unusable_stores_are_clear_errors(sqlite_url: str,
-                                                           tmp_path: Path) -> None:
+def test_unknown_runs_and_unusable_stores_are_clear_errors(sqlite_url: str, tmp_path: Path) -> None:
     upgrade(sqlite_url)
     with pytest.raises(ConfigError, match="no benchmark run with id 99"):
         resolve_run(sqlite_url, "99")

@@ -6,25 +6,27 @@ from pathlib import Path
 
 import pytest
 
-from collector.bench.prompts import PromptBuilder, build_prompts, token_counter
-from collector.errors import ConfigError
-from collector.workload import named_workload
-from collector.workload.synthetic import parse_length_spec, synthetic_trace
-from collector.workload.tokens import count_tokens, synthetic_text
-from collector.workload.traces import Trace, TraceRequest
+from slotune.collector.bench.prompts import PromptBuilder, build_prompts, token_counter
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload import named_workload
+from slotune.collector.workload.synthetic import parse_length_spec, synthetic_trace
+from slotune.collector.workload.tokens import count_tokens, synthetic_text
+from slotune.collector.workload.traces import Trace, TraceRequest
 
 
 def _blocks_trace() -> Trace:
-    return Trace("blocks", (
-        TraceRequest(0.0, 1024 + 100, 10, hash_ids=(7, 8, 9), block_size=1024),
-        TraceRequest(1.0, 1024 + 300, 10, hash_ids=(7, 8, 11), block_size=1024),
-        TraceRequest(2.0, 900, 10, hash_ids=(12,), block_size=1024),
-    ))
+    return Trace(
+        "blocks",
+        (
+            TraceRequest(0.0, 1024 + 100, 10, hash_ids=(7, 8, 9), block_size=1024),
+            TraceRequest(1.0, 1024 + 300, 10, hash_ids=(7, 8, 11), block_size=1024),
+            TraceRequest(2.0, 900, 10, hash_ids=(12,), block_size=1024),
+        ),
+    )
 
 
 def test_prompts_have_exactly_the_asked_tokens_and_repeat_for_a_seed() -> None:
-    trace = synthetic_trace(parse_length_spec("uniform:5,300"), parse_length_spec("16"), 30,
-                            seed=4)
+    trace = synthetic_trace(parse_length_spec("uniform:5,300"), parse_length_spec("16"), 30, seed=4)
     a = build_prompts(trace, seed=1)
     assert [p.input_tokens for p in a] == [r.input_tokens for r in trace.requests]
     assert all(count_tokens(p.text) == p.input_tokens for p in a)
@@ -56,8 +58,9 @@ def test_bundled_mooncake_prefixes_are_shared_text() -> None:
 
 
 def test_shared_system_prompt_opens_every_conversation() -> None:
-    trace = synthetic_trace(parse_length_spec("50"), parse_length_spec("10"), 4,
-                            shared_prefix_tokens=200)
+    trace = synthetic_trace(
+        parse_length_spec("50"), parse_length_spec("10"), 4, shared_prefix_tokens=200
+    )
     prompts = build_prompts(trace, seed=0, shared_prefix_tokens=200)
     heads = {" ".join(p.text.split()[:200]) for p in prompts}
     assert len(heads) == 1
@@ -66,8 +69,9 @@ def test_shared_system_prompt_opens_every_conversation() -> None:
 
 
 def test_sessions_grow_with_the_conversation() -> None:
-    trace = synthetic_trace(parse_length_spec("40"), parse_length_spec("20"), 6, turns=3,
-                            shared_prefix_tokens=30)
+    trace = synthetic_trace(
+        parse_length_spec("40"), parse_length_spec("20"), 6, turns=3, shared_prefix_tokens=30
+    )
     prompts = build_prompts(trace, seed=0, shared_prefix_tokens=30)
     # two conversations, interleaved: requests 0,2,4 are session-0's turns
     s0 = [prompts[i] for i in (0, 2, 4)]
@@ -81,8 +85,9 @@ def test_sessions_grow_with_the_conversation() -> None:
 def test_builder_in_order_matches_the_whole_list() -> None:
     trace = synthetic_trace(parse_length_spec("12"), parse_length_spec("3"), 5, turns=2)
     builder = PromptBuilder(seed=9)
-    assert [builder.build(r, i) for i, r in enumerate(trace.requests)] == \
-        build_prompts(trace, seed=9)
+    assert [builder.build(r, i) for i, r in enumerate(trace.requests)] == build_prompts(
+        trace, seed=9
+    )
 
 
 def _word_tokenizer_dir(path: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collector.bench.sse import DONE, Chunk, ProtocolError, SSEDecoder, parse_chunk
+from slotune.collector.bench.sse import DONE, Chunk, ProtocolError, SSEDecoder, parse_chunk
 
 STREAMS = Path(__file__).parent / "streams"
 
@@ -15,7 +15,7 @@ def _decode(raw: bytes, piece: int) -> list[str]:
     dec = SSEDecoder()
     events: list[str] = []
     for i in range(0, len(raw), piece):
-        events += dec.feed(raw[i:i + piece])
+        events += dec.feed(raw[i : i + piece])
     return events + dec.close()
 
 
@@ -35,8 +35,14 @@ def test_vllm_completions_usage_only_final_chunk_and_empty_text_chunk() -> None:
     chunks = _chunks("vllm_completions.sse")
     assert [c.text for c in chunks[:4]] == [" the", " cache", "", " batch"]
     assert chunks[3].finish_reason == "length"
-    assert chunks[4] == Chunk(usage={"prompt_tokens": 12, "total_tokens": 15,
-                                     "completion_tokens": 3, "prompt_tokens_details": None})
+    assert chunks[4] == Chunk(
+        usage={
+            "prompt_tokens": 12,
+            "total_tokens": 15,
+            "completion_tokens": 3,
+            "prompt_tokens_details": None,
+        }
+    )
     assert chunks[5] == DONE
 
 
@@ -77,31 +83,42 @@ def test_in_stream_error_object_is_read_as_an_error() -> None:
 
 
 def test_nested_openai_error_object() -> None:
-    c = parse_chunk('{"error": {"message": "bad model", "type": "invalid_request_error", '
-                    '"code": 404}}')
+    c = parse_chunk(
+        '{"error": {"message": "bad model", "type": "invalid_request_error", "code": 404}}'
+    )
     assert (c.error, c.error_code) == ("bad model", 404)
 
 
 def test_lone_cr_line_endings_and_data_without_space() -> None:
-    assert _decode(b"data:{\"a\":1}\r\r: c\rdata: x\r\r", 1) == ['{"a":1}', "x"]
+    assert _decode(b'data:{"a":1}\r\r: c\rdata: x\r\r', 1) == ['{"a":1}', "x"]
 
 
 def test_stream_without_trailing_blank_line_is_flushed_at_close() -> None:
     assert _decode(b"data: [DONE]", 4) == [DONE]
 
 
-@pytest.mark.parametrize("payload", [
-    "{not json", "[1, 2]", '"text"', '{"choices": {"a": 1}}', '{"choices": ["x"]}',
-    '{"choices": [{"delta": "hi"}]}', '{"choices": [{"text": 5}]}',
-    '{"choices": [{"delta": {"content": ["a"]}}]}',
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{not json",
+        "[1, 2]",
+        '"text"',
+        '{"choices": {"a": 1}}',
+        '{"choices": ["x"]}',
+        '{"choices": [{"delta": "hi"}]}',
+        '{"choices": [{"text": 5}]}',
+        '{"choices": [{"delta": {"content": ["a"]}}]}',
+    ],
+)
 def test_non_object_payload_is_a_protocol_error(payload: str) -> None:
     with pytest.raises(ProtocolError):
         parse_chunk(payload)
 
 
 def test_whole_chat_response_reads_the_message() -> None:
-    c = parse_chunk('{"choices": [{"index": 0, "message": {"role": "assistant", '
-                    '"content": "hi there"}, "finish_reason": "length"}], '
-                    '"usage": {"prompt_tokens": 3, "completion_tokens": 2}}')
+    c = parse_chunk(
+        '{"choices": [{"index": 0, "message": {"role": "assistant", '
+        '"content": "hi there"}, "finish_reason": "length"}], '
+        '"usage": {"prompt_tokens": 3, "completion_tokens": 2}}'
+    )
     assert (c.text, c.finish_reason, c.usage["completion_tokens"]) == ("hi there", "length", 2)

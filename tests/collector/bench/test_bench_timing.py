@@ -9,11 +9,12 @@ import time
 import aiohttp
 from aiohttp import web
 
-from collector.bench.client import ClientOptions, Prompt, send_request, timing_trace_config
-from collector.records import RequestRecord
+from slotune.collector.bench.client import ClientOptions, Prompt, send_request, timing_trace_config
+from slotune.collector.records import RequestRecord
 
-PROMPT = Prompt(text="hello", messages=({"role": "user", "content": "hello"},),
-                input_tokens=1, output_tokens=3)
+PROMPT = Prompt(
+    text="hello", messages=({"role": "user", "content": "hello"},), input_tokens=1, output_tokens=3
+)
 
 
 async def _two_requests_on_one_connection() -> list[tuple[float, RequestRecord, dict]]:
@@ -31,8 +32,7 @@ async def _two_requests_on_one_connection() -> list[tuple[float, RequestRecord, 
             writes.append(time.perf_counter())
             await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
-        server_times[request.headers["X-Request-Id"]] = {"started_s": started_s,
-                                                         "writes_s": writes}
+        server_times[request.headers["X-Request-Id"]] = {"started_s": started_s, "writes_s": writes}
         return response
 
     app = web.Application()
@@ -46,8 +46,9 @@ async def _two_requests_on_one_connection() -> list[tuple[float, RequestRecord, 
     out = []
     try:
         connector = aiohttp.TCPConnector(limit=1)  # the second request reuses the connection
-        async with aiohttp.ClientSession(connector=connector,
-                                         trace_configs=[timing_trace_config()]) as session:
+        async with aiohttp.ClientSession(
+            connector=connector, trace_configs=[timing_trace_config()]
+        ) as session:
             for i in range(2):
                 asked_s = time.perf_counter()
                 result = await send_request(session, options, f"r{i}", PROMPT)
@@ -61,8 +62,9 @@ def test_send_and_chunk_stamps_bracket_the_servers_actions() -> None:
     for asked_s, record, server in asyncio.run(_two_requests_on_one_connection()):
         assert record.is_ok, record.error_detail
         assert asked_s <= record.send_s <= server["started_s"]
-        token_times = [t for t, n in zip(record.chunk_times_s, record.chunk_tokens,
-                                         strict=True) if n > 0]
+        token_times = [
+            t for t, n in zip(record.chunk_times_s, record.chunk_tokens, strict=True) if n > 0
+        ]
         assert len(token_times) == 3
         for read_s, written_s in zip(token_times, server["writes_s"], strict=True):
             assert written_s <= read_s  # no stamp from an earlier read on the connection

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.store import Store, open_store, upgrade
+from slotune.collector.store import Store, open_store, upgrade
 
 
 @pytest.fixture

@@ -5,16 +5,19 @@ import sqlite3
 import pytest
 from _tools import free_port
 
-from collector.errors import StoreUnavailable
-from collector.slo import parse_slo
-from collector.store import list_slos, open_store, redact_url, save_slos, upgrade
+from slotune.collector.errors import StoreUnavailable
+from slotune.collector.slo import parse_slo
+from slotune.collector.store import list_slos, open_store, redact_url, save_slos, upgrade
 
 
-@pytest.mark.parametrize(("url", "problem"), [
-    ("not a url", "is not a database URL"),
-    ("mysql://u:secret@127.0.0.1/db", "'mysql' in mysql://u:***@127.0.0.1/db is not supported"),
-    ("sqlite:////no/such/dir/x.db", "no SQLite database at /no/such/dir/x.db"),
-])
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("not a url", "is not a database URL"),
+        ("mysql://u:secret@127.0.0.1/db", "'mysql' in mysql://u:***@127.0.0.1/db is not supported"),
+        ("sqlite:////no/such/dir/x.db", "no SQLite database at /no/such/dir/x.db"),
+    ],
+)
 def test_bad_urls_say_what_to_use(url: str, problem: str) -> None:
     with pytest.raises(StoreUnavailable) as e:
         open_store(url)
@@ -35,8 +38,10 @@ def test_unreachable_server_hides_the_password() -> None:
 
 
 def test_redact_url() -> None:
-    assert redact_url("postgresql+psycopg://u:p%40ss@h:5432/d") == \
-        "postgresql+psycopg://u:***@h:5432/d"
+    assert (
+        redact_url("postgresql+psycopg://u:p%40ss@h:5432/d")
+        == "postgresql+psycopg://u:***@h:5432/d"
+    )
     assert redact_url("sqlite:///x.db") == "sqlite:///x.db"
     assert redact_url("weird://u:pw@host:x:y") == "weird://u:***@host:x:y"
 
@@ -54,8 +59,10 @@ def test_locked_sqlite_file_changes_nothing(sqlite_url: str) -> None:
     holder = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        with open_store(sqlite_url + "?timeout=0.2") as store, \
-                pytest.raises(StoreUnavailable, match="locked by another process"):
+        with (
+            open_store(sqlite_url + "?timeout=0.2") as store,
+            pytest.raises(StoreUnavailable, match="locked by another process"),
+        ):
             save_slos(store, [parse_slo("ttft:p99<=900ms"), parse_slo("itl:p95<=50ms")])
     finally:
         holder.execute("ROLLBACK")

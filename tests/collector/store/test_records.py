@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from collector.errors import ConfigError
-from collector.records import RequestRecord
-from collector.slo import Selector, parse_slo
-from collector.store import (
+from slotune.collector.errors import ConfigError
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import Selector, parse_slo
+from slotune.collector.store import (
     AlertEventInfo,
     AlertRuleInfo,
     AlertState,
@@ -30,17 +30,45 @@ from collector.store import (
 )
 
 RECORDS = [
-    RequestRecord("r1", 10.0, 10.2, 11.0, (10.2, 10.5, 11.0), (1, 2, 0), 512, 3,
-                  scheduled_s=9.99, http_status=200),
-    RequestRecord("r0", 10.1, None, None, (), (), 100, None, error="http_5xx",
-                  error_detail="503 Service Unavailable", http_status=503, scheduled_s=10.1),
+    RequestRecord(
+        "r1",
+        10.0,
+        10.2,
+        11.0,
+        (10.2, 10.5, 11.0),
+        (1, 2, 0),
+        512,
+        3,
+        scheduled_s=9.99,
+        http_status=200,
+    ),
+    RequestRecord(
+        "r0",
+        10.1,
+        None,
+        None,
+        (),
+        (),
+        100,
+        None,
+        error="http_5xx",
+        error_detail="503 Service Unavailable",
+        http_status=503,
+        scheduled_s=10.1,
+    ),
 ]
 
 
 def test_bench_run_round_trip(store: Store) -> None:
-    meta = BenchRunMeta(name="chat", url="http://127.0.0.1:8000/v1", model="llama",
-                        workload="azure-conv", started_at=100.0, ended_at=160.0,
-                        config={"rate": 5.0, "arrival": "poisson"})
+    meta = BenchRunMeta(
+        name="chat",
+        url="http://127.0.0.1:8000/v1",
+        model="llama",
+        workload="azure-conv",
+        started_at=100.0,
+        ended_at=160.0,
+        config={"rate": 5.0, "arrival": "poisson"},
+    )
     run_id = save_bench_run(store, meta, RECORDS, {"goodput": 1.5})
     data = load_bench_run(store, run_id)
     assert data.meta == meta
@@ -79,12 +107,26 @@ def test_saving_slos_is_all_or_nothing(store: Store) -> None:
 
 
 def test_studies(store: Store) -> None:
-    info = StudyInfo(name="s1", optuna_study_name="slotune-s1", backend="sim", engine="vllm",
-                     model="llama-3.1-8b", gpu="H100", workload="azure-conv",
-                     objective="goodput", slos=("ttft-p99",), created_at=5.0)
+    info = StudyInfo(
+        name="s1",
+        optuna_study_name="slotune-s1",
+        backend="sim",
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="H100",
+        workload="azure-conv",
+        objective="goodput",
+        slos=("ttft-p99",),
+        created_at=5.0,
+    )
     save_study(store, info)
-    done = StudyInfo(**{**{f: getattr(info, f) for f in info.__slots__},
-                        "status": StudyStatus.COMPLETE, "result": {"best": {"max_num_seqs": 64}}})
+    done = StudyInfo(
+        **{
+            **{f: getattr(info, f) for f in info.__slots__},
+            "status": StudyStatus.COMPLETE,
+            "result": {"best": {"max_num_seqs": 64}},
+        }
+    )
     save_study(store, done)
     assert get_study(store, "s1") == done
     assert list_studies(store) == [done]
@@ -99,8 +141,7 @@ def test_diagnoses(store: Store) -> None:
     second = save_diagnosis(store, "gpu-time", {"file": "t.json"}, {"compute": 0.7}, "node-1")
     assert [d.id for d in list_diagnoses(store)] == [second, first]
     [gpu] = list_diagnoses(store, kind="gpu-time")
-    assert (gpu.subject, gpu.inputs, gpu.result) == ("node-1", {"file": "t.json"},
-                                                     {"compute": 0.7})
+    assert (gpu.subject, gpu.inputs, gpu.result) == ("node-1", {"file": "t.json"}, {"compute": 0.7})
 
 
 def test_alert_events(store: Store) -> None:
@@ -108,8 +149,10 @@ def test_alert_events(store: Store) -> None:
     record_alert_event(store, AlertEventInfo("ttft-burn", AlertState.FIRING, 100.0, 14.4))
     record_alert_event(store, AlertEventInfo("ttft-burn", AlertState.RESOLVED, 200.0, 0.5))
     events = list_alert_events(store, rule="ttft-burn")
-    assert [(e.state, e.ts, e.value) for e in events] == [("firing", 100.0, 14.4),
-                                                           ("resolved", 200.0, 0.5)]
+    assert [(e.state, e.ts, e.value) for e in events] == [
+        ("firing", 100.0, 14.4),
+        ("resolved", 200.0, 0.5),
+    ]
     assert len(list_alert_events(store, since_ts=150.0)) == 1
     with pytest.raises(ConfigError, match="no alert rule named 'x'"):
         record_alert_event(store, AlertEventInfo("x", AlertState.FIRING, 1.0))

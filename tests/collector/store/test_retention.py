@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from collector.store import (
+from slotune.collector.store import (
     AlertEventInfo,
     AlertRuleInfo,
     AlertState,
@@ -20,7 +20,7 @@ from collector.store import (
     save_alert_rule,
     write_samples,
 )
-from collector.store._models import Sample
+from slotune.collector.store._models import Sample
 
 T0 = 1_700_000_040.0  # a minute boundary
 LES = ("0.1", "1", "+Inf")
@@ -35,8 +35,9 @@ def ten_minutes_of_scrapes(store: Store) -> None:
         batch.append(SampleIn("e1", "reqs_total", "counter", {}, ts, requests))
         batch.append(SampleIn("e1", "kv_usage", "gauge", {}, ts, float(i % 10)))
         for le, share in zip(LES, (0.5, 0.9, 1.0), strict=True):
-            batch.append(SampleIn("e1", "ttft_bucket", "histogram", {"le": le}, ts,
-                                  requests * share))
+            batch.append(
+                SampleIn("e1", "ttft_bucket", "histogram", {"le": le}, ts, requests * share)
+            )
     write_samples(store, batch)
 
 
@@ -49,10 +50,14 @@ def answers(store: Store) -> list[tuple[float | None, ...]]:
     # Counter windows end on kept samples (the last of each minute); gauge windows on steps.
     counters = [(T0 + 55, T0 + 595), (T0 + 115, T0 + 355), (T0 + 295, T0 + 595)]
     gauges = [(T0 + 60, T0 + 300), (T0, T0 + 540), (T0 + 300, T0 + 600)]
-    return [(counter_increase(store, "e1", "reqs_total", a, b),
-             histogram_quantile(store, "e1", "ttft", 0.95, a, b),
-             gauge_avg(store, "e1", "kv_usage", c, d))
-            for (a, b), (c, d) in zip(counters, gauges, strict=True)]
+    return [
+        (
+            counter_increase(store, "e1", "reqs_total", a, b),
+            histogram_quantile(store, "e1", "ttft", 0.95, a, b),
+            gauge_avg(store, "e1", "kv_usage", c, d),
+        )
+        for (a, b), (c, d) in zip(counters, gauges, strict=True)
+    ]
 
 
 def test_rollup_keeps_window_answers(store: Store) -> None:
@@ -69,13 +74,15 @@ def test_rollup_keeps_window_answers(store: Store) -> None:
 
 def test_prune_deletes_old_telemetry_only(store: Store) -> None:
     ten_minutes_of_scrapes(store)
-    save_alert_rule(store, AlertRuleInfo(name="r", kind="threshold", metric="kv_usage", op=">",
-                                         threshold=0.9))
+    save_alert_rule(
+        store, AlertRuleInfo(name="r", kind="threshold", metric="kv_usage", op=">", threshold=0.9)
+    )
     record_alert_event(store, AlertEventInfo("r", AlertState.FIRING, T0 + 10))
     record_alert_event(store, AlertEventInfo("r", AlertState.RESOLVED, T0 + 400))
     counts = prune(store, older_than_s=300.0, now=T0 + 600)
     assert counts.samples == 5 * 60 and counts.alert_events == 1
     assert counts.counter_resets == 0  # the restart at T0+350 is kept
     assert [e.state for e in list_alert_events(store)] == ["resolved"]
-    assert counter_increase(store, "e1", "reqs_total", T0 + 300, T0 + 595) == \
-        pytest.approx(10 * 9 + 3 + 10 * 49)
+    assert counter_increase(store, "e1", "reqs_total", T0 + 300, T0 + 595) == pytest.approx(
+        10 * 9 + 3 + 10 * 49
+    )

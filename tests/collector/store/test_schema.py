@@ -8,20 +8,26 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from collector.errors import SchemaMismatch, StoreUnavailable
-from collector.store import current_revision, downgrade, open_store, schema_status, upgrade
-from collector.store._migrate import VERSION_TABLE, head_revision
-from collector.store._models import Base
+from slotune.collector.errors import SchemaMismatch, StoreUnavailable
+from slotune.collector.store import current_revision, downgrade, open_store, schema_status, upgrade
+from slotune.collector.store._migrate import VERSION_TABLE, head_revision
+from slotune.collector.store._models import Base
 
 
 def schema_diff(url: str) -> list[object]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={
-                "version_table": VERSION_TABLE, "compare_type": True,
-                "include_name": lambda name, type_, _p: type_ != "table"
-                or name in Base.metadata.tables})
+            context = MigrationContext.configure(
+                conn,
+                opts={
+                    "version_table": VERSION_TABLE,
+                    "compare_type": True,
+                    "include_name": lambda name, type_, _p: (
+                        type_ != "table" or name in Base.metadata.tables
+                    ),
+                },
+            )
             return list(compare_metadata(context, Base.metadata))
     finally:
         engine.dispose()
@@ -81,12 +87,14 @@ def test_refuses_a_newer_schema(store_url: str) -> None:
 
 def test_refuses_a_database_behind_head(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     upgrade(store_url)
-    import collector.store._migrate as migrate
+    import slotune.collector.store._migrate as migrate
 
     monkeypatch.setattr(migrate, "head_revision", lambda: "0002")
     monkeypatch.setattr(migrate, "known_revisions", lambda: {"0001", "0002"})
-    with pytest.raises(SchemaMismatch, match="at revision 0001, this slotune expects 0002: "
-                                             "run `slotune db upgrade`"):
+    with pytest.raises(
+        SchemaMismatch,
+        match="at revision 0001, this slotune expects 0002: run `slotune db upgrade`",
+    ):
         open_store(store_url)
 
 
@@ -97,8 +105,9 @@ def _stamp(url: str, revision: str) -> None:
     engine.dispose()
 
 
-def test_default_store_is_created_on_first_use(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_store_is_created_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     with open_store() as store:
         assert store.url.endswith("slotune/slotune.db")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collector.store import SampleIn, open_store, write_samples
-from ui.cli import app
+from slotune.collector.store import SampleIn, open_store, write_samples
+from slotune.ui.cli import app
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slos.yaml"
 
@@ -42,8 +42,11 @@ def test_malformed_slo_file_changes_nothing(sqlite_url: str, tmp_path: Path) -> 
     slotune(sqlite_url, "db", "upgrade")
     slotune(sqlite_url, "slo", "apply", str(EXAMPLES))
     bad = tmp_path / "bad.yaml"
-    bad.write_text("slos:\n  - name: chat-ttft\n    spec: ttft:p99<=100ms\n"
-                   "  - name: broken\n    spec: ttft<=1s\n", encoding="utf-8")
+    bad.write_text(
+        "slos:\n  - name: chat-ttft\n    spec: ttft:p99<=100ms\n"
+        "  - name: broken\n    spec: ttft<=1s\n",
+        encoding="utf-8",
+    )
     code, _, err = slotune(sqlite_url, "slo", "apply", str(bad))
     assert code == 1
     assert err.count("\n") == 1 and f"{bad}:5:" in err and "accepted forms" in err
@@ -63,11 +66,14 @@ def test_commands_refuse_an_old_schema(sqlite_url: str) -> None:
     assert code == 0 and json.loads(out)["current"] == "ffff"
 
 
-@pytest.mark.parametrize(("url", "message"), [
-    ("sqlite:////nonexistent/dir/x.db", "no SQLite database at /nonexistent/dir/x.db"),
-    ("postgresql+psycopg://u:hunter2@127.0.0.1:1/db", "cannot connect to the database"),
-    ("http://example.org", "'http' in http://example.org is not supported"),
-])
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite:////nonexistent/dir/x.db", "no SQLite database at /nonexistent/dir/x.db"),
+        ("postgresql+psycopg://u:hunter2@127.0.0.1:1/db", "cannot connect to the database"),
+        ("http://example.org", "'http' in http://example.org is not supported"),
+    ],
+)
 def test_bad_urls_give_one_line(url: str, message: str) -> None:
     code, _, err = slotune(url, "slo", "list")
     assert code == 1 and message in err and "hunter2" not in err
@@ -77,10 +83,13 @@ def test_bad_urls_give_one_line(url: str, message: str) -> None:
 def test_prune_with_rollup(store_url: str) -> None:
     slotune(store_url, "db", "upgrade")
     with open_store(store_url) as store:
-        write_samples(store, [SampleIn("e1", "kv_usage", "gauge", {}, 1_000_000.0 + 5 * i, 0.5)
-                              for i in range(24)])
-    code, out, _ = slotune(store_url, "db", "prune", "--older-than", "30d",
-                           "--rollup-after", "2d", "--json")
+        write_samples(
+            store,
+            [SampleIn("e1", "kv_usage", "gauge", {}, 1_000_000.0 + 5 * i, 0.5) for i in range(24)],
+        )
+    code, out, _ = slotune(
+        store_url, "db", "prune", "--older-than", "30d", "--rollup-after", "2d", "--json"
+    )
     assert code == 0
     report = json.loads(out)
     assert report["pruned"]["samples"] == 24

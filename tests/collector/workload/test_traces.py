@@ -4,9 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from collector.errors import ConfigError
-from collector.workload import NAMED_WORKLOADS, load_trace, named_workload, resolve_workload, retime
-from collector.workload.tokens import count_tokens, synthetic_text
+from slotune.collector.errors import ConfigError
+from slotune.collector.workload import (
+    NAMED_WORKLOADS,
+    load_trace,
+    named_workload,
+    resolve_workload,
+    retime,
+)
+from slotune.collector.workload.tokens import count_tokens, synthetic_text
 
 
 @pytest.mark.parametrize("name", sorted(NAMED_WORKLOADS))
@@ -32,9 +38,10 @@ def test_mooncake_hash_ids_are_512_token_blocks() -> None:
 
 def test_canonical_absolute_timestamps_become_relative(tmp_path: Path) -> None:
     p = tmp_path / "t.jsonl"
-    lines = [{"timestamp": 1_700_000_010.5, "input_tokens": 5, "output_tokens": 2},
-             {"timestamp": 1_700_000_010.0, "input_tokens": 7, "output_tokens": 3,
-              "session_id": 4}]
+    lines = [
+        {"timestamp": 1_700_000_010.5, "input_tokens": 5, "output_tokens": 2},
+        {"timestamp": 1_700_000_010.0, "input_tokens": 7, "output_tokens": 3, "session_id": 4},
+    ]
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     t = load_trace(p)
     assert [r.timestamp_s for r in t.requests] == [0.0, 0.5]

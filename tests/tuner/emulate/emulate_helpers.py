@@ -18,13 +18,13 @@ from typing import Any
 
 import httpx
 
-from tuner.sim.emulate.app import ServedModel
-from tuner.sim.emulate.server import Emulator
-from tuner.sim.emulate.settings import ServerSettings
-from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from tuner.sim.emulate.vllm_metrics import VllmMetrics
-from tuner.sim.engine import EngineStats
-from tuner.sim.request import SimRequest
+from slotune.tuner.sim.emulate.app import ServedModel
+from slotune.tuner.sim.emulate.server import Emulator
+from slotune.tuner.sim.emulate.settings import ServerSettings
+from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.sim.engine import EngineStats
+from slotune.tuner.sim.request import SimRequest
 
 MODEL = "test-model"
 MAX_MODEL_LEN = 256
@@ -101,11 +101,20 @@ class FakeCore:
         return FakeStep(self.step_s, tokens, finished, started)
 
 
-def new_request(request_id: str, arrival_s: float, prompt_token_ids: tuple[int, ...],
-                max_tokens: int, min_tokens: int) -> SimRequest:
-    return SimRequest(request_id=request_id, arrival_s=arrival_s,
-                      prompt_tokens=len(prompt_token_ids), max_tokens=max_tokens,
-                      prompt_token_ids=tuple(prompt_token_ids))
+def new_request(
+    request_id: str,
+    arrival_s: float,
+    prompt_token_ids: tuple[int, ...],
+    max_tokens: int,
+    min_tokens: int,
+) -> SimRequest:
+    return SimRequest(
+        request_id=request_id,
+        arrival_s=arrival_s,
+        prompt_tokens=len(prompt_token_ids),
+        max_tokens=max_tokens,
+        prompt_token_ids=tuple(prompt_token_ids),
+    )
 
 
 class RunningEmulator:
@@ -156,20 +165,30 @@ class RunningEmulator:
         self._thread.join(10)
 
 
-def make_emulator(engine: str = "vllm", step_s: float = 0.01, time_scale: float = 1.0,
-                  timings_file: Path | None = None) -> RunningEmulator:
-    settings = ServerSettings(host="127.0.0.1", port=0, engine=engine, time_scale=time_scale,
-                              timings_file=timings_file)
-    model = ServedModel(MODEL, "org/test-model", MAX_MODEL_LEN,
-                        "vllm" if engine == "vllm" else "tensorrt_llm", "0.1.0")
+def make_emulator(
+    engine: str = "vllm",
+    step_s: float = 0.01,
+    time_scale: float = 1.0,
+    timings_file: Path | None = None,
+) -> RunningEmulator:
+    settings = ServerSettings(
+        host="127.0.0.1", port=0, engine=engine, time_scale=time_scale, timings_file=timings_file
+    )
+    model = ServedModel(
+        MODEL,
+        "org/test-model",
+        MAX_MODEL_LEN,
+        "vllm" if engine == "vllm" else "tensorrt_llm",
+        "0.1.0",
+    )
     metrics: VllmMetrics | TrtllmMetrics
     if engine == "vllm":
-        metrics = VllmMetrics(MODEL, MAX_MODEL_LEN, {"block_size": "16",
-                                                     "enable_prefix_caching": "True"})
+        metrics = VllmMetrics(
+            MODEL, MAX_MODEL_LEN, {"block_size": "16", "enable_prefix_caching": "True"}
+        )
     else:
         metrics = TrtllmMetrics(MODEL, TrtllmStatic(64, 8192, 16, 1 << 30))
     return RunningEmulator(Emulator(FakeCore(step_s), new_request, model, metrics, settings))
-
 
 
 @dataclass
@@ -189,8 +208,9 @@ class Stream:
         return out
 
 
-def stream(client: httpx.Client, url: str, body: dict[str, Any],
-           headers: dict[str, str] | None = None) -> Stream:
+def stream(
+    client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Stream:
     send_s = time.time()
     events: list[tuple[float, Any]] = []
     with client.stream("POST", url, json=body, headers=headers or {}) as response:
@@ -200,6 +220,6 @@ def stream(client: httpx.Client, url: str, body: dict[str, Any],
             if not line:
                 continue
             assert line.startswith("data: "), line
-            payload = line[len("data: "):]
+            payload = line[len("data: ") :]
             events.append((time.time(), payload if payload == "[DONE]" else json.loads(payload)))
     return Stream(send_s, events)

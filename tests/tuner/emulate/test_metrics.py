@@ -7,15 +7,20 @@ from emulate_helpers import MAX_MODEL_LEN, MODEL, RunningEmulator
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from tuner.sim.emulate.vllm_metrics import build_1_2_5_buckets
+from slotune.tuner.sim.emulate.vllm_metrics import build_1_2_5_buckets
 
 VLLM_FAMILIES = {
     # current V1 names
-    "vllm:num_requests_running": "gauge", "vllm:num_requests_waiting": "gauge",
-    "vllm:kv_cache_usage_perc": "gauge", "vllm:prefix_cache_queries": "counter",
-    "vllm:prefix_cache_hits": "counter", "vllm:num_preemptions": "counter",
-    "vllm:prompt_tokens": "counter", "vllm:generation_tokens": "counter",
-    "vllm:request_success": "counter", "vllm:iteration_tokens_total": "histogram",
+    "vllm:num_requests_running": "gauge",
+    "vllm:num_requests_waiting": "gauge",
+    "vllm:kv_cache_usage_perc": "gauge",
+    "vllm:prefix_cache_queries": "counter",
+    "vllm:prefix_cache_hits": "counter",
+    "vllm:num_preemptions": "counter",
+    "vllm:prompt_tokens": "counter",
+    "vllm:generation_tokens": "counter",
+    "vllm:request_success": "counter",
+    "vllm:iteration_tokens_total": "histogram",
     "vllm:time_to_first_token_seconds": "histogram",
     "vllm:inter_token_latency_seconds": "histogram",
     "vllm:request_time_per_output_token_seconds": "histogram",
@@ -24,12 +29,17 @@ VLLM_FAMILIES = {
     "vllm:request_prefill_time_seconds": "histogram",
     "vllm:request_decode_time_seconds": "histogram",
     "vllm:request_inference_time_seconds": "histogram",
-    "vllm:request_prompt_tokens": "histogram", "vllm:request_generation_tokens": "histogram",
-    "vllm:request_params_max_tokens": "histogram", "vllm:request_params_n": "histogram",
-    "vllm:request_max_num_generation_tokens": "histogram", "vllm:cache_config_info": "gauge",
+    "vllm:request_prompt_tokens": "histogram",
+    "vllm:request_generation_tokens": "histogram",
+    "vllm:request_params_max_tokens": "histogram",
+    "vllm:request_params_n": "histogram",
+    "vllm:request_max_num_generation_tokens": "histogram",
+    "vllm:cache_config_info": "gauge",
     # older names still scraped
-    "vllm:gpu_cache_usage_perc": "gauge", "vllm:gpu_prefix_cache_queries": "counter",
-    "vllm:gpu_prefix_cache_hits": "counter", "vllm:time_per_output_token_seconds": "histogram",
+    "vllm:gpu_cache_usage_perc": "gauge",
+    "vllm:gpu_prefix_cache_queries": "counter",
+    "vllm:gpu_prefix_cache_hits": "counter",
+    "vllm:time_per_output_token_seconds": "histogram",
 }
 
 
@@ -38,8 +48,11 @@ def _families(text: str) -> dict[str, tuple[str, list[Sample]]]:
 
 
 def _value(samples: list[Sample], name: str, **labels: str) -> float:
-    matches = [s.value for s in samples
-               if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    matches = [
+        s.value
+        for s in samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
     assert len(matches) == 1, (name, labels, matches)
     return matches[0]
 
@@ -47,13 +60,16 @@ def _value(samples: list[Sample], name: str, **labels: str) -> float:
 def _run_requests(url: str, num: int, max_tokens: int) -> None:
     with httpx.Client(timeout=10) as client:
         for i in range(num):
-            r = client.post(f"{url}/v1/completions",
-                            json={"prompt": f"request number {i}", "max_tokens": max_tokens})
+            r = client.post(
+                f"{url}/v1/completions",
+                json={"prompt": f"request number {i}", "max_tokens": max_tokens},
+            )
             assert r.status_code == 200
 
 
 def test_vllm_metrics_parse_with_vllm_names_types_and_labels(
-        vllm_emulator: RunningEmulator) -> None:
+    vllm_emulator: RunningEmulator,
+) -> None:
     _run_requests(vllm_emulator.url, 3, 4)
     r = httpx.get(f"{vllm_emulator.url}/metrics", timeout=10)
     assert r.headers["content-type"].startswith("text/plain")
@@ -81,20 +97,95 @@ def test_vllm_bucket_boundaries(vllm_emulator: RunningEmulator) -> None:
     families = _families(httpx.get(f"{vllm_emulator.url}/metrics", timeout=10).text)
 
     def bounds(name: str) -> list[float]:
-        return [float(s.labels["le"]) for s in families[name][1]
-                if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
+        return [
+            float(s.labels["le"])
+            for s in families[name][1]
+            if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"
+        ]
 
     assert bounds("vllm:time_to_first_token_seconds") == [
-        0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-        10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0]
+        0.001,
+        0.005,
+        0.01,
+        0.02,
+        0.04,
+        0.06,
+        0.08,
+        0.1,
+        0.25,
+        0.5,
+        0.75,
+        1.0,
+        2.5,
+        5.0,
+        7.5,
+        10.0,
+        20.0,
+        40.0,
+        80.0,
+        160.0,
+        640.0,
+        2560.0,
+    ]
     assert bounds("vllm:inter_token_latency_seconds") == [
-        0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-        10.0, 20.0, 40.0, 80.0]
+        0.01,
+        0.025,
+        0.05,
+        0.075,
+        0.1,
+        0.15,
+        0.2,
+        0.3,
+        0.4,
+        0.5,
+        0.75,
+        1.0,
+        2.5,
+        5.0,
+        7.5,
+        10.0,
+        20.0,
+        40.0,
+        80.0,
+    ]
     assert bounds("vllm:e2e_request_latency_seconds") == [
-        0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-        120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0]
+        0.3,
+        0.5,
+        0.8,
+        1.0,
+        1.5,
+        2.0,
+        2.5,
+        5.0,
+        10.0,
+        15.0,
+        20.0,
+        30.0,
+        40.0,
+        50.0,
+        60.0,
+        120.0,
+        240.0,
+        480.0,
+        960.0,
+        1920.0,
+        7680.0,
+    ]
     assert bounds("vllm:iteration_tokens_total") == [
-        1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+        1,
+        8,
+        16,
+        32,
+        64,
+        128,
+        256,
+        512,
+        1024,
+        2048,
+        4096,
+        8192,
+        16384,
+    ]
     assert bounds("vllm:request_prompt_tokens") == build_1_2_5_buckets(MAX_MODEL_LEN)
     assert build_1_2_5_buckets(100) == [1, 2, 5, 10, 20, 50, 100]
 
@@ -104,25 +195,46 @@ def test_trtllm_metrics_json_drains_on_get(trtllm_emulator: RunningEmulator) -> 
     first = httpx.get(f"{trtllm_emulator.url}/metrics", timeout=10).json()
     assert len(first) == 6  # the fake core runs each request alone: 3 iterations each
     stats = first[0]
-    for key in ("iter", "iterLatencyMS", "numActiveRequests", "numQueuedRequests",
-                "gpuMemUsage", "kvCacheStats", "inflightBatchingStats", "timestamp"):
+    for key in (
+        "iter",
+        "iterLatencyMS",
+        "numActiveRequests",
+        "numQueuedRequests",
+        "gpuMemUsage",
+        "kvCacheStats",
+        "inflightBatchingStats",
+        "timestamp",
+    ):
         assert key in stats, key
     kv = stats["kvCacheStats"]
-    assert set(kv) >= {"maxNumBlocks", "freeNumBlocks", "usedNumBlocks", "tokensPerBlock",
-                       "allocTotalBlocks", "allocNewBlocks", "reusedBlocks", "missedBlocks",
-                       "cacheHitRate"}
+    assert set(kv) >= {
+        "maxNumBlocks",
+        "freeNumBlocks",
+        "usedNumBlocks",
+        "tokensPerBlock",
+        "allocTotalBlocks",
+        "allocNewBlocks",
+        "reusedBlocks",
+        "missedBlocks",
+        "cacheHitRate",
+    }
     assert [s["iter"] for s in first] == sorted(s["iter"] for s in first)
     assert httpx.get(f"{trtllm_emulator.url}/metrics", timeout=10).json() == []
 
 
 def test_trtllm_prometheus_families(trtllm_emulator: RunningEmulator) -> None:
     _run_requests(trtllm_emulator.url, 2, 3)
-    families = _families(httpx.get(f"{trtllm_emulator.url}/prometheus/metrics",
-                                   timeout=10).text)
-    for name in ("trtllm_request_success", "trtllm_e2e_request_latency_seconds",
-                 "trtllm_time_to_first_token_seconds", "trtllm_time_per_output_token_seconds",
-                 "trtllm_request_queue_time_seconds", "trtllm_kv_cache_utilization",
-                 "trtllm_kv_cache_hit_rate", "trtllm_num_requests_running"):
+    families = _families(httpx.get(f"{trtllm_emulator.url}/prometheus/metrics", timeout=10).text)
+    for name in (
+        "trtllm_request_success",
+        "trtllm_e2e_request_latency_seconds",
+        "trtllm_time_to_first_token_seconds",
+        "trtllm_time_per_output_token_seconds",
+        "trtllm_request_queue_time_seconds",
+        "trtllm_kv_cache_utilization",
+        "trtllm_kv_cache_hit_rate",
+        "trtllm_num_requests_running",
+    ):
         assert name in families, name
         for sample in families[name][1]:
             assert sample.labels["model_name"] == MODEL

@@ -5,33 +5,48 @@ from __future__ import annotations
 import httpx
 from emulate_helpers import MAX_MODEL_LEN, MODEL, RunningEmulator, stream
 
-from collector.workload.tokens import count_tokens
+from slotune.collector.workload.tokens import count_tokens
 
 PROMPT = "Tell me, in a few words, how a KV cache works."
 
 
 def test_completion_non_streaming_reports_usage_and_text(vllm_emulator: RunningEmulator) -> None:
-    r = httpx.post(f"{vllm_emulator.url}/v1/completions", timeout=10,
-                   json={"model": MODEL, "prompt": PROMPT, "max_tokens": 5})
+    r = httpx.post(
+        f"{vllm_emulator.url}/v1/completions",
+        timeout=10,
+        json={"model": MODEL, "prompt": PROMPT, "max_tokens": 5},
+    )
     assert r.status_code == 200
     body = r.json()
     assert body["object"] == "text_completion"
     assert body["id"].startswith("cmpl-")
     assert body["model"] == MODEL
-    assert body["usage"] == {"prompt_tokens": count_tokens(PROMPT), "completion_tokens": 5,
-                             "total_tokens": count_tokens(PROMPT) + 5,
-                             "prompt_tokens_details": None}
+    assert body["usage"] == {
+        "prompt_tokens": count_tokens(PROMPT),
+        "completion_tokens": 5,
+        "total_tokens": count_tokens(PROMPT) + 5,
+        "prompt_tokens_details": None,
+    }
     choice = body["choices"][0]
     assert choice["finish_reason"] == "length"
     assert count_tokens(choice["text"]) == 5
 
 
 def test_completion_stream_has_text_chunks_usage_chunk_and_done(
-        vllm_emulator: RunningEmulator) -> None:
+    vllm_emulator: RunningEmulator,
+) -> None:
     with httpx.Client(timeout=10) as client:
-        s = stream(client, f"{vllm_emulator.url}/v1/completions",
-                   {"model": MODEL, "prompt": PROMPT, "max_tokens": 4, "stream": True,
-                    "stream_options": {"include_usage": True}})
+        s = stream(
+            client,
+            f"{vllm_emulator.url}/v1/completions",
+            {
+                "model": MODEL,
+                "prompt": PROMPT,
+                "max_tokens": 4,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
     events = [e for _, e in s.events]
     assert events[-1] == "[DONE]"
     usage_chunk = events[-2]
@@ -47,10 +62,17 @@ def test_completion_stream_has_text_chunks_usage_chunk_and_done(
 
 def test_chat_stream_sends_role_first_then_content_deltas(vllm_emulator: RunningEmulator) -> None:
     with httpx.Client(timeout=10) as client:
-        s = stream(client, f"{vllm_emulator.url}/v1/chat/completions",
-                   {"model": MODEL, "messages": [{"role": "user", "content": PROMPT}],
-                    "max_completion_tokens": 3, "stream": True,
-                    "stream_options": {"include_usage": True}})
+        s = stream(
+            client,
+            f"{vllm_emulator.url}/v1/chat/completions",
+            {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": PROMPT}],
+                "max_completion_tokens": 3,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
     events = [e for _, e in s.events]
     assert events[0]["object"] == "chat.completion.chunk"
     assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
@@ -64,18 +86,32 @@ def test_chat_stream_sends_role_first_then_content_deltas(vllm_emulator: Running
 
 def test_chat_without_usage_option_sends_no_usage_chunk(vllm_emulator: RunningEmulator) -> None:
     with httpx.Client(timeout=10) as client:
-        s = stream(client, f"{vllm_emulator.url}/v1/chat/completions",
-                   {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
-                    "max_tokens": 2, "stream": True})
+        s = stream(
+            client,
+            f"{vllm_emulator.url}/v1/chat/completions",
+            {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 2,
+                "stream": True,
+            },
+        )
     assert all(e == "[DONE]" or e["choices"] for _, e in s.events)
 
 
 def test_chat_non_streaming(vllm_emulator: RunningEmulator) -> None:
-    r = httpx.post(f"{vllm_emulator.url}/v1/chat/completions", timeout=10,
-                   json={"model": MODEL, "max_tokens": 3,
-                         "messages": [{"role": "system", "content": "Be brief."},
-                                      {"role": "user", "content": [
-                                          {"type": "text", "text": PROMPT}]}]})
+    r = httpx.post(
+        f"{vllm_emulator.url}/v1/chat/completions",
+        timeout=10,
+        json={
+            "model": MODEL,
+            "max_tokens": 3,
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            ],
+        },
+    )
     body = r.json()
     assert body["object"] == "chat.completion"
     assert body["choices"][0]["message"]["role"] == "assistant"
@@ -85,11 +121,11 @@ def test_chat_non_streaming(vllm_emulator: RunningEmulator) -> None:
 
 
 def test_prompt_token_ids_and_equal_prompts_give_equal_outputs(
-        vllm_emulator: RunningEmulator) -> None:
+    vllm_emulator: RunningEmulator,
+) -> None:
     url = f"{vllm_emulator.url}/v1/completions"
     a = httpx.post(url, timeout=10, json={"prompt": [5, 6, 7, 8], "max_tokens": 3}).json()
-    b = httpx.post(url, timeout=10, json={"prompt_token_ids": [5, 6, 7, 8],
-                                          "max_tokens": 3}).json()
+    b = httpx.post(url, timeout=10, json={"prompt_token_ids": [5, 6, 7, 8], "max_tokens": 3}).json()
     assert a["usage"]["prompt_tokens"] == 4
     assert a["choices"][0]["text"] == b["choices"][0]["text"]
 
@@ -101,8 +137,11 @@ def _error(r: httpx.Response) -> dict[str, object]:
 
 
 def test_unknown_model_is_404_like_vllm(vllm_emulator: RunningEmulator) -> None:
-    r = httpx.post(f"{vllm_emulator.url}/v1/completions", timeout=10,
-                   json={"model": "other", "prompt": "x", "max_tokens": 1})
+    r = httpx.post(
+        f"{vllm_emulator.url}/v1/completions",
+        timeout=10,
+        json={"model": "other", "prompt": "x", "max_tokens": 1},
+    )
     assert r.status_code == 404
     err = _error(r)
     assert err["message"] == "The model `other` does not exist."
@@ -115,7 +154,8 @@ def test_too_long_prompt_is_400_with_vllm_wording(vllm_emulator: RunningEmulator
     assert r.status_code == 400
     assert _error(r)["message"] == (
         f"This model's maximum context length is {MAX_MODEL_LEN} tokens. However, your request "
-        f"has {MAX_MODEL_LEN} input tokens. Please reduce the length of the input messages.")
+        f"has {MAX_MODEL_LEN} input tokens. Please reduce the length of the input messages."
+    )
     r = httpx.post(url, timeout=10, json={"prompt": "word " * 100, "max_tokens": 200})
     assert r.status_code == 400
     assert "'max_tokens' or 'max_completion_tokens' is too large: 200." in _error(r)["message"]
@@ -141,8 +181,11 @@ def test_invalid_parameters_are_400_naming_the_field(vllm_emulator: RunningEmula
 
 
 def test_default_max_tokens_fills_the_context(vllm_emulator: RunningEmulator) -> None:
-    r = httpx.post(f"{vllm_emulator.url}/v1/completions", timeout=30,
-                   json={"prompt": "word " * (MAX_MODEL_LEN - 3)})
+    r = httpx.post(
+        f"{vllm_emulator.url}/v1/completions",
+        timeout=30,
+        json={"prompt": "word " * (MAX_MODEL_LEN - 3)},
+    )
     assert r.json()["usage"]["completion_tokens"] == 3
 
 

@@ -7,22 +7,39 @@ from pathlib import Path
 
 import pytest
 
-from collector.errors import ConfigError
-from tuner.sim.emulate.events import StepReport
-from tuner.sim.emulate.prompts import output_text, render_chat, token_ids_of_text
-from tuner.sim.emulate.settings import ServerSettings, parse_server_args
-from tuner.sim.emulate.stats_log import StatsLog
-from tuner.sim.emulate.timings import TimingsFile
-from tuner.sim.engine import EngineStats
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.emulate.events import StepReport
+from slotune.tuner.sim.emulate.prompts import output_text, render_chat, token_ids_of_text
+from slotune.tuner.sim.emulate.settings import ServerSettings, parse_server_args
+from slotune.tuner.sim.emulate.stats_log import StatsLog
+from slotune.tuner.sim.emulate.timings import TimingsFile
+from slotune.tuner.sim.engine import EngineStats
 
 
 def test_server_flags_are_split_from_engine_flags() -> None:
     settings, engine_argv = parse_server_args(
-        ["meta-llama/Llama-3.1-8B-Instruct", "--port", "9000", "--max-num-seqs", "64",
-         "--time-scale", "20", "--enable-prefix-caching", "--engine", "vllm", "--seed", "3"])
+        [
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--port",
+            "9000",
+            "--max-num-seqs",
+            "64",
+            "--time-scale",
+            "20",
+            "--enable-prefix-caching",
+            "--engine",
+            "vllm",
+            "--seed",
+            "3",
+        ]
+    )
     assert settings == ServerSettings(port=9000, time_scale=20.0, seed=3)
-    assert engine_argv == ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64",
-                           "--enable-prefix-caching"]
+    assert engine_argv == [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-num-seqs",
+        "64",
+        "--enable-prefix-caching",
+    ]
 
 
 def test_bad_server_flags_name_the_flag() -> None:
@@ -41,18 +58,41 @@ def test_shared_prefixes_give_shared_token_ids() -> None:
 
 
 def _report(prompt_tokens: int, generation_tokens: int) -> StepReport:
-    counters = EngineStats(num_running=3, num_waiting=1, kv_usage=0.25, prefix_queries=200,
-                           prefix_hits=50, preemptions=0, prompt_tokens=0,
-                           generation_tokens=0, kv_blocks=100, kv_tokens=1600,
-                           num_steps=1, last_step_tokens=3)
-    return StepReport(index=1, duration_s=0.01, counters=counters, prompt_tokens=prompt_tokens,
-                      generation_tokens=generation_tokens, preemptions=0, prefix_queries=0,
-                      prefix_hits=0, new_requests_queue_s=(), num_context_requests=0,
-                      num_generation_requests=3, num_completed=0, ttfts_s=(), itls_s=())
+    counters = EngineStats(
+        num_running=3,
+        num_waiting=1,
+        kv_usage=0.25,
+        prefix_queries=200,
+        prefix_hits=50,
+        preemptions=0,
+        prompt_tokens=0,
+        generation_tokens=0,
+        kv_blocks=100,
+        kv_tokens=1600,
+        num_steps=1,
+        last_step_tokens=3,
+    )
+    return StepReport(
+        index=1,
+        duration_s=0.01,
+        counters=counters,
+        prompt_tokens=prompt_tokens,
+        generation_tokens=generation_tokens,
+        preemptions=0,
+        prefix_queries=0,
+        prefix_hits=0,
+        new_requests_queue_s=(),
+        num_context_requests=0,
+        num_generation_requests=3,
+        num_completed=0,
+        ttfts_s=(),
+        itls_s=(),
+    )
 
 
 def test_stats_log_writes_vllms_engine_line_only_when_busy(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     logger = logging.getLogger("test.stats_log")
     stats = StatsLog(logger)
     with caplog.at_level(logging.INFO, logger="test.stats_log"):
@@ -62,8 +102,10 @@ def test_stats_log_writes_vllms_engine_line_only_when_busy(
         stats.flush()
     line = caplog.records[-1].getMessage()
     assert line.startswith("Engine 000: Avg prompt throughput: ")
-    assert "Running: 3 reqs, Waiting: 1 reqs, GPU KV cache usage: 25.0%, " \
-           "Prefix cache hit rate: 25.0%" in line
+    assert (
+        "Running: 3 reqs, Waiting: 1 reqs, GPU KV cache usage: 25.0%, "
+        "Prefix cache hit rate: 25.0%" in line
+    )
 
 
 def test_unwritable_timings_file_is_a_config_error(tmp_path: Path) -> None:

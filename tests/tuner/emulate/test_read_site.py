@@ -8,7 +8,7 @@ import time
 
 from aiohttp import web
 
-from tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
+from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
 
 
 async def _pipelined_arrivals() -> list[dict[str, float]]:
@@ -36,8 +36,13 @@ async def _pipelined_arrivals() -> list[dict[str, float]]:
         bodies = []
         for _ in range(2):
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))
+            length = int(
+                next(
+                    line.split(b":")[1]
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+            )
             bodies.append(json.loads(await reader.readexactly(length)))
         writer.close()
         return bodies

@@ -12,9 +12,9 @@ import aiohttp
 import httpx
 from emulate_helpers import MODEL, FakeCore, make_emulator, new_request, stream
 
-from collector.workload.tokens import count_tokens
-from tuner.sim.emulate.events import FinishedRequest, StepReport
-from tuner.sim.emulate.realtime import RealtimeEngine
+from slotune.collector.workload.tokens import count_tokens
+from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.sim.emulate.realtime import RealtimeEngine
 
 
 def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
@@ -23,10 +23,18 @@ def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
     try:
         with httpx.Client(timeout=10) as client:
             streams = {
-                f"req-{i}": stream(client, f"{running.url}/v1/completions",
-                                   {"model": MODEL, "prompt": f"prompt {i}", "max_tokens": 6,
-                                    "stream": True, "stream_options": {"include_usage": True}},
-                                   headers={"X-Request-Id": f"req-{i}"})
+                f"req-{i}": stream(
+                    client,
+                    f"{running.url}/v1/completions",
+                    {
+                        "model": MODEL,
+                        "prompt": f"prompt {i}",
+                        "max_tokens": 6,
+                        "stream": True,
+                        "stream_options": {"include_usage": True},
+                    },
+                    headers={"X-Request-Id": f"req-{i}"},
+                )
                 for i in range(4)
             }
     finally:
@@ -51,8 +59,9 @@ def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
 
 async def _many_streams(url: str, num: int, max_tokens: int) -> list[int]:
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=60)) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=60)
+    ) as session:
 
         async def one(i: int) -> int:
             tokens = 0
@@ -72,8 +81,10 @@ def test_256_concurrent_streams_all_complete() -> None:
         counts = asyncio.run(_many_streams(running.url, 256, 8))
         assert counts == [8] * 256
         metrics = httpx.get(f"{running.url}/metrics", timeout=10).text
-        assert 'vllm:request_success_total{engine="0",finished_reason="length",' \
-               f'model_name="{MODEL}"}} 256.0' in metrics
+        assert (
+            'vllm:request_success_total{engine="0",finished_reason="length",'
+            f'model_name="{MODEL}"}} 256.0' in metrics
+        )
     finally:
         running.close()
 
@@ -81,9 +92,14 @@ def test_256_concurrent_streams_all_complete() -> None:
 def test_client_disconnect_aborts_the_request() -> None:
     running = make_emulator(step_s=0.01).start()
     try:
-        with httpx.Client(timeout=10) as client, client.stream(
-                "POST", f"{running.url}/v1/completions",
-                json={"prompt": "long", "max_tokens": 200, "stream": True}) as r:
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream(
+                "POST",
+                f"{running.url}/v1/completions",
+                json={"prompt": "long", "max_tokens": 200, "stream": True},
+            ) as r,
+        ):
             for line in r.iter_lines():
                 if line.startswith("data: {"):
                     break
@@ -107,8 +123,9 @@ def test_a_dead_engine_loop_stops_the_server() -> None:
 
     core.step = broken_step  # type: ignore[method-assign]
     with contextlib.suppress(httpx.HTTPError):
-        httpx.post(f"{running.url}/v1/completions", timeout=5,
-                   json={"prompt": "x", "max_tokens": 2})
+        httpx.post(
+            f"{running.url}/v1/completions", timeout=5, json={"prompt": "x", "max_tokens": 2}
+        )
     running.join()
     assert isinstance(running.error, RuntimeError)
 

@@ -4,22 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from tuner.sim.config import ResolvedConfig, TrtllmConfig, VllmConfig, resolve
-from tuner.sim.cost import StepShape, StepTime
-from tuner.sim.engine import EngineCore, StepResult
-from tuner.sim.memory import KvCapacity
-from tuner.sim.request import SimRequest
+from slotune.tuner.sim.config import ResolvedConfig, TrtllmConfig, VllmConfig, resolve
+from slotune.tuner.sim.cost import StepShape, StepTime
+from slotune.tuner.sim.engine import EngineCore, StepResult
+from slotune.tuner.sim.memory import KvCapacity
+from slotune.tuner.sim.request import SimRequest
 
 
 class LinearCost:
     """1 ms per step + 10 µs per token + attention terms: simple, linear, deterministic."""
 
-    def step_time_s(self, num_prefill_tokens: int, prefill_attention_work: float,
-                    num_decode_seqs: int, decode_context_tokens: int,
-                    num_prefill_seqs: int = 0) -> float:
-        return self.step_time(StepShape(num_prefill_tokens, prefill_attention_work,
-                                        num_decode_seqs, decode_context_tokens,
-                                        num_prefill_seqs)).total_s
+    def step_time_s(
+        self,
+        num_prefill_tokens: int,
+        prefill_attention_work: float,
+        num_decode_seqs: int,
+        decode_context_tokens: int,
+        num_prefill_seqs: int = 0,
+    ) -> float:
+        return self.step_time(
+            StepShape(
+                num_prefill_tokens,
+                prefill_attention_work,
+                num_decode_seqs,
+                decode_context_tokens,
+                num_prefill_seqs,
+            )
+        ).total_s
 
     def step_time(self, shape: StepShape) -> StepTime:
         tokens = shape.num_prefill_tokens + shape.num_decode_seqs
@@ -30,24 +41,34 @@ class LinearCost:
 
 
 def fake_capacity(num_blocks: int, block_size: int) -> KvCapacity:
-    return KvCapacity(num_blocks=num_blocks, num_tokens=num_blocks * block_size,
-                      kv_bytes_per_token=131072, weights_bytes=0, activation_bytes=0,
-                      cuda_graph_bytes=0, available_kv_bytes=num_blocks * block_size * 131072,
-                      max_concurrency=1.0, block_size=block_size, max_model_len=1024)
+    return KvCapacity(
+        num_blocks=num_blocks,
+        num_tokens=num_blocks * block_size,
+        kv_bytes_per_token=131072,
+        weights_bytes=0,
+        activation_bytes=0,
+        cuda_graph_bytes=0,
+        available_kv_bytes=num_blocks * block_size * 131072,
+        max_concurrency=1.0,
+        block_size=block_size,
+        max_model_len=1024,
+    )
 
 
 def fake_core(num_blocks: int, config: VllmConfig | TrtllmConfig) -> EngineCore:
     """An engine core with ``num_blocks`` KV blocks and the linear cost model."""
     resolved: ResolvedConfig = resolve(config)
-    block_size = (resolved.block_size if isinstance(config, VllmConfig)
-                  else resolved.tokens_per_block)  # type: ignore[union-attr]
-    return EngineCore(resolved, fake_capacity(num_blocks, block_size),
-                      LinearCost())  # type: ignore[arg-type]
+    block_size = (
+        resolved.block_size if isinstance(config, VllmConfig) else resolved.tokens_per_block
+    )  # type: ignore[union-attr]
+    return EngineCore(resolved, fake_capacity(num_blocks, block_size), LinearCost())  # type: ignore[arg-type]
 
 
-def drive(core: EngineCore, requests: Iterable[SimRequest],
-          on_step: Callable[[EngineCore, StepResult], None] | None = None
-          ) -> dict[str, list[float]]:
+def drive(
+    core: EngineCore,
+    requests: Iterable[SimRequest],
+    on_step: Callable[[EngineCore, StepResult], None] | None = None,
+) -> dict[str, list[float]]:
     """Step a core one step at a time (no decode runs); token times per request id."""
     pending = sorted(requests, key=lambda r: r.arrival_s)
     times: dict[str, list[float]] = {r.request_id: [] for r in pending}

@@ -10,24 +10,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.sim.calibration import fit
-from tuner.sim.calibration._data import load_all_reduce, load_compute
-from tuner.sim.calibration._model import (
+from slotune.tuner.sim.calibration import fit
+from slotune.tuner.sim.calibration._data import load_all_reduce, load_compute
+from slotune.tuner.sim.calibration._model import (
     mape,
     predict_all_reduce,
     predict_elementwise,
     predict_gemm,
 )
-from tuner.sim.calibration._report import BEGIN, END
-from tuner.sim.catalog import get_gpu
-from tuner.sim.cost_coeffs import (
+from slotune.tuner.sim.calibration._report import BEGIN, END
+from slotune.tuner.sim.catalog import get_gpu
+from slotune.tuner.sim.cost_coeffs import (
     ELEMENTWISE_OPS,
     AllReduceCoeffs,
     ElementwiseCoeffs,
     GemmCoeffs,
     load_calibration,
 )
-from tuner.sim.cost_ops import (
+from slotune.tuner.sim.cost_ops import (
     GEMM_OPS,
     LayerDims,
     all_reduce_time_s,
@@ -45,8 +45,15 @@ TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 def write_compute_csv(path: Path) -> None:
     path.parent.mkdir(parents=True)
     header = [f"time_stats.{op}.median" for op in GEMM_OPS + ELEMENTWISE_OPS] + [
-        "n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp",
-        "num_tokens", "num_tensor_parallel_workers"]
+        "n_head",
+        "n_kv_head",
+        "n_embd",
+        "n_expanded_embd",
+        "vocab_size",
+        "use_gated_mlp",
+        "num_tokens",
+        "num_tensor_parallel_workers",
+    ]
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
@@ -56,12 +63,24 @@ def write_compute_csv(path: Path) -> None:
                 row = []
                 for op in GEMM_OPS:
                     k, n = dims.gemm_shapes()[op]
-                    row.append(gemm_time_s(float(tokens), k, n, GPU.bf16_flops,
-                                           GPU.mem_bw_bytes_s, TRUE_GEMM) * 1e3)
+                    row.append(
+                        gemm_time_s(
+                            float(tokens), k, n, GPU.bf16_flops, GPU.mem_bw_bytes_s, TRUE_GEMM
+                        )
+                        * 1e3
+                    )
                 for op in ELEMENTWISE_OPS:
-                    row.append(float(elementwise_time_s(
-                        float(tokens), dims.elementwise_bytes_per_token()[op],
-                        GPU.mem_bw_bytes_s, TRUE_ELEMENTWISE)) * 1e3)
+                    row.append(
+                        float(
+                            elementwise_time_s(
+                                float(tokens),
+                                dims.elementwise_bytes_per_token()[op],
+                                GPU.mem_bw_bytes_s,
+                                TRUE_ELEMENTWISE,
+                            )
+                        )
+                        * 1e3
+                    )
                 writer.writerow([*row, 32, 8, 4096, 14336, 128256, True, tokens, tp])
 
 
@@ -69,12 +88,10 @@ def write_network_csv(path: Path) -> None:
     path.parent.mkdir(parents=True)
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["time_stats.all_reduce.median", "num_workers", "size",
-                         "devices_per_node"])
+        writer.writerow(["time_stats.all_reduce.median", "num_workers", "size", "devices_per_node"])
         for n in (2, 4):
             for size in (2048, 65536, 1 << 20, 1 << 24, 1 << 26):
-                t = all_reduce_time_s(float(size), n, GPU.interconnect_bw_bytes_s,
-                                      TRUE_ALL_REDUCE)
+                t = all_reduce_time_s(float(size), n, GPU.interconnect_bw_bytes_s, TRUE_ALL_REDUCE)
                 writer.writerow([t * 1e3, n, size, n])
 
 
@@ -85,8 +102,21 @@ def test_fit_recovers_known_coefficients(tmp_path: Path, capsys: pytest.CaptureF
     output = tmp_path / "calibration.yaml"
     report = tmp_path / "report.md"
     report.write_text(f"# Report\n\n{BEGIN}\nold\n{END}\n\ntail\n")
-    assert fit.main(["--profiling", str(profiling), "--output", str(output),
-                     "--report", str(report), "--reference", "h100=h100-sxm"]) == 0
+    assert (
+        fit.main(
+            [
+                "--profiling",
+                str(profiling),
+                "--output",
+                str(output),
+                "--report",
+                str(report),
+                "--reference",
+                "h100=h100-sxm",
+            ]
+        )
+        == 0
+    )
 
     family = load_calibration(calibration_path=output).families["h100"]
     assert family.gemm.compute_eff == pytest.approx(TRUE_GEMM.compute_eff, rel=0.05)
@@ -104,8 +134,12 @@ def test_fit_recovers_known_coefficients(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_fit_reports_a_wrong_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    assert fit.main(["--profiling", str(tmp_path), "--no-report",
-                     "--output", str(tmp_path / "c.yaml")]) == 1
+    assert (
+        fit.main(
+            ["--profiling", str(tmp_path), "--no-report", "--output", str(tmp_path / "c.yaml")]
+        )
+        == 1
+    )
     assert "no compute/<gpu>/<org>/<model>/mlp.csv" in capsys.readouterr().err
 
 
@@ -117,7 +151,11 @@ def test_bundled_calibration_matches_real_operator_timings():
     calibration = load_calibration()
     compute = load_compute(SAMPLE)
     assert {s.model for s in compute} == {
-        "Meta-Llama-3-8B", "Meta-Llama-3-70B", "Llama-2-7b-hf", "Llama-2-70b-hf"}
+        "Meta-Llama-3-8B",
+        "Meta-Llama-3-70B",
+        "Llama-2-7b-hf",
+        "Llama-2-70b-hf",
+    }
     layers: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
     for s in compute:
         gpu = REFERENCE_GPUS[s.family]
@@ -137,8 +175,9 @@ def test_bundled_calibration_matches_real_operator_timings():
 def test_bundled_calibration_matches_real_all_reduce_timings():
     calibration = load_calibration()
     for s in load_all_reduce(SAMPLE):
-        predicted = predict_all_reduce(s, REFERENCE_GPUS[s.family],
-                                       calibration.families[s.family].all_reduce)
+        predicted = predict_all_reduce(
+            s, REFERENCE_GPUS[s.family], calibration.families[s.family].all_reduce
+        )
         # Small messages are noisy (2 KiB: 10 us once, 61 us at the next worker count), and
         # this 17-size sample weighs them more than the full data does.
         assert mape(predicted, s.measured_s) < 25.0, (s.family, s.num_workers)

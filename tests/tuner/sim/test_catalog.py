@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.errors import ConfigError
-from tuner.sim.catalog import (
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.catalog import (
     CATALOG_ENV,
     _loader,
     get_gpu,
@@ -24,12 +24,32 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 REQUIRED_GPUS = {
-    "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "l4", "a10g",
-    "rtx-4090", "rtx-pro-6000", "mi300x",
+    "a100-40gb",
+    "a100-80gb",
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "b200",
+    "l40s",
+    "l4",
+    "a10g",
+    "rtx-4090",
+    "rtx-pro-6000",
+    "mi300x",
 }
 REQUIRED_MODELS = {
-    "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b",
-    "qwen2.5-7b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "mistral-7b",
+    "qwen2.5-7b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
     "mixtral-8x7b",
 }
 
@@ -122,28 +142,45 @@ def test_env_variable_loads_every_listed_file(tmp_path: Path, monkeypatch: pytes
     paths = []
     for name in ("env-a", "env-b"):
         path = tmp_path / f"{name}.yaml"
-        path.write_text(USER_YAML.replace("test-gpu-1", f"gpu-{name}").replace(
-            "test-model-1", f"model-{name}").replace("Test-Model-1B", name))
+        path.write_text(
+            USER_YAML.replace("test-gpu-1", f"gpu-{name}")
+            .replace("test-model-1", f"model-{name}")
+            .replace("Test-Model-1B", name)
+        )
         paths.append(str(path))
     monkeypatch.setenv(CATALOG_ENV, ":".join(paths))
     assert get_gpu("gpu-env-a").name == "Test GPU"
     assert get_model("model-env-b").num_layers == 4
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("gpus: [1, 2", "not valid YAML"),
-    ("- a\n- b", "must be a mapping"),
-    ("gpus: {id: x}", "must be a list"),
-    ("gpus:\n  - id: x\n    name: X", r"missing field\(s\) \['bf16_tflops'"),
-    (USER_YAML.replace("    source: test\n", "    sorce: test\n"),
-     r"unknown field\(s\) \['sorce'\]"),
-    (USER_YAML.replace("bf16_tflops: 100", "bf16_tflops: fast"), "`bf16_tflops` must be a number"),
-    (USER_YAML.replace("num_layers: 4", "num_layers: 4.5"), "`num_layers` must be a whole number"),
-    (USER_YAML.replace("num_kv_heads: 2", "num_kv_heads: 3"), "must be a multiple of num_kv_heads"),
-    (USER_YAML.replace("id: test-gpu-1", "id: Test GPU"), "must be lowercase-dashed"),
-    (USER_YAML + "    num_experts: 8\n", "an MoE model"),
-    ("widgets: []", "must be a mapping with a `gpus:`"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpus: [1, 2", "not valid YAML"),
+        ("- a\n- b", "must be a mapping"),
+        ("gpus: {id: x}", "must be a list"),
+        ("gpus:\n  - id: x\n    name: X", r"missing field\(s\) \['bf16_tflops'"),
+        (
+            USER_YAML.replace("    source: test\n", "    sorce: test\n"),
+            r"unknown field\(s\) \['sorce'\]",
+        ),
+        (
+            USER_YAML.replace("bf16_tflops: 100", "bf16_tflops: fast"),
+            "`bf16_tflops` must be a number",
+        ),
+        (
+            USER_YAML.replace("num_layers: 4", "num_layers: 4.5"),
+            "`num_layers` must be a whole number",
+        ),
+        (
+            USER_YAML.replace("num_kv_heads: 2", "num_kv_heads: 3"),
+            "must be a multiple of num_kv_heads",
+        ),
+        (USER_YAML.replace("id: test-gpu-1", "id: Test GPU"), "must be lowercase-dashed"),
+        (USER_YAML + "    num_experts: 8\n", "an MoE model"),
+        ("widgets: []", "must be a mapping with a `gpus:`"),
+    ],
+)
 def test_bad_yaml_is_a_clear_error(tmp_path: Path, text: str, message: str):
     path = tmp_path / "bad.yaml"
     path.write_text(text)

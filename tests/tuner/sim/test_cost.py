@@ -5,11 +5,11 @@ import itertools
 
 import pytest
 
-from collector.errors import ConfigError, EngineConfigError
-from tuner.sim.catalog import get_gpu, get_model, list_gpus
-from tuner.sim.cost import CostModel, StepShape
-from tuner.sim.cost_coeffs import load_calibration
-from tuner.sim.cost_ops import expected_experts_touched
+from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.sim.catalog import get_gpu, get_model, list_gpus
+from slotune.tuner.sim.cost import CostModel, StepShape
+from slotune.tuner.sim.cost_coeffs import load_calibration
+from slotune.tuner.sim.cost_ops import expected_experts_touched
 
 H100 = get_gpu("h100-sxm")
 LLAMA_8B = get_model("llama-3.1-8b")
@@ -20,19 +20,26 @@ def decode(num_seqs: int, context_per_seq: int = 1000) -> StepShape:
 
 
 def prefill(tokens: int, context_before: int = 0) -> StepShape:
-    return StepShape(num_prefill_tokens=tokens,
-                     prefill_attention_work=tokens * (context_before + tokens / 2),
-                     num_prefill_seqs=1)
+    return StepShape(
+        num_prefill_tokens=tokens,
+        prefill_attention_work=tokens * (context_before + tokens / 2),
+        num_prefill_seqs=1,
+    )
 
 
 def test_fast_path_equals_split_total():
     cost = CostModel(LLAMA_8B, H100)
-    for shape in (decode(1), decode(64, 3000), prefill(2048, 512),
-                  StepShape(300, 300 * 1500.0, 40, 40 * 900, 2)):
+    for shape in (
+        decode(1),
+        decode(64, 3000),
+        prefill(2048, 512),
+        StepShape(300, 300 * 1500.0, 40, 40 * 900, 2),
+    ):
         split = cost.step_time(shape)
         assert cost.step_time_s(*dataclasses.astuple(shape)) == pytest.approx(split.total_s)
         assert split.total_s == pytest.approx(
-            split.compute_s + split.memory_s + split.overhead_s + split.communication_s)
+            split.compute_s + split.memory_s + split.overhead_s + split.communication_s
+        )
 
 
 def test_empty_step_takes_no_time():
@@ -67,8 +74,10 @@ def test_decode_is_memory_bound_and_long_prefill_compute_bound():
 
 def test_tensor_parallelism_reduces_linear_time_and_adds_communication():
     model = get_model("llama-3.1-70b")
-    times = {tp: CostModel(model, H100, tensor_parallel_size=tp).step_time(prefill(4096))
-             for tp in (1, 2, 4, 8)}
+    times = {
+        tp: CostModel(model, H100, tensor_parallel_size=tp).step_time(prefill(4096))
+        for tp in (1, 2, 4, 8)
+    }
     assert times[1].communication_s == 0.0
     for a, b in ((1, 2), (2, 4), (4, 8)):
         assert times[b].compute_s < 0.6 * times[a].compute_s
@@ -119,14 +128,17 @@ def test_enforce_eager_adds_launch_overhead_to_small_batches():
     # A long prefill is not captured in graphs either way: no difference.
     long_graphs = CostModel(LLAMA_8B, H100).step_time_s(8192, 8192**2 / 2, 0, 0, 1)
     long_eager = CostModel(LLAMA_8B, H100, enforce_eager=True).step_time_s(
-        8192, 8192**2 / 2, 0, 0, 1)
+        8192, 8192**2 / 2, 0, 0, 1
+    )
     assert long_eager == pytest.approx(long_graphs)
 
 
 def test_faster_gpu_is_faster():
     shape = StepShape(256, 256 * 800.0, 64, 64 * 2000, 1)
-    times = {g: CostModel(LLAMA_8B, get_gpu(g)).step_time(shape).total_s
-             for g in ("l4", "a100-80gb", "h100-sxm", "b200")}
+    times = {
+        g: CostModel(LLAMA_8B, get_gpu(g)).step_time(shape).total_s
+        for g in ("l4", "a100-80gb", "h100-sxm", "b200")
+    }
     assert times["l4"] > times["a100-80gb"] > times["h100-sxm"] > times["b200"]
 
 
@@ -139,8 +151,11 @@ def test_every_catalog_gpu_has_a_calibration():
 
 
 def test_bad_configurations_fail_like_the_engine():
-    with pytest.raises(EngineConfigError, match=r"attention heads \(32\) must be divisible by "
-                                                r"tensor parallel size \(3\)"):
+    with pytest.raises(
+        EngineConfigError,
+        match=r"attention heads \(32\) must be divisible by "
+        r"tensor parallel size \(3\)",
+    ):
         CostModel(LLAMA_8B, H100, tensor_parallel_size=3)
     with pytest.raises(ConfigError, match="unknown kv_cache_dtype 'int3'"):
         CostModel(LLAMA_8B, H100, kv_cache_dtype="int3")
@@ -149,7 +164,7 @@ def test_bad_configurations_fail_like_the_engine():
 def test_custom_knobs_file(tmp_path):
     from importlib import resources
 
-    text = resources.files("tuner.sim.catalog").joinpath("knobs.yaml").read_text()
+    text = resources.files("slotune.tuner.sim.catalog").joinpath("knobs.yaml").read_text()
     path = tmp_path / "knobs.yaml"
     path.write_text(text.replace("step_s: 1.6e-3", "step_s: 5.0e-3"))
     custom = CostModel(LLAMA_8B, H100, calibration=load_calibration(knobs_path=path))

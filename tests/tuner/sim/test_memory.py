@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from collector.errors import ConfigError, EngineConfigError
-from tuner.sim.catalog import get_gpu, get_model
-from tuner.sim.memory import format_kv_log, kv_bytes_per_token, kv_capacity
+from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.sim.catalog import get_gpu, get_model
+from slotune.tuner.sim.memory import format_kv_log, kv_bytes_per_token, kv_capacity
 
 GIB = 1024**3
 H100 = get_gpu("h100-sxm")
@@ -41,7 +41,8 @@ def test_llama_8b_on_h100_matches_hand_computation():
         "Maximum concurrency for 131,072 tokens per request: 3.39x",
     ]
     assert format_kv_log(cap, 8192)[-1] == (
-        "Maximum concurrency for 8,192 tokens per request: 54.20x")
+        "Maximum concurrency for 8,192 tokens per request: 54.20x"
+    )
 
 
 def test_kv_bytes_per_token():
@@ -70,10 +71,14 @@ def test_more_memory_more_blocks():
 
 
 def test_trtllm_uses_a_fraction_of_free_memory():
-    cap = kv_capacity(LLAMA_8B, H100, engine="trtllm", free_gpu_memory_fraction=0.9,
-                      block_size=32)
-    free = (H100.mem_bytes - cap.weights_bytes - cap.activation_bytes - cap.non_torch_bytes
-            - cap.cuda_graph_bytes)
+    cap = kv_capacity(LLAMA_8B, H100, engine="trtllm", free_gpu_memory_fraction=0.9, block_size=32)
+    free = (
+        H100.mem_bytes
+        - cap.weights_bytes
+        - cap.activation_bytes
+        - cap.non_torch_bytes
+        - cap.cuda_graph_bytes
+    )
     assert cap.available_kv_bytes == int(free * 0.9)
     assert cap.num_blocks == int(free * 0.9) // (32 * 131_072)
     allocated_gib = cap.num_blocks * 32 * 131_072 / GIB
@@ -87,22 +92,27 @@ def test_trtllm_uses_a_fraction_of_free_memory():
 
 
 def test_moe_model_weights_count_every_expert():
-    cap = kv_capacity(get_model("mixtral-8x7b"), H100, tensor_parallel_size=2,
-                      max_model_len=32768)
+    cap = kv_capacity(get_model("mixtral-8x7b"), H100, tensor_parallel_size=2, max_model_len=32768)
     assert cap.weights_bytes == 46_702_792_704 * 2 // 2
     assert cap.num_blocks > 0
 
 
 def test_70b_on_one_24gb_gpu_fails_like_vllm():
-    with pytest.raises(EngineConfigError, match=r"CUDA out of memory while loading the model "
-                       r"weights: llama-3.1-70b needs 131.42 GiB .* total capacity of 23.64 GiB"):
+    with pytest.raises(
+        EngineConfigError,
+        match=r"CUDA out of memory while loading the model "
+        r"weights: llama-3.1-70b needs 131.42 GiB .* total capacity of 23.64 GiB",
+    ):
         kv_capacity(get_model("llama-3.1-70b"), RTX_4090)
 
 
 def test_no_room_for_cache_blocks_fails_like_vllm():
     # 14.96 GiB of weights fit the 23.64 GiB card but not a 0.6 x 23.64 = 14.18 GiB budget.
-    with pytest.raises(EngineConfigError, match=r"^No available memory for the cache blocks\. "
-                       r"Try increasing `gpu_memory_utilization` when initializing the engine\.$"):
+    with pytest.raises(
+        EngineConfigError,
+        match=r"^No available memory for the cache blocks\. "
+        r"Try increasing `gpu_memory_utilization` when initializing the engine\.$",
+    ):
         kv_capacity(LLAMA_8B, RTX_4090, gpu_memory_utilization=0.6)
 
 
@@ -112,10 +122,13 @@ def test_max_model_len_that_does_not_fit_fails_like_vllm():
     message = str(info.value)
     assert message.startswith(
         "To serve at least one request with the models's max seq len (131072), (16.00 GiB KV "
-        "cache is needed, which is larger than the available KV cache memory (")
+        "cache is needed, which is larger than the available KV cache memory ("
+    )
     assert "Based on the available memory, the estimated maximum model length is " in message
-    assert message.endswith("Try increasing `gpu_memory_utilization` or decreasing "
-                            "`max_model_len` when initializing the engine.")
+    assert message.endswith(
+        "Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine."
+    )
     fits = kv_capacity(LLAMA_8B, RTX_4090, gpu_memory_utilization=0.9, max_model_len=8192)
     estimated = int(message.split("maximum model length is ")[1].split(".")[0])
     assert estimated == fits.num_tokens

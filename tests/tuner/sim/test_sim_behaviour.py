@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from collector.errors import EngineConfigError
-from collector.slo import parse_slos
-from collector.workload import Trace, TraceRequest, named_workload, retime
-from tuner.sim import (
+from slotune.collector.errors import EngineConfigError
+from slotune.collector.slo import parse_slos
+from slotune.collector.workload import Trace, TraceRequest, named_workload, retime
+from slotune.tuner.sim import (
     EngineCore,
     RequestRejected,
     SimRequest,
@@ -15,7 +15,7 @@ from tuner.sim import (
     VllmConfig,
     simulate,
 )
-from tuner.sim.simulator import load_workload
+from slotune.tuner.sim.simulator import load_workload
 
 L8B = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
 
@@ -38,8 +38,15 @@ def _shared_prefix_trace(shared: bool) -> Trace:
     reqs = []
     for i in range(60):
         head = (1, 2, 3) if shared else (10 * i + 1, 10 * i + 2, 10 * i + 3)
-        reqs.append(TraceRequest(timestamp_s=0.25 * i, input_tokens=2048, output_tokens=50,
-                                 hash_ids=(*head, 10_000 + i), block_size=512))
+        reqs.append(
+            TraceRequest(
+                timestamp_s=0.25 * i,
+                input_tokens=2048,
+                output_tokens=50,
+                hash_ids=(*head, 10_000 + i),
+                block_size=512,
+            )
+        )
     return Trace("prefix", tuple(reqs))
 
 
@@ -87,27 +94,30 @@ def test_trtllm_policies_under_kv_pressure() -> None:
     trace = load_workload(input_len="2000", output_len="300", num_requests=150, rate=8, seed=2)
     common = {**L8B, "max_seq_len": 8192, "free_gpu_memory_fraction": 0.06}
     guaranteed = simulate(TrtllmConfig(**common), trace)
-    packed = simulate(TrtllmConfig(**common, capacity_scheduler_policy="MAX_UTILIZATION"),
-                      trace)
+    packed = simulate(TrtllmConfig(**common, capacity_scheduler_policy="MAX_UTILIZATION"), trace)
     assert guaranteed.summary.extra["preemptions"] == 0
     assert guaranteed.summary.num_completed == packed.summary.num_completed == 150
     assert _mean(packed, "ttft_ms") < _mean(guaranteed, "ttft_ms")
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    (VllmConfig(model="llama-3.1-70b", gpu="l4"), "out of memory"),
-    (VllmConfig(**L8B, gpu_memory_utilization=0.12), "No available memory for the cache"),
-    (VllmConfig(**L8B, gpu_memory_utilization=0.25), "estimated maximum model length"),
-    (VllmConfig(**L8B, max_num_batched_tokens=64), "must be greater than or equal to"),
-])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (VllmConfig(model="llama-3.1-70b", gpu="l4"), "out of memory"),
+        (VllmConfig(**L8B, gpu_memory_utilization=0.12), "No available memory for the cache"),
+        (VllmConfig(**L8B, gpu_memory_utilization=0.25), "estimated maximum model length"),
+        (VllmConfig(**L8B, max_num_batched_tokens=64), "must be greater than or equal to"),
+    ],
+)
 def test_engine_refuses_to_start(config: VllmConfig, message: str) -> None:
     with pytest.raises(EngineConfigError, match=message):
         EngineCore.create(config)
 
 
 def test_too_long_requests_get_http_400_and_the_rest_are_served() -> None:
-    trace = Trace("t", (TraceRequest(0.0, 100, 10), TraceRequest(0.1, 9000, 10),
-                        TraceRequest(0.2, 100, 10)))
+    trace = Trace(
+        "t", (TraceRequest(0.0, 100, 10), TraceRequest(0.1, 9000, 10), TraceRequest(0.2, 100, 10))
+    )
     result = simulate(VllmConfig(**L8B, max_model_len=8192), trace)
     errors = [r.error for r in result.records]
     assert errors == [None, "http_4xx", None]
@@ -116,15 +126,22 @@ def test_too_long_requests_get_http_400_and_the_rest_are_served() -> None:
 
 def test_result_timings_series_and_summary() -> None:
     trace = retime(named_workload("azure-conv"), num_requests=200)
-    result = simulate(VllmConfig(**L8B, max_num_seqs=32), trace,
-                      slos=parse_slos(["ttft:p99<=2s"]))
+    result = simulate(VllmConfig(**L8B, max_num_seqs=32), trace, slos=parse_slos(["ttft:p99<=2s"]))
     summary = result.summary.to_dict()
-    for key in ("prefix_hit_rate", "preemptions", "kv_blocks", "kv_tokens",
-                "step_time_breakdown", "goodput", "request_throughput"):
+    for key in (
+        "prefix_hit_rate",
+        "preemptions",
+        "kv_blocks",
+        "kv_tokens",
+        "step_time_breakdown",
+        "goodput",
+        "request_throughput",
+    ):
         assert key in summary
     split = summary["step_time_breakdown"]
-    assert split["busy_s"] == pytest.approx(split["compute_s"] + split["memory_s"]
-                                            + split["communication_s"] + split["overhead_s"])
+    assert split["busy_s"] == pytest.approx(
+        split["compute_s"] + split["memory_s"] + split["communication_s"] + split["overhead_s"]
+    )
     for timing, record in zip(result.timings, result.records, strict=True):
         assert timing.scheduled_s is not None and timing.queued_s is not None
         assert timing.arrival_s <= timing.scheduled_s <= record.first_token_s  # type: ignore[operator]
@@ -138,8 +155,9 @@ def test_result_timings_series_and_summary() -> None:
 
 def test_engine_core_as_the_emulated_engine_drives_it() -> None:
     core = EngineCore.create(VllmConfig(**L8B, max_model_len=4096))
-    core.add_request(SimRequest("a", 0.0, prompt_tokens=100, max_tokens=3,
-                                prompt_token_ids=tuple(range(100))))
+    core.add_request(
+        SimRequest("a", 0.0, prompt_tokens=100, max_tokens=3, prompt_token_ids=tuple(range(100)))
+    )
     core.add_request(SimRequest("b", 0.0, prompt_tokens=50, max_tokens=5))
     with pytest.raises(RequestRejected, match="already"):
         core.add_request(SimRequest("b", 0.0, prompt_tokens=50, max_tokens=5))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.sim.block_manager import BlockManager
-from tuner.sim.request import RequestState, SimRequest, prefix_block_hashes
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.request import RequestState, SimRequest, prefix_block_hashes
 
 BLOCK = 4
 
@@ -30,9 +30,9 @@ def test_shared_prefix_is_computed_once_and_shared() -> None:
     a = _state("a", [*range(12), 100, 101])
     b = _state("b", [*range(12), 200, 201])
     assert _admit(bm, a) and _admit(bm, b)
-    assert b.num_cached_tokens == 12            # three full shared blocks
-    assert b.block_ids[:3] == a.block_ids[:3]   # the same physical blocks
-    assert bm.num_free_blocks == 16 - 4 - 1     # a: 4 blocks, b: 1 new block
+    assert b.num_cached_tokens == 12  # three full shared blocks
+    assert b.block_ids[:3] == a.block_ids[:3]  # the same physical blocks
+    assert bm.num_free_blocks == 16 - 4 - 1  # a: 4 blocks, b: 1 new block
     assert (bm.prefix_queries, bm.prefix_hits) == (28, 12)
     bm.free(a)
     bm.free(b)
@@ -45,7 +45,7 @@ def test_a_full_hit_still_computes_the_last_token() -> None:
     assert _admit(bm, a)
     bm.free(a)
     again = _state("again", list(range(8)))
-    assert len(bm.cached_prefix(again)) == 1     # 7 tokens may hit: one full block
+    assert len(bm.cached_prefix(again)) == 1  # 7 tokens may hit: one full block
 
 
 def test_freed_blocks_stay_reusable_until_evicted_least_recent_first() -> None:
@@ -76,7 +76,7 @@ def test_trace_hash_ids_map_onto_engine_blocks() -> None:
     b = SimRequest("b", 0.0, 1100, 1, hash_ids=(7, 8, 5), hash_block_size=512)
     ha, hb = prefix_block_hashes(a, 16), prefix_block_hashes(b, 16)
     assert len(ha) == 1100 // 16
-    assert ha[:64] == hb[:64]           # two shared 512-token blocks = 64 engine blocks
+    assert ha[:64] == hb[:64]  # two shared 512-token blocks = 64 engine blocks
     assert ha[64] != hb[64]
     # An engine block larger than a trace block covers pieces of two trace blocks.
     assert prefix_block_hashes(a, 1024)[0] == prefix_block_hashes(b, 1024)[0]

@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
-import tuner.sim
+import slotune.tuner.sim
 
 EXPECTED = {
-    "TRTLLM_FLAGS_HELP", "VLLM_FLAGS_HELP", "Engine", "EngineConfig", "EngineCore",
-    "EngineSeries", "EngineStats", "RequestRejected", "RequestTiming", "ResolvedConfig",
-    "ResolvedTrtllm", "ResolvedVllm", "SimRequest", "SimResult", "StepBreakdown", "StepResult",
-    "TrtllmConfig", "VllmConfig", "config_from_params", "extra_llm_api_options",
-    "launch_command", "parse_engine_flags", "resolve", "simulate", "to_argv", "trace_requests",
+    "TRTLLM_FLAGS_HELP",
+    "VLLM_FLAGS_HELP",
+    "Engine",
+    "EngineConfig",
+    "EngineCore",
+    "EngineSeries",
+    "EngineStats",
+    "RequestRejected",
+    "RequestTiming",
+    "ResolvedConfig",
+    "ResolvedTrtllm",
+    "ResolvedVllm",
+    "SimRequest",
+    "SimResult",
+    "StepBreakdown",
+    "StepResult",
+    "TrtllmConfig",
+    "VllmConfig",
+    "config_from_params",
+    "extra_llm_api_options",
+    "launch_command",
+    "parse_engine_flags",
+    "resolve",
+    "simulate",
+    "to_argv",
+    "trace_requests",
 }
 
 
 def test_public_surface_is_pinned() -> None:
-    assert set(tuner.sim.__all__) == EXPECTED
+    assert set(slotune.tuner.sim.__all__) == EXPECTED
     for name in EXPECTED:
-        assert getattr(tuner.sim, name) is not None
+        assert getattr(slotune.tuner.sim, name) is not None

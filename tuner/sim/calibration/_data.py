@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.errors import ConfigError
-from tuner.sim.cost_coeffs import ELEMENTWISE_OPS
-from tuner.sim.cost_ops import GEMM_OPS, LayerDims
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.cost_coeffs import ELEMENTWISE_OPS
+from slotune.tuner.sim.cost_ops import GEMM_OPS, LayerDims
 
 _MS = 1e-3
 
@@ -48,8 +48,14 @@ class AllReduceSamples:
 def _dims(row: dict[str, str]) -> LayerDims:
     hidden = int(row["n_embd"])
     heads = int(row["n_head"])
-    return LayerDims(hidden, heads, int(row["n_kv_head"]), hidden // heads,
-                     int(row["n_expanded_embd"]), int(row["num_tensor_parallel_workers"]))
+    return LayerDims(
+        hidden,
+        heads,
+        int(row["n_kv_head"]),
+        hidden // heads,
+        int(row["n_expanded_embd"]),
+        int(row["num_tensor_parallel_workers"]),
+    )
 
 
 def _read_rows(path: Path) -> list[dict[str, str]]:
@@ -79,9 +85,17 @@ def load_compute(profiling_dir: Path) -> list[OpSamples]:
         for op in GEMM_OPS + ELEMENTWISE_OPS:
             measured = np.array([float(r[f"time_stats.{op}.median"]) * _MS for r in rows])
             keep = measured > 0
-            out.append(OpSamples(family, model, op, tokens[keep], tp[keep],
-                                 tuple(d for d, k in zip(dims, keep, strict=True) if k),
-                                 measured[keep]))
+            out.append(
+                OpSamples(
+                    family,
+                    model,
+                    op,
+                    tokens[keep],
+                    tp[keep],
+                    tuple(d for d, k in zip(dims, keep, strict=True) if k),
+                    measured[keep],
+                )
+            )
     return out
 
 
@@ -93,9 +107,12 @@ def load_all_reduce(profiling_dir: Path) -> list[AllReduceSamples]:
         rows = [r for r in _read_rows(path) if r["num_workers"] == r["devices_per_node"]]
         for n in sorted({int(r["num_workers"]) for r in rows}):
             sel = [r for r in rows if int(r["num_workers"]) == n]
-            out.append(AllReduceSamples(
-                family, n,
-                np.array([float(r["size"]) for r in sel]),
-                np.array([float(r["time_stats.all_reduce.median"]) * _MS for r in sel]),
-            ))
+            out.append(
+                AllReduceSamples(
+                    family,
+                    n,
+                    np.array([float(r["size"]) for r in sel]),
+                    np.array([float(r["time_stats.all_reduce.median"]) * _MS for r in sel]),
+                )
+            )
     return out

@@ -7,9 +7,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 
-def minimize(objective: Callable[[np.ndarray], float], start: Sequence[float],
-             lower: Sequence[float], upper: Sequence[float], *, steps: Sequence[float],
-             max_evals: int = 3000, tolerance: float = 1e-7) -> tuple[np.ndarray, float]:
+def minimize(
+    objective: Callable[[np.ndarray], float],
+    start: Sequence[float],
+    lower: Sequence[float],
+    upper: Sequence[float],
+    *,
+    steps: Sequence[float],
+    max_evals: int = 3000,
+    tolerance: float = 1e-7,
+) -> tuple[np.ndarray, float]:
     """Minimises ``objective`` inside the box ``[lower, upper]``.
 
     Points outside the box are clipped onto it before evaluation, so the search stays

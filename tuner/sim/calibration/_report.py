@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.errors import ConfigError
-from tuner.sim.calibration._data import OpSamples
-from tuner.sim.calibration._model import mape
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.calibration._data import OpSamples
+from slotune.tuner.sim.calibration._model import mape
 
 BEGIN = "<!-- fit-report:begin -->"
 END = "<!-- fit-report:end -->"
@@ -37,14 +37,22 @@ def op_table(samples: list[OpSamples], predict: Predict) -> list[str]:
         for tp in TP_SIZES:
             sel = s.tensor_parallel_size == tp
             cells.append(_cell(mape(pred[sel], s.measured_s[sel]) if sel.any() else None))
-        rows.append([s.family, s.model, s.op, *cells, _cell(mape(pred, s.measured_s)),
-                     str(len(s.measured_s))])
-    return _table(["GPU", "model", "operator", *(f"TP{t}" for t in TP_SIZES), "all",
-                   "points"], rows)
+        rows.append(
+            [
+                s.family,
+                s.model,
+                s.op,
+                *cells,
+                _cell(mape(pred, s.measured_s)),
+                str(len(s.measured_s)),
+            ]
+        )
+    return _table(
+        ["GPU", "model", "operator", *(f"TP{t}" for t in TP_SIZES), "all", "points"], rows
+    )
 
 
-def group_table(groups: dict[tuple[str, str, str], list[OpSamples]], predict: Predict
-                ) -> list[str]:
+def group_table(groups: dict[tuple[str, str, str], list[OpSamples]], predict: Predict) -> list[str]:
     """MAPE (%) per GPU, model and operator group, by token-count range.
 
     A group's time at one (tokens, TP) point is the sum of its operators, so the error is the
@@ -60,8 +68,9 @@ def group_table(groups: dict[tuple[str, str, str], list[OpSamples]], predict: Pr
             sel = (tokens >= lo) & (tokens <= hi)
             cells.append(_cell(mape(pred[sel], measured[sel]) if sel.any() else None))
         rows.append([family, model, group, *cells, _cell(mape(pred, measured))])
-    return _table(["GPU", "model", "group", *(f"{lo}–{hi} tok" for lo, hi in TOKEN_BUCKETS),
-                   "all"], rows)
+    return _table(
+        ["GPU", "model", "group", *(f"{lo}–{hi} tok" for lo, hi in TOKEN_BUCKETS), "all"], rows
+    )
 
 
 def write_report(doc_path: Path, body: list[str]) -> None:

@@ -22,9 +22,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from collector.errors import SlotuneError
-from tuner.sim.calibration._data import AllReduceSamples, OpSamples, load_all_reduce, load_compute
-from tuner.sim.calibration._model import (
+from slotune.collector.errors import SlotuneError
+from slotune.tuner.sim.calibration._data import (
+    AllReduceSamples,
+    OpSamples,
+    load_all_reduce,
+    load_compute,
+)
+from slotune.tuner.sim.calibration._model import (
     fit_all_reduce,
     fit_elementwise,
     fit_gemm,
@@ -33,10 +38,10 @@ from tuner.sim.calibration._model import (
     predict_elementwise,
     predict_gemm,
 )
-from tuner.sim.calibration._report import Predict, group_table, op_table, write_report
-from tuner.sim.catalog import GPU, get_gpu
-from tuner.sim.cost_coeffs import ELEMENTWISE_OPS, FamilyCoeffs
-from tuner.sim.cost_ops import GEMM_OPS
+from slotune.tuner.sim.calibration._report import Predict, group_table, op_table, write_report
+from slotune.tuner.sim.catalog import GPU, get_gpu
+from slotune.tuner.sim.cost_coeffs import ELEMENTWISE_OPS, FamilyCoeffs
+from slotune.tuner.sim.cost_ops import GEMM_OPS
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 _DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "catalog" / "calibration.yaml"
@@ -45,11 +50,13 @@ _DEFAULT_REFERENCES = ("a100=a100-80gb", "h100=h100-sxm")
 _DATA_SOURCE = "microsoft/vidur @ 7d47513, data/profiling (MIT)"
 
 
-def _fit_family(compute: list[OpSamples], network: list[AllReduceSamples], gpu: GPU
-                ) -> FamilyCoeffs:
+def _fit_family(
+    compute: list[OpSamples], network: list[AllReduceSamples], gpu: GPU
+) -> FamilyCoeffs:
     gemm = fit_gemm([s for s in compute if s.op in GEMM_OPS], gpu)
-    elementwise = {op: fit_elementwise([s for s in compute if s.op == op], gpu)
-                   for op in ELEMENTWISE_OPS}
+    elementwise = {
+        op: fit_elementwise([s for s in compute if s.op == op], gpu) for op in ELEMENTWISE_OPS
+    }
     return FamilyCoeffs(gemm, elementwise, fit_all_reduce(network, gpu))
 
 
@@ -59,19 +66,27 @@ def _predictor(fitted: dict[str, FamilyCoeffs], gpus: dict[str, GPU]) -> Predict
         if s.op in GEMM_OPS:
             return predict_gemm(s, gpu, fam.gemm)
         return predict_elementwise(s, gpu, fam.elementwise[s.op])
+
     return predict
 
 
 def _family_doc(fam: FamilyCoeffs, gpu: GPU) -> dict[str, Any]:
     return {
         "reference_gpu": gpu.id,
-        "gemm": {"compute_eff": fam.gemm.compute_eff, "memory_eff": fam.gemm.memory_eff,
-                 "smoothing_p": fam.gemm.smoothing_p, "latency_s": fam.gemm.latency_s},
-        "elementwise": {op: {"memory_eff": c.memory_eff, "row_eff": c.row_eff,
-                              "latency_s": c.latency_s}
-                        for op, c in fam.elementwise.items()},
-        "all_reduce": {"latency_s": dict(fam.all_reduce.latency_s),
-                       "bus_bw_eff": dict(fam.all_reduce.bus_bw_eff)},
+        "gemm": {
+            "compute_eff": fam.gemm.compute_eff,
+            "memory_eff": fam.gemm.memory_eff,
+            "smoothing_p": fam.gemm.smoothing_p,
+            "latency_s": fam.gemm.latency_s,
+        },
+        "elementwise": {
+            op: {"memory_eff": c.memory_eff, "row_eff": c.row_eff, "latency_s": c.latency_s}
+            for op, c in fam.elementwise.items()
+        },
+        "all_reduce": {
+            "latency_s": dict(fam.all_reduce.latency_s),
+            "bus_bw_eff": dict(fam.all_reduce.bus_bw_eff),
+        },
     }
 
 
@@ -93,8 +108,12 @@ def _held_out_rows(compute: list[OpSamples], gpus: dict[str, GPU]) -> list[str]:
     return rows
 
 
-def _report_body(compute: list[OpSamples], network: list[AllReduceSamples],
-                 fitted: dict[str, FamilyCoeffs], gpus: dict[str, GPU]) -> list[str]:
+def _report_body(
+    compute: list[OpSamples],
+    network: list[AllReduceSamples],
+    fitted: dict[str, FamilyCoeffs],
+    gpus: dict[str, GPU],
+) -> list[str]:
     predict = _predictor(fitted, gpus)
     groups: dict[tuple[str, str, str], list[OpSamples]] = defaultdict(list)
     for s in compute:
@@ -103,8 +122,10 @@ def _report_body(compute: list[OpSamples], network: list[AllReduceSamples],
     ar_rows = ["| GPU | workers | MAPE % | points |", "|---|---|---|---|"]
     for ar in network:
         pred = predict_all_reduce(ar, gpus[ar.family], fitted[ar.family].all_reduce)
-        ar_rows.append(f"| {ar.family} | {ar.num_workers} | {mape(pred, ar.measured_s):.1f} | "
-                       f"{len(ar.size_bytes)} |")
+        ar_rows.append(
+            f"| {ar.family} | {ar.num_workers} | {mape(pred, ar.measured_s):.1f} | "
+            f"{len(ar.size_bytes)} |"
+        )
     all_pred = np.concatenate([predict(s) for s in compute])
     all_measured = np.concatenate([s.measured_s for s in compute])
     return [
@@ -142,20 +163,25 @@ def run(profiling: Path, output: Path, report: Path | None, references: list[str
     compute = [s for s in load_compute(profiling) if s.family in gpus]
     network = [s for s in load_all_reduce(profiling) if s.family in gpus]
     fitted = {
-        family: _fit_family([s for s in compute if s.family == family],
-                            [s for s in network if s.family == family], gpu)
+        family: _fit_family(
+            [s for s in compute if s.family == family],
+            [s for s in network if s.family == family],
+            gpu,
+        )
         for family, gpu in gpus.items()
     }
     doc = {
         "source": f"fitted by `python -m tuner.sim.calibration.fit` to {_DATA_SOURCE} "
-                  "operator timings (median ms per layer) and one-node all-reduce timings",
+        "operator timings (median ms per layer) and one-node all-reduce timings",
         "generated": date.today().isoformat(),
         "default_family": "h100" if "h100" in fitted else sorted(fitted)[0],
         "families": {f: _family_doc(c, gpus[f]) for f, c in fitted.items()},
     }
-    header = ("# Generated by `python -m tuner.sim.calibration.fit`; rerun it instead of "
-              "editing.\n# Formulas: tuner/sim/cost_ops.py; method: "
-              "docs/simulator-calibration.md.\n")
+    header = (
+        "# Generated by `python -m tuner.sim.calibration.fit`; rerun it instead of "
+        "editing.\n# Formulas: tuner/sim/cost_ops.py; method: "
+        "docs/simulator-calibration.md.\n"
+    )
     output.write_text(header + yaml.safe_dump(doc, sort_keys=False), "utf-8")
     body = _report_body(compute, network, fitted, gpus)
     if report is not None:
@@ -164,22 +190,44 @@ def run(profiling: Path, output: Path, report: Path | None, references: list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tuner.sim.calibration.fit",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--profiling", type=Path, required=True,
-                        help="directory with compute/ and network/ profiling data")
-    parser.add_argument("--output", type=Path, default=_DEFAULT_OUTPUT,
-                        help="where to write the fitted coefficients (YAML)")
-    parser.add_argument("--report", type=Path, default=_DEFAULT_REPORT,
-                        help="Markdown document whose report section is replaced")
+    parser = argparse.ArgumentParser(
+        prog="python -m tuner.sim.calibration.fit", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--profiling",
+        type=Path,
+        required=True,
+        help="directory with compute/ and network/ profiling data",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=_DEFAULT_OUTPUT,
+        help="where to write the fitted coefficients (YAML)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=_DEFAULT_REPORT,
+        help="Markdown document whose report section is replaced",
+    )
     parser.add_argument("--no-report", action="store_true", help="print the report only")
-    parser.add_argument("--reference", action="append", default=None, metavar="DIR=GPU_ID",
-                        help="profiling GPU directory and the catalog GPU it was measured on "
-                             f"(default: {' '.join(_DEFAULT_REFERENCES)})")
+    parser.add_argument(
+        "--reference",
+        action="append",
+        default=None,
+        metavar="DIR=GPU_ID",
+        help="profiling GPU directory and the catalog GPU it was measured on "
+        f"(default: {' '.join(_DEFAULT_REFERENCES)})",
+    )
     args = parser.parse_args(argv)
     try:
-        run(args.profiling, args.output, None if args.no_report else args.report,
-            args.reference or list(_DEFAULT_REFERENCES))
+        run(
+            args.profiling,
+            args.output,
+            None if args.no_report else args.report,
+            args.reference or list(_DEFAULT_REFERENCES),
+        )
     except SlotuneError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

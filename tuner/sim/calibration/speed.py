@@ -15,8 +15,8 @@ import argparse
 import random
 import time
 
-from tuner.sim.catalog import get_gpu, get_model
-from tuner.sim.cost import CostModel
+from slotune.tuner.sim.catalog import get_gpu, get_model
+from slotune.tuner.sim.cost import CostModel
 
 
 def measure_us_per_call(model_id: str, gpu_id: str, calls: int, seed: int = 0) -> float:
@@ -27,8 +27,15 @@ def measure_us_per_call(model_id: str, gpu_id: str, calls: int, seed: int = 0) -
     for _ in range(4096):
         decode = rng.randint(0, 256)
         prefill = rng.choice((0, 0, 0, rng.randint(1, 8192)))
-        shapes.append((prefill, prefill * (rng.randint(0, 4096) + prefill / 2), decode,
-                       decode * rng.randint(100, 4000), 1 if prefill else 0))
+        shapes.append(
+            (
+                prefill,
+                prefill * (rng.randint(0, 4096) + prefill / 2),
+                decode,
+                decode * rng.randint(100, 4000),
+                1 if prefill else 0,
+            )
+        )
     for shape in shapes:
         cost.step_time_s(*shape)
     step = cost.step_time_s
@@ -46,8 +53,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1_000_000)
     args = parser.parse_args()
     us = measure_us_per_call(args.model, args.gpu, args.calls)
-    print(f"CostModel.step_time_s: {us:.2f} us/call ({args.model} on {args.gpu}, "
-          f"{args.calls:,} calls, one core)")
+    print(
+        f"CostModel.step_time_s: {us:.2f} us/call ({args.model} on {args.gpu}, "
+        f"{args.calls:,} calls, one core)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """GPU and model catalogs of the simulator: bundled YAML data plus user files."""
 
-from tuner.sim.catalog._loader import (
+from slotune.tuner.sim.catalog._loader import (
     CATALOG_ENV,
     get_gpu,
     get_model,
@@ -8,7 +8,7 @@ from tuner.sim.catalog._loader import (
     list_models,
     load_catalog_file,
 )
-from tuner.sim.catalog._types import GPU, ModelSpec
+from slotune.tuner.sim.catalog._types import GPU, ModelSpec
 
 __all__ = [
     "CATALOG_ENV",

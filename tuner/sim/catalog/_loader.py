@@ -17,23 +17,42 @@ from typing import Any
 
 import yaml
 
-from collector.errors import ConfigError
-from tuner.sim.catalog._types import GPU, ModelSpec
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.catalog._types import GPU, ModelSpec
 
 CATALOG_ENV = "SLOTUNE_CATALOG"
 _GIB = 1024**3
 
 _GPU_REQUIRED = (
-    "id", "name", "bf16_tflops", "fp8_tflops", "mem_gib", "mem_bw_gb_s", "interconnect_bw_gb_s",
+    "id",
+    "name",
+    "bf16_tflops",
+    "fp8_tflops",
+    "mem_gib",
+    "mem_bw_gb_s",
+    "interconnect_bw_gb_s",
 )
 _GPU_OPTIONAL = ("source", "calibration_family")
 _MODEL_REQUIRED = (
-    "id", "hf_name", "num_layers", "hidden_size", "num_heads", "num_kv_heads",
-    "intermediate_size", "vocab_size", "num_params", "max_position_embeddings",
+    "id",
+    "hf_name",
+    "num_layers",
+    "hidden_size",
+    "num_heads",
+    "num_kv_heads",
+    "intermediate_size",
+    "vocab_size",
+    "num_params",
+    "max_position_embeddings",
 )
 _MODEL_OPTIONAL = (
-    "head_dim", "num_experts", "num_active_experts", "moe_intermediate_size", "dtype_bytes",
-    "source", "aliases",
+    "head_dim",
+    "num_experts",
+    "num_active_experts",
+    "moe_intermediate_size",
+    "dtype_bytes",
+    "source",
+    "aliases",
 )
 _HOW_TO_ADD = (
     "add one with a YAML file (`gpus:` / `models:` lists, fields as in the bundled "
@@ -68,7 +87,7 @@ def _get_registry() -> _Registry:
     if _registry is None:
         _registry = _Registry()
         for name in ("gpus.yaml", "models.yaml"):
-            text = resources.files("tuner.sim.catalog").joinpath(name).read_text("utf-8")
+            text = resources.files("slotune.tuner.sim.catalog").joinpath(name).read_text("utf-8")
             _load_text(_registry, text, f"bundled {name}")
     env = os.environ.get(CATALOG_ENV, "")
     if env and env != _registry.env_loaded:
@@ -140,8 +159,9 @@ def _as_list(doc: Mapping[str, Any], key: str, origin: str) -> list[Any]:
     return value
 
 
-def _check_keys(entry: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...]
-                ) -> Mapping[str, Any]:
+def _check_keys(
+    entry: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> Mapping[str, Any]:
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where}: each entry must be a mapping of field: value")
     missing = [k for k in required if k not in entry]
@@ -155,8 +175,14 @@ def _check_keys(entry: Any, where: str, required: tuple[str, ...], optional: tup
     return entry
 
 
-def _number(entry: Mapping[str, Any], key: str, where: str, cast: Callable[[Any], Any],
-            minimum: float = 0.0, default: Any = None) -> Any:
+def _number(
+    entry: Mapping[str, Any],
+    key: str,
+    where: str,
+    cast: Callable[[Any], Any],
+    minimum: float = 0.0,
+    default: Any = None,
+) -> Any:
     value = entry.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
         raise ConfigError(f"{where}: `{key}` must be a number >= {minimum:g}, got {value!r}")
@@ -202,8 +228,9 @@ def _parse_model(entry: Any, where: str) -> ModelSpec:
     heads = _number(e, "num_heads", where, int, 1)
     kv_heads = _number(e, "num_kv_heads", where, int, 1)
     if heads % kv_heads:
-        raise ConfigError(f"{where}: num_heads ({heads}) must be a multiple of num_kv_heads "
-                          f"({kv_heads})")
+        raise ConfigError(
+            f"{where}: num_heads ({heads}) must be a multiple of num_kv_heads ({kv_heads})"
+        )
     experts = _number(e, "num_experts", where, int, 0, 0)
     active = _number(e, "num_active_experts", where, int, 0, 0)
     moe_width = _number(e, "moe_intermediate_size", where, int, 0, 0)
@@ -246,8 +273,7 @@ def get_gpu(gpu_id: str) -> GPU:
     gpu = registry.gpus.get(gpu_id.strip().lower())
     if gpu is None:
         raise ConfigError(
-            f"unknown GPU {gpu_id!r}; valid ids: {', '.join(sorted(registry.gpus))}; "
-            f"{_HOW_TO_ADD}"
+            f"unknown GPU {gpu_id!r}; valid ids: {', '.join(sorted(registry.gpus))}; {_HOW_TO_ADD}"
         )
     return gpu
 

@@ -5,10 +5,10 @@
 ``/v1/chat/completions``, ``/v1/models``, ``/health``, ``/version`` and the engine's metrics.
 """
 
-from tuner.sim.emulate.app import ServedModel, create_app
-from tuner.sim.emulate.realtime import RealtimeEngine
-from tuner.sim.emulate.server import Emulator, build_emulator, serve
-from tuner.sim.emulate.settings import ServerSettings, parse_server_args
+from slotune.tuner.sim.emulate.app import ServedModel, create_app
+from slotune.tuner.sim.emulate.realtime import RealtimeEngine
+from slotune.tuner.sim.emulate.server import Emulator, build_emulator, serve
+from slotune.tuner.sim.emulate.settings import ServerSettings, parse_server_args
 
 __all__ = [
     "Emulator",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from collector.errors import SlotuneError
-from tuner.sim.emulate.server import serve
+from slotune.collector.errors import SlotuneError
+from slotune.tuner.sim.emulate.server import serve
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from tuner.sim.emulate.openai_api import (
+from slotune.tuner.sim.emulate.openai_api import (
     DONE,
     ApiError,
     ApiKind,
@@ -25,12 +25,12 @@ from tuner.sim.emulate.openai_api import (
     bad_request,
     parse_request,
 )
-from tuner.sim.emulate.prompts import output_text
-from tuner.sim.emulate.read_site import ReadTimes
-from tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
-from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics
-from tuner.sim.emulate.vllm_metrics import VllmMetrics
-from tuner.sim.request import RequestRejected
+from slotune.tuner.sim.emulate.prompts import output_text
+from slotune.tuner.sim.emulate.read_site import ReadTimes
+from slotune.tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
+from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics
+from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.sim.request import RequestRejected
 
 _FINISH_REASON = "length"  # the emulated request always runs to max_tokens
 
@@ -47,8 +47,14 @@ class ServedModel:
 
 
 class _Routes:
-    def __init__(self, engine: RealtimeEngine, model: ServedModel,
-                 metrics: VllmMetrics | TrtllmMetrics, seed: int, reads: ReadTimes | None) -> None:
+    def __init__(
+        self,
+        engine: RealtimeEngine,
+        model: ServedModel,
+        metrics: VllmMetrics | TrtllmMetrics,
+        seed: int,
+        reads: ReadTimes | None,
+    ) -> None:
         self._engine = engine
         self._reads = reads
         self._model = model
@@ -64,20 +70,37 @@ class _Routes:
 
     async def models(self, _: web.Request) -> web.Response:
         m = self._model
-        card = {"id": m.served_name, "object": "model", "created": self._created,
-                "owned_by": m.owned_by, "root": m.root, "parent": None,
-                "max_model_len": m.max_model_len,
-                "permission": [{"id": f"modelperm-{uuid.uuid4().hex}",
-                                "object": "model_permission", "created": self._created,
-                                "allow_create_engine": False, "allow_sampling": True,
-                                "allow_logprobs": True, "allow_search_indices": False,
-                                "allow_view": True, "allow_fine_tuning": False,
-                                "organization": "*", "group": None, "is_blocking": False}]}
+        card = {
+            "id": m.served_name,
+            "object": "model",
+            "created": self._created,
+            "owned_by": m.owned_by,
+            "root": m.root,
+            "parent": None,
+            "max_model_len": m.max_model_len,
+            "permission": [
+                {
+                    "id": f"modelperm-{uuid.uuid4().hex}",
+                    "object": "model_permission",
+                    "created": self._created,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
+        }
         return web.json_response({"object": "list", "data": [card]})
 
     async def prometheus(self, _: web.Request) -> web.Response:
-        return web.Response(body=self._metrics.render(),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def iteration_stats(self, _: web.Request) -> web.Response:
         assert isinstance(self._metrics, TrtllmMetrics)
@@ -90,8 +113,9 @@ class _Routes:
         return await self._generate(request, ApiKind.CHAT)
 
     async def _generate(self, request: web.Request, kind: ApiKind) -> web.StreamResponse:
-        received = (self._reads.arrival_of(request.transport) if self._reads is not None
-                    else Arrival.now())
+        received = (
+            self._reads.arrival_of(request.transport) if self._reads is not None else Arrival.now()
+        )
         prefix = "cmpl-" if kind is ApiKind.COMPLETION else "chatcmpl-"
         response_id = prefix + uuid.uuid4().hex
         try:
@@ -99,8 +123,7 @@ class _Routes:
                 body = await request.json()
             except json.JSONDecodeError as e:
                 raise bad_request(f"The request body is not valid JSON: {e}") from e
-            parsed = parse_request(body, kind, self._model.served_name,
-                                   self._model.max_model_len)
+            parsed = parse_request(body, kind, self._model.served_name, self._model.max_model_len)
             handle = self._submit(request, response_id, parsed, received)
         except ApiError as e:
             return web.json_response(e.body(), status=e.status)
@@ -113,13 +136,20 @@ class _Routes:
         finally:
             handle.close()
 
-    def _submit(self, request: web.Request, response_id: str, parsed: GenerationRequest,
-                received: Arrival) -> RequestHandle:
+    def _submit(
+        self, request: web.Request, response_id: str, parsed: GenerationRequest, received: Arrival
+    ) -> RequestHandle:
         timing_id = request.headers.get("X-Request-Id") or response_id
         try:
-            return self._engine.submit(response_id, timing_id, parsed.prompt_token_ids,
-                                       parsed.max_tokens, parsed.min_tokens, received,
-                                       streamed=parsed.stream)
+            return self._engine.submit(
+                response_id,
+                timing_id,
+                parsed.prompt_token_ids,
+                parsed.max_tokens,
+                parsed.min_tokens,
+                received,
+                streamed=parsed.stream,
+            )
         except RequestRejected as e:
             raise bad_request(str(e)) from e
 
@@ -129,10 +159,16 @@ def _text_seed(prompt_token_ids: tuple[int, ...], seed: int) -> int:
     return zlib.crc32(repr((seed, prompt_token_ids)).encode())
 
 
-async def _stream(request: web.Request, handle: RequestHandle, frame: ResponseFrame,
-                  seed: int, include_usage: bool) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-cache"})
+async def _stream(
+    request: web.Request,
+    handle: RequestHandle,
+    frame: ResponseFrame,
+    seed: int,
+    include_usage: bool,
+) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
     await response.prepare(request)
     sent = 0
     async for delivery in handle.deliveries():
@@ -165,9 +201,13 @@ async def _collect(handle: RequestHandle, frame: ResponseFrame, seed: int) -> we
     return web.json_response(body)
 
 
-def create_app(engine: RealtimeEngine, model: ServedModel,
-               metrics: VllmMetrics | TrtllmMetrics, seed: int = 0,
-               reads: ReadTimes | None = None) -> web.Application:
+def create_app(
+    engine: RealtimeEngine,
+    model: ServedModel,
+    metrics: VllmMetrics | TrtllmMetrics,
+    seed: int = 0,
+    reads: ReadTimes | None = None,
+) -> web.Application:
     """The aiohttp application serving ``engine`` under ``model``'s name.
 
     Args:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from tuner.sim.engine import EngineStats
+from slotune.tuner.sim.engine import EngineStats
 
 
 class StepLike(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tuner.sim.engine import EngineStats
+from slotune.tuner.sim.engine import EngineStats
 
 
 class FinishReason(StrEnum):

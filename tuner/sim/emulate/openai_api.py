@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from tuner.sim.emulate.prompts import render_chat, token_ids_of_text
+from slotune.tuner.sim.emulate.prompts import render_chat, token_ids_of_text
 
 
 class ApiKind(Enum):
@@ -34,8 +34,14 @@ class ApiError(Exception):
         self.param = param
 
     def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.err_type, "param": self.param,
-                          "code": self.status}}
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.err_type,
+                "param": self.param,
+                "code": self.status,
+            }
+        }
 
 
 def bad_request(message: str, param: str | None = None) -> ApiError:
@@ -75,14 +81,18 @@ def parse_request(
         raise ApiError(404, "NotFoundError", f"The model `{model}` does not exist.", "model")
     n = body.get("n", 1)
     if n != 1:
-        raise bad_request(f"n={n} is not supported by the emulated engine, which returns one "
-                          "choice per request; send n=1 (or omit n).", "n")
+        raise bad_request(
+            f"n={n} is not supported by the emulated engine, which returns one "
+            "choice per request; send n=1 (or omit n).",
+            "n",
+        )
     prompt_ids = _prompt_ids(body) if kind is ApiKind.COMPLETION else _chat_ids(body)
     stream = _bool(body, "stream")
     stream_options = body.get("stream_options")
     if stream_options is not None and not stream:
-        raise bad_request("Stream options can only be defined when `stream=True`.",
-                          "stream_options")
+        raise bad_request(
+            "Stream options can only be defined when `stream=True`.", "stream_options"
+        )
     include_usage = bool(stream_options.get("include_usage")) if stream_options else False
     max_tokens = _requested_max_tokens(body, kind)
     num_prompt = len(prompt_ids)
@@ -90,7 +100,9 @@ def parse_request(
         raise bad_request(
             f"This model's maximum context length is {max_model_len} tokens. However, your "
             f"request has {num_prompt} input tokens. Please reduce the length of the input "
-            "messages.", "input_tokens")
+            "messages.",
+            "input_tokens",
+        )
     if max_tokens is None:
         max_tokens = max_model_len - num_prompt
     elif num_prompt + max_tokens > max_model_len:
@@ -98,17 +110,20 @@ def parse_request(
             f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's "
             f"maximum context length is {max_model_len} tokens and your request has "
             f"{num_prompt} input tokens ({max_tokens} > {max_model_len} - {num_prompt}).",
-            "max_tokens")
+            "max_tokens",
+        )
     min_tokens = _int(body, "min_tokens", 0)
     if min_tokens < 0:
-        raise bad_request(f"min_tokens must be greater than or equal to 0, got {min_tokens}.",
-                          "min_tokens")
+        raise bad_request(
+            f"min_tokens must be greater than or equal to 0, got {min_tokens}.", "min_tokens"
+        )
     if min_tokens > max_tokens:
-        raise bad_request(f"min_tokens must be less than or equal to max_tokens={max_tokens}, "
-                          f"got {min_tokens}.", "min_tokens")
+        raise bad_request(
+            f"min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}.",
+            "min_tokens",
+        )
     _bool(body, "ignore_eos")
-    return GenerationRequest(kind, tuple(prompt_ids), max_tokens, min_tokens, stream,
-                             include_usage)
+    return GenerationRequest(kind, tuple(prompt_ids), max_tokens, min_tokens, stream, include_usage)
 
 
 def _prompt_ids(body: dict[str, Any]) -> list[int]:
@@ -122,8 +137,11 @@ def _prompt_ids(body: dict[str, Any]) -> list[int]:
     elif isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
         ids = _token_list(prompt, "prompt")
     elif isinstance(prompt, list):
-        raise bad_request("Batched prompts are not supported by the emulated engine; send one "
-                          "prompt (a string or a list of token ids) per request.", "prompt")
+        raise bad_request(
+            "Batched prompts are not supported by the emulated engine; send one "
+            "prompt (a string or a list of token ids) per request.",
+            "prompt",
+        )
     else:
         raise bad_request("prompt is required: a string or a list of token ids.", "prompt")
     if not ids:
@@ -134,8 +152,9 @@ def _prompt_ids(body: dict[str, Any]) -> list[int]:
 def _chat_ids(body: dict[str, Any]) -> list[int]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise bad_request("messages is required: a non-empty list of {role, content} objects.",
-                          "messages")
+        raise bad_request(
+            "messages is required: a non-empty list of {role, content} objects.", "messages"
+        )
     pairs = [(_role(m, i), _content_text(m, i)) for i, m in enumerate(messages)]
     return token_ids_of_text(render_chat(pairs))
 
@@ -152,11 +171,13 @@ def _content_text(message: dict[str, Any], index: int) -> str:
     if content is None or isinstance(content, str):
         return content or ""
     if isinstance(content, list):
-        parts = [p.get("text", "") for p in content if isinstance(p, dict)
-                 and p.get("type") == "text"]
+        parts = [
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        ]
         return "\n".join(str(p) for p in parts)
-    raise bad_request(f"messages[{index}].content must be a string or a list of content parts.",
-                      "messages")
+    raise bad_request(
+        f"messages[{index}].content must be a string or a list of content parts.", "messages"
+    )
 
 
 def _requested_max_tokens(body: dict[str, Any], kind: ApiKind) -> int | None:
@@ -219,8 +240,7 @@ class ResponseFrame:
         return "text_completion" if self.kind is ApiKind.COMPLETION else "chat.completion"
 
     def _head(self, obj: str) -> dict[str, Any]:
-        return {"id": self.response_id, "object": obj, "created": self.created,
-                "model": self.model}
+        return {"id": self.response_id, "object": obj, "created": self.created, "model": self.model}
 
     def chunk(self, text: str, finish_reason: str | None, with_role: bool = False) -> bytes:
         """One SSE event carrying ``text``."""
@@ -231,8 +251,13 @@ class ResponseFrame:
 
     def _encode_chunk(self, text: str, finish_reason: str | None, with_role: bool) -> bytes:
         if self.kind is ApiKind.COMPLETION:
-            choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None,
-                                      "finish_reason": finish_reason, "stop_reason": None}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+            }
             return _sse(self._head("text_completion") | {"choices": [choice]})
         delta = {"role": "assistant", "content": text} if with_role else {"content": text}
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
@@ -243,30 +268,52 @@ class ResponseFrame:
     def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
         """The last SSE event under ``stream_options.include_usage``: empty choices, usage."""
         obj = "text_completion" if self.kind is ApiKind.COMPLETION else "chat.completion.chunk"
-        return _sse(self._head(obj) | {"choices": [],
-                                       "usage": usage(prompt_tokens, completion_tokens)})
+        return _sse(
+            self._head(obj) | {"choices": [], "usage": usage(prompt_tokens, completion_tokens)}
+        )
 
-    def full_response(self, text: str, finish_reason: str, prompt_tokens: int,
-                      completion_tokens: int) -> dict[str, Any]:
+    def full_response(
+        self, text: str, finish_reason: str, prompt_tokens: int, completion_tokens: int
+    ) -> dict[str, Any]:
         """The non-streaming response body."""
         if self.kind is ApiKind.COMPLETION:
-            choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None,
-                                      "finish_reason": finish_reason, "stop_reason": None,
-                                      "prompt_logprobs": None}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+                "prompt_logprobs": None,
+            }
         else:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text,
-                                              "reasoning_content": None, "tool_calls": []},
-                      "logprobs": None, "finish_reason": finish_reason, "stop_reason": None}
+            choice = {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "reasoning_content": None,
+                    "tool_calls": [],
+                },
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+            }
         return self._head(self._object) | {
-            "choices": [choice], "usage": usage(prompt_tokens, completion_tokens)}
+            "choices": [choice],
+            "usage": usage(prompt_tokens, completion_tokens),
+        }
 
 
 DONE = b"data: [DONE]\n\n"
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-            "completion_tokens": completion_tokens, "prompt_tokens_details": None}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+        "prompt_tokens_details": None,
+    }
 
 
 def _sse(obj: dict[str, Any]) -> bytes:

@@ -12,14 +12,43 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 
-from collector.workload.tokens import split_tokens
+from slotune.collector.workload.tokens import split_tokens
 
 # Output words: each is exactly one token under the shared rule, so a client that re-counts
 # the streamed text gets the server's completion_tokens.
 _OUTPUT_WORDS = (
-    "the", "model", "answers", "with", "tokens", "from", "an", "emulated", "engine", "that",
-    "keeps", "time", "like", "a", "real", "gpu", "batch", "of", "requests", "in", "flight",
-    "cache", "blocks", "fill", "and", "drain", "as", "load", "rises", "falls", "again", "here",
+    "the",
+    "model",
+    "answers",
+    "with",
+    "tokens",
+    "from",
+    "an",
+    "emulated",
+    "engine",
+    "that",
+    "keeps",
+    "time",
+    "like",
+    "a",
+    "real",
+    "gpu",
+    "batch",
+    "of",
+    "requests",
+    "in",
+    "flight",
+    "cache",
+    "blocks",
+    "fill",
+    "and",
+    "drain",
+    "as",
+    "load",
+    "rises",
+    "falls",
+    "again",
+    "here",
 )
 
 

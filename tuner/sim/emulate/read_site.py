@@ -13,7 +13,7 @@ import asyncio
 
 from aiohttp import web
 
-from tuner.sim.emulate.realtime import Arrival
+from slotune.tuner.sim.emulate.realtime import Arrival
 
 
 class ReadTimes:
@@ -96,4 +96,5 @@ class ReadStampingSite(web.BaseSite):
         assert factory is not None  # BaseSite refuses a runner that was not set up
         reads = self._reads
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: _ReadStamper(factory(), reads), self._host, self._port)
+            lambda: _ReadStamper(factory(), reads), self._host, self._port
+        )

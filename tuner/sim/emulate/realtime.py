@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tuner.sim.emulate.core_view import EngineCoreLike, StepLike
-from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
-from tuner.sim.engine import EngineStats
+from slotune.tuner.sim.emulate.core_view import EngineCoreLike, StepLike
+from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
+from slotune.tuner.sim.engine import EngineStats
 
 _SPIN_MARGIN_S = 0.0015
 # Behind the wall clock by more than this, the loop stops catching up and restarts its
@@ -342,8 +342,7 @@ class RealtimeEngine:
             prefix_queries=after.prefix_queries - before.prefix_queries,
             prefix_hits=after.prefix_hits - before.prefix_hits,
             new_requests_queue_s=tuple(
-                (f.first_scheduled_wall_s or f.arrival_wall_s) - f.arrival_wall_s
-                for f in started
+                (f.first_scheduled_wall_s or f.arrival_wall_s) - f.arrival_wall_s for f in started
             ),
             num_context_requests=len(ttfts),
             num_generation_requests=len(itls),

@@ -20,20 +20,20 @@ from typing import Any
 
 from aiohttp import web
 
-from collector.errors import ConfigError
-from tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
-from tuner.sim.emulate.app import ServedModel, create_app
-from tuner.sim.emulate.core_view import EngineCoreLike
-from tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
-from tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
-from tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
-from tuner.sim.emulate.stats_log import StatsLog
-from tuner.sim.emulate.timings import TimingsFile
-from tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from tuner.sim.emulate.vllm_metrics import VllmMetrics
-from tuner.sim.flags import parse_engine_flags
-from tuner.sim.memory import KvCapacity
-from tuner.sim.request import SimRequest
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
+from slotune.tuner.sim.emulate.app import ServedModel, create_app
+from slotune.tuner.sim.emulate.core_view import EngineCoreLike
+from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
+from slotune.tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
+from slotune.tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
+from slotune.tuner.sim.emulate.stats_log import StatsLog
+from slotune.tuner.sim.emulate.timings import TimingsFile
+from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.sim.flags import parse_engine_flags
+from slotune.tuner.sim.memory import KvCapacity
+from slotune.tuner.sim.request import SimRequest
 
 log = logging.getLogger("slotune.emulate")
 _SHUTDOWN_GRACE_S = 1.0
@@ -49,8 +49,14 @@ def _version() -> str:
 class Emulator:
     """An engine core wired to the real-time loop, its observers and the HTTP app."""
 
-    def __init__(self, core: EngineCoreLike, new_request: RequestFactory, model: ServedModel,
-                 metrics: VllmMetrics | TrtllmMetrics, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        core: EngineCoreLike,
+        new_request: RequestFactory,
+        model: ServedModel,
+        metrics: VllmMetrics | TrtllmMetrics,
+        settings: ServerSettings,
+    ) -> None:
         self.settings = settings
         self.model = model
         self.metrics = metrics
@@ -63,8 +69,9 @@ class Emulator:
         self._reads = ReadTimes()
         self.app = create_app(self.engine, model, metrics, settings.seed, self._reads)
 
-    async def serve(self, stop: asyncio.Event,
-                    on_ready: Callable[[int], None] | None = None) -> None:
+    async def serve(
+        self, stop: asyncio.Event, on_ready: Callable[[int], None] | None = None
+    ) -> None:
         """Serve until ``stop`` is set; ``on_ready`` gets the bound port.
 
         If the engine loop dies, the server stops too (as vLLM's API server does when its
@@ -73,21 +80,26 @@ class Emulator:
         loop_task = asyncio.create_task(self.engine.run())
         loop_task.add_done_callback(lambda _: stop.set())
         log_task = asyncio.create_task(self.stats_log.run())
-        runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
-                               shutdown_timeout=_SHUTDOWN_GRACE_S)
+        runner = web.AppRunner(
+            self.app, handler_cancellation=True, access_log=None, shutdown_timeout=_SHUTDOWN_GRACE_S
+        )
         await runner.setup()
         try:
-            site = ReadStampingSite(runner, self.settings.host, self.settings.port,
-                                    self._reads)
+            site = ReadStampingSite(runner, self.settings.host, self.settings.port, self._reads)
             try:
                 await site.start()
             except OSError as e:
-                raise ConfigError(f"cannot bind {self.settings.host}:{self.settings.port} "
-                                  f"({e.strerror}); pass a free --port") from e
+                raise ConfigError(
+                    f"cannot bind {self.settings.host}:{self.settings.port} "
+                    f"({e.strerror}); pass a free --port"
+                ) from e
             port = site.port
-            log.info("Starting slotune emulated %s API server on http://%s:%d",
-                     "vLLM" if isinstance(self.metrics, VllmMetrics) else "TensorRT-LLM",
-                     self.settings.host, port)
+            log.info(
+                "Starting slotune emulated %s API server on http://%s:%d",
+                "vLLM" if isinstance(self.metrics, VllmMetrics) else "TensorRT-LLM",
+                self.settings.host,
+                port,
+            )
             if on_ready is not None:
                 on_ready(port)
             await stop.wait()
@@ -110,7 +122,7 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
         ConfigError: bad flags, unknown model or GPU.
         EngineConfigError: a configuration the engine itself refuses, worded like it.
     """
-    from tuner.sim.engine import EngineCore
+    from slotune.tuner.sim.engine import EngineCore
 
     settings, engine_argv = parse_server_args(argv)
     config = parse_engine_flags(engine_argv, engine=settings.engine, gpu=DEFAULT_GPU)
@@ -122,52 +134,88 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
     for line in core.kv_log_lines():
         log.info("%s", line)
 
-    def new_request(request_id: str, arrival_s: float, prompt_token_ids: Sequence[int],
-                    max_tokens: int, min_tokens: int) -> Any:
-        return SimRequest(request_id=request_id, arrival_s=arrival_s,
-                          prompt_tokens=len(prompt_token_ids), max_tokens=max_tokens,
-                          prompt_token_ids=tuple(prompt_token_ids))
+    def new_request(
+        request_id: str,
+        arrival_s: float,
+        prompt_token_ids: Sequence[int],
+        max_tokens: int,
+        min_tokens: int,
+    ) -> Any:
+        return SimRequest(
+            request_id=request_id,
+            arrival_s=arrival_s,
+            prompt_tokens=len(prompt_token_ids),
+            max_tokens=max_tokens,
+            prompt_token_ids=tuple(prompt_token_ids),
+        )
 
     counters = core.stats
     if isinstance(resolved, ResolvedVllm):
-        model = ServedModel(resolved.served_model_name, resolved.model.hf_name,
-                            resolved.max_model_len, "vllm", _version())
+        model = ServedModel(
+            resolved.served_model_name,
+            resolved.model.hf_name,
+            resolved.max_model_len,
+            "vllm",
+            _version(),
+        )
         metrics: VllmMetrics | TrtllmMetrics = VllmMetrics(
-            model.served_name, resolved.max_model_len, _cache_config_labels(resolved,
-                                                                            counters.kv_blocks))
+            model.served_name,
+            resolved.max_model_len,
+            _cache_config_labels(resolved, counters.kv_blocks),
+        )
     else:
         assert isinstance(resolved, ResolvedTrtllm)
-        model = ServedModel(config.model, resolved.model.hf_name, resolved.max_seq_len,
-                            "tensorrt_llm", _version())
-        metrics = TrtllmMetrics(model.served_name, TrtllmStatic(
-            max_batch_size=resolved.max_batch_size, max_num_tokens=resolved.max_num_tokens,
-            tokens_per_block=resolved.tokens_per_block,
-            gpu_mem_usage_bytes=_gpu_memory_used_bytes(core.capacity)))
+        model = ServedModel(
+            config.model, resolved.model.hf_name, resolved.max_seq_len, "tensorrt_llm", _version()
+        )
+        metrics = TrtllmMetrics(
+            model.served_name,
+            TrtllmStatic(
+                max_batch_size=resolved.max_batch_size,
+                max_num_tokens=resolved.max_num_tokens,
+                tokens_per_block=resolved.tokens_per_block,
+                gpu_mem_usage_bytes=_gpu_memory_used_bytes(core.capacity),
+            ),
+        )
     return Emulator(core, new_request, model, metrics, settings)
 
 
 def _gpu_memory_used_bytes(cap: KvCapacity) -> int:
-    return (cap.weights_bytes + cap.activation_bytes + cap.cuda_graph_bytes
-            + cap.available_kv_bytes + cap.non_torch_bytes)
+    return (
+        cap.weights_bytes
+        + cap.activation_bytes
+        + cap.cuda_graph_bytes
+        + cap.available_kv_bytes
+        + cap.non_torch_bytes
+    )
 
 
 def _cache_config_labels(r: ResolvedVllm, num_gpu_blocks: int) -> dict[str, str]:
     return {
-        "block_size": str(r.block_size), "cache_dtype": r.kv_cache_dtype,
-        "calculate_kv_scales": "False", "cpu_offload_gb": "0",
+        "block_size": str(r.block_size),
+        "cache_dtype": r.kv_cache_dtype,
+        "calculate_kv_scales": "False",
+        "cpu_offload_gb": "0",
         "enable_prefix_caching": str(r.enable_prefix_caching),
         "gpu_memory_utilization": str(r.gpu_memory_utilization),
-        "is_attention_free": "False", "num_cpu_blocks": "None",
-        "num_gpu_blocks": str(num_gpu_blocks), "num_gpu_blocks_override": "None",
-        "prefix_caching_hash_algo": "sha256", "sliding_window": "None", "swap_space": "4",
+        "is_attention_free": "False",
+        "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(num_gpu_blocks),
+        "num_gpu_blocks_override": "None",
+        "prefix_caching_hash_algo": "sha256",
+        "sliding_window": "None",
+        "swap_space": "4",
     }
 
 
 def configure_logging() -> None:
     """vLLM-style log lines on stdout: ``INFO 11-29 16:00:00 [slotune.emulate] ...``."""
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(name)s] %(message)s",
-                                           datefmt="%m-%d %H:%M:%S"))
+    handler.setFormatter(
+        logging.Formatter(
+            "%(levelname)s %(asctime)s [%(name)s] %(message)s", datefmt="%m-%d %H:%M:%S"
+        )
+    )
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from collector.errors import ConfigError
-from tuner.sim.flags import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.flags import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
 
 DEFAULT_GPU = "h100-sxm"
 
@@ -51,12 +51,24 @@ def _parser() -> _Parser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
-    p.add_argument("--engine", choices=("vllm", "trtllm"), default="vllm",
-                   help="whose flags, routes and metrics to emulate (default vllm)")
-    p.add_argument("--time-scale", type=float, default=1.0,
-                   help="run the emulated GPU K times faster than real time (default 1)")
-    p.add_argument("--timings-file", type=Path, default=None,
-                   help="append one JSON line per finished request (engine-side timings)")
+    p.add_argument(
+        "--engine",
+        choices=("vllm", "trtllm"),
+        default="vllm",
+        help="whose flags, routes and metrics to emulate (default vllm)",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="run the emulated GPU K times faster than real time (default 1)",
+    )
+    p.add_argument(
+        "--timings-file",
+        type=Path,
+        default=None,
+        help="append one JSON line per finished request (engine-side timings)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the generated output words")
     return p
 
@@ -74,7 +86,12 @@ def parse_server_args(argv: Sequence[str]) -> tuple[ServerSettings, list[str]]:
         raise ConfigError(f"--time-scale must be > 0, got {ns.time_scale}")
     if not 0 <= ns.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {ns.port}")
-    settings = ServerSettings(host=ns.host, port=ns.port, engine=ns.engine,
-                              time_scale=ns.time_scale, timings_file=ns.timings_file,
-                              seed=ns.seed)
+    settings = ServerSettings(
+        host=ns.host,
+        port=ns.port,
+        engine=ns.engine,
+        time_scale=ns.time_scale,
+        timings_file=ns.timings_file,
+        seed=ns.seed,
+    )
     return settings, engine_argv

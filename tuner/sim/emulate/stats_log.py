@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 
-from tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
 
 
 class StatsLog:
@@ -44,9 +44,14 @@ class StatsLog:
             self._log.info(
                 "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: "
                 "%.1f tokens/s, Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, "
-                "Prefix cache hit rate: %.1f%%", self._prompt_tokens / elapsed,
-                self._generation_tokens / elapsed, c.num_running, c.num_waiting,
-                c.kv_usage * 100, hit_rate * 100)
+                "Prefix cache hit rate: %.1f%%",
+                self._prompt_tokens / elapsed,
+                self._generation_tokens / elapsed,
+                c.num_running,
+                c.num_waiting,
+                c.kv_usage * 100,
+                hit_rate * 100,
+            )
         self._prompt_tokens = self._generation_tokens = 0
         self._since = now
 

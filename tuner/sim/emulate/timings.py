@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from collector.errors import ConfigError
-from tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.collector.errors import ConfigError
+from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
 
 
 class TimingsFile:
@@ -23,8 +23,9 @@ class TimingsFile:
         try:
             self._file: TextIO = path.open("a", encoding="utf-8")
         except OSError as e:
-            raise ConfigError(f"--timings-file {path}: cannot open for appending ({e}); "
-                              "pass a writable path") from e
+            raise ConfigError(
+                f"--timings-file {path}: cannot open for appending ({e}); pass a writable path"
+            ) from e
 
     def on_step(self, report: StepReport) -> None:
         """Steps are not written; only finished requests are."""

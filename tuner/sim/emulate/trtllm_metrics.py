@@ -18,8 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
-from tuner.sim.emulate.vllm_metrics import (
+from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+from slotune.tuner.sim.emulate.vllm_metrics import (
     REQUEST_LATENCY_BUCKETS_S,
     TOKEN_LATENCY_BUCKETS_S,
     TTFT_BUCKETS_S,
@@ -29,8 +29,24 @@ _MAX_ITERATIONS = 1000
 # TensorRT-LLM's collector adapts vLLM's metrics and keeps its bucket boundaries, except for
 # the prefill-time histogram.
 _PREFILL_BUCKETS_S = (
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0,
-    160.0, 640.0, 2560.0,
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
 )
 _LABELS = ("model_name", "engine_type")
 
@@ -64,62 +80,88 @@ class TrtllmMetrics:
             return Counter("trtllm_" + name, doc, _LABELS, registry=reg).labels(*values)
 
         def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram("trtllm_" + name, doc, _LABELS, registry=reg,
-                             buckets=buckets).labels(*values)
+            return Histogram("trtllm_" + name, doc, _LABELS, registry=reg, buckets=buckets).labels(
+                *values
+            )
 
-        success = Counter("trtllm_request_success_total",
-                          "Count of successfully processed requests.",
-                          (*_LABELS, "finished_reason"), registry=reg)
+        success = Counter(
+            "trtllm_request_success_total",
+            "Count of successfully processed requests.",
+            (*_LABELS, "finished_reason"),
+            registry=reg,
+        )
         self._success = {r: success.labels(*values, r.value) for r in FinishReason}
-        self._e2e = histogram("e2e_request_latency_seconds",
-                              "Histogram of end to end request latency in seconds.",
-                              REQUEST_LATENCY_BUCKETS_S)
-        self._ttft = histogram("time_to_first_token_seconds",
-                               "Histogram of time to first token in seconds.", TTFT_BUCKETS_S)
-        self._tpot = histogram("time_per_output_token_seconds",
-                               "Histogram of time per output token in seconds.",
-                               TOKEN_LATENCY_BUCKETS_S)
-        self._queue = histogram("request_queue_time_seconds",
-                                "Histogram of time spent in WAITING phase for request.",
-                                REQUEST_LATENCY_BUCKETS_S)
+        self._e2e = histogram(
+            "e2e_request_latency_seconds",
+            "Histogram of end to end request latency in seconds.",
+            REQUEST_LATENCY_BUCKETS_S,
+        )
+        self._ttft = histogram(
+            "time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            TTFT_BUCKETS_S,
+        )
+        self._tpot = histogram(
+            "time_per_output_token_seconds",
+            "Histogram of time per output token in seconds.",
+            TOKEN_LATENCY_BUCKETS_S,
+        )
+        self._queue = histogram(
+            "request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            REQUEST_LATENCY_BUCKETS_S,
+        )
         self._prefill = histogram(
             "request_prefill_time_seconds",
             "Histogram of prefill (context) phase duration in seconds "
-            "(first_token_time - first_scheduled_time).", _PREFILL_BUCKETS_S)
+            "(first_token_time - first_scheduled_time).",
+            _PREFILL_BUCKETS_S,
+        )
         self._decode = histogram(
             "request_decode_time_seconds",
             "Histogram of decode (generation) phase duration in seconds "
-            "(last_token_time - first_token_time).", REQUEST_LATENCY_BUCKETS_S)
+            "(last_token_time - first_token_time).",
+            REQUEST_LATENCY_BUCKETS_S,
+        )
         self._inference = histogram(
             "request_inference_time_seconds",
             "Histogram of total inference duration in seconds "
-            "(last_token_time - first_scheduled_time).", REQUEST_LATENCY_BUCKETS_S)
-        self._prompt_tokens = counter("prompt_tokens_total",
-                                      "Cumulative number of prompt (input) tokens processed.")
+            "(last_token_time - first_scheduled_time).",
+            REQUEST_LATENCY_BUCKETS_S,
+        )
+        self._prompt_tokens = counter(
+            "prompt_tokens_total", "Cumulative number of prompt (input) tokens processed."
+        )
         self._generation_tokens = counter(
-            "generation_tokens_total", "Cumulative number of generation (output) tokens produced.")
+            "generation_tokens_total", "Cumulative number of generation (output) tokens produced."
+        )
         self._hit_rate = gauge("kv_cache_hit_rate", "KV cache hit rate")
         self._utilization = gauge("kv_cache_utilization", "KV cache utilization")
-        self._reused_blocks = counter("kv_cache_reused_blocks",
-                                      "Cumulative number of KV cache blocks reused (cache hits)")
+        self._reused_blocks = counter(
+            "kv_cache_reused_blocks", "Cumulative number of KV cache blocks reused (cache hits)"
+        )
         self._missed_blocks = counter(
-            "kv_cache_missed_blocks", "Cumulative number of KV cache blocks missed (cache misses)")
+            "kv_cache_missed_blocks", "Cumulative number of KV cache blocks missed (cache misses)"
+        )
         self._running = gauge("num_requests_running", "Number of active requests")
         self._waiting = gauge("num_requests_waiting", "Number of queued requests")
-        self._completed = counter("num_requests_completed_total",
-                                  "Total number of completed requests across iterations")
+        self._completed = counter(
+            "num_requests_completed_total", "Total number of completed requests across iterations"
+        )
         self._iteration_latency = gauge("iteration_latency_seconds", "Iteration latency in seconds")
         self._max_blocks = gauge("kv_cache_max_blocks", "Maximum number of KV cache blocks")
         self._free_blocks = gauge("kv_cache_free_blocks", "Number of free KV cache blocks")
         self._used_blocks = gauge("kv_cache_used_blocks", "Number of used KV cache blocks")
-        self._tokens_per_block = gauge("kv_cache_tokens_per_block",
-                                       "Number of tokens per KV cache block")
-        self._context_requests = gauge("num_context_requests",
-                                       "Number of context (prefill) requests")
-        self._generation_requests = gauge("num_generation_requests",
-                                          "Number of generation (decode) requests")
-        self._scheduled_requests = gauge("num_scheduled_requests",
-                                         "Number of scheduled requests")
+        self._tokens_per_block = gauge(
+            "kv_cache_tokens_per_block", "Number of tokens per KV cache block"
+        )
+        self._context_requests = gauge(
+            "num_context_requests", "Number of context (prefill) requests"
+        )
+        self._generation_requests = gauge(
+            "num_generation_requests", "Number of generation (decode) requests"
+        )
+        self._scheduled_requests = gauge("num_scheduled_requests", "Number of scheduled requests")
         self._context_tokens = gauge("total_context_tokens", "Total number of context tokens")
         self._tokens_per_block.set(static.tokens_per_block)
 
