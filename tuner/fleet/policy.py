@@ -41,6 +41,15 @@ class ReplicaState:
     healthy: bool = True
     # tokens per second the replica is completing now (for predicted queueing delay)
     throughput_tps: float = 0.0
+    # prompt tokens queued behind the running batch (0 = unknown: num_waiting stands in)
+    num_waiting_tokens: int = 0
+    # prompt tokens per second the replica computes while it has a queue (0 = unknown)
+    prefill_tps: float = 0.0
+
+    @property
+    def load(self) -> int:
+        """Requests the replica holds (running + waiting): what least-requests balances."""
+        return self.num_running + self.num_waiting
 
 
 @dataclass(frozen=True, slots=True)
