@@ -201,6 +201,8 @@ time.sleep(600)
     finally:
         worker.kill()
         worker.wait(10)
+        if worker.stdout is not None:
+            worker.stdout.close()
     deadline = time.monotonic() + 20
     while engines_left() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -206,6 +206,7 @@ def test_otlp_http_receiver_decodes_genai_metrics(
         check_genai_request(request, engine.httpd.server_address[1])
     finally:
         receiver.httpd.shutdown()
+        receiver.httpd.server_close()
 
 
 class _Collector(metrics_service_pb2_grpc.MetricsServiceServicer):
