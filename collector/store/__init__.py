@@ -15,6 +15,7 @@ from slotune.collector.store._findings import (
     save_alert_rule,
     save_diagnosis,
 )
+from slotune.collector.store._fleet import SeriesPoints, series_at
 from slotune.collector.store._queries import (
     bucket_quantile,
     counter_increase,
@@ -53,6 +54,14 @@ from slotune.collector.store._store import (
 from slotune.collector.store._studies import get_study, list_studies, save_study
 from slotune.collector.store._targets import list_targets, register_target
 from slotune.collector.store._url import default_db_url, redact_url
+from slotune.collector.store._workers import (
+    WorkerInfo,
+    WorkerState,
+    get_worker,
+    list_workers,
+    save_worker,
+    touch_worker,
+)
 
 __all__ = [
     "AlertEventInfo",
@@ -66,10 +75,13 @@ __all__ = [
     "RetentionCounts",
     "RevisionInfo",
     "SampleIn",
+    "SeriesPoints",
     "Store",
     "StudyInfo",
     "StudyStatus",
     "TargetInfo",
+    "WorkerInfo",
+    "WorkerState",
     "bucket_quantile",
     "counter_increase",
     "counter_rate",
@@ -79,6 +91,7 @@ __all__ = [
     "downgrade",
     "gauge_avg",
     "get_study",
+    "get_worker",
     "histogram_quantile",
     "latest_value",
     "list_alert_events",
@@ -88,6 +101,7 @@ __all__ = [
     "list_slos",
     "list_studies",
     "list_targets",
+    "list_workers",
     "load_bench_run",
     "open_store",
     "prune",
@@ -100,7 +114,10 @@ __all__ = [
     "save_diagnosis",
     "save_slos",
     "save_study",
+    "save_worker",
     "schema_status",
+    "series_at",
+    "touch_worker",
     "upgrade",
     "write_samples",
 ]

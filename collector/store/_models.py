@@ -257,3 +257,19 @@ class Diagnosis(Base):
     inputs: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     result: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     created_at: Mapped[float] = mapped_column(Float)
+
+
+class StudyWorkerRow(Base):
+    """The process running a study started from the dashboard (one per study name)."""
+
+    __tablename__ = "study_worker"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    study_name: Mapped[str] = mapped_column(String(200), unique=True)
+    pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(255))
+    state: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[float] = mapped_column(Float)
+    heartbeat_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float)

@@ -86,7 +86,7 @@ def test_refuses_a_newer_schema(store_url: str) -> None:
 
 
 def test_refuses_a_database_behind_head(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    upgrade(store_url)
+    upgrade(store_url, "0001")
     import slotune.collector.store._migrate as migrate
 
     monkeypatch.setattr(migrate, "head_revision", lambda: "0002")
