@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Real servers the tests start themselves: PostgreSQL (initdb/pg_ctl) and Prometheus/promtool.
+# Real servers and tools the tests start themselves: PostgreSQL (initdb/pg_ctl),
+# Prometheus/promtool and headless Chromium (the dashboard's browser test).
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 command -v prometheus >/dev/null || missing+=(prometheus)
 command -v promtool >/dev/null || missing+=(prometheus)
+command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
     sudo_cmd=()
     [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
