@@ -88,6 +88,33 @@ class Selector:
 
 
 @dataclass(frozen=True, slots=True)
+class BurnWindow:
+    """One multi-window burn-rate condition: alert when the burn rate over both the long and
+    the short window exceeds ``factor`` (the short window makes the alert reset quickly)."""
+
+    severity: str
+    long_s: float
+    short_s: float
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
+class Alerting:
+    """How an SLO alerts (the ``alerting:`` block of the SLO file).
+
+    Attributes:
+        enabled: False turns the SLO's burn-rate alerts off.
+        windows: the burn-rate conditions; empty means the SRE workbook's defaults scaled to
+            the SLO window (see ``collector.alerts.policy``).
+        labels: labels added to every alert of the SLO.
+    """
+
+    enabled: bool = True
+    windows: tuple[BurnWindow, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SLO:
     """One objective.
 
@@ -101,6 +128,10 @@ class SLO:
         window_s: the SLO window in seconds (error budget period).
         selector: label selector.
         description: free text.
+        interpolate: with engine histograms whose bucket bounds miss the threshold, count
+            requests between the two nearest bounds linearly instead of using the bound at
+            or below the threshold (conservative).
+        alerting: how the SLO alerts.
     """
 
     name: str
@@ -111,6 +142,8 @@ class SLO:
     window_s: float = 30 * 86400.0
     selector: Selector = field(default_factory=Selector)
     description: str = ""
+    interpolate: bool = False
+    alerting: Alerting = field(default_factory=Alerting)
 
     @property
     def spec(self) -> str:
@@ -247,7 +280,10 @@ _FILE_FORM = """accepted form:
       spec: ttft:p99<=500ms      # or: sli/percentile/threshold fields
       window: 30d                # optional, default 30d
       objective: 99.5%           # optional, default from the percentile
-      selector: {model: llama-3.1-8b, pool: chat}   # optional"""
+      selector: {model: llama-3.1-8b, pool: chat}   # optional
+      interpolate: false         # optional: between histogram bucket bounds
+      alerting:                  # optional: burn-rate alerts (default: SRE workbook pairs)
+        windows: [{severity: page, long: 1h, short: 5m, factor: 14.4}]"""
 
 _ALLOWED_KEYS = {
     "name",
@@ -259,7 +295,11 @@ _ALLOWED_KEYS = {
     "window",
     "selector",
     "description",
+    "interpolate",
+    "alerting",
 }
+_ALERTING_KEYS = {"enabled", "windows", "labels"}
+_WINDOW_KEYS = {"severity", "long", "short", "factor"}
 _SELECTOR_KEYS = {"model", "pool", "target"}
 
 
@@ -363,7 +403,58 @@ def _parse_item(item: Any, path: tuple[Any, ...], fail: Any) -> SLO:
         slo = SLO(**{**_fields(slo), "objective": objective})
     if item.get("description"):
         slo = SLO(**{**_fields(slo), "description": str(item["description"])})
+    if "interpolate" in item:
+        if not isinstance(item["interpolate"], bool):
+            raise fail((*path, "interpolate"), "field 'interpolate' must be true or false")
+        slo = SLO(**{**_fields(slo), "interpolate": item["interpolate"]})
+    if "alerting" in item:
+        alerting = _parse_alerting(item["alerting"], (*path, "alerting"), fail)
+        slo = SLO(**{**_fields(slo), "alerting": alerting})
     return slo
+
+
+def _parse_alerting(value: Any, path: tuple[Any, ...], fail: Any) -> Alerting:
+    if not isinstance(value, Mapping):
+        raise fail(path, "field 'alerting' must be a mapping of enabled / windows / labels")
+    unknown = set(value) - _ALERTING_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise fail(
+            (*path, key), f"alerting field {key!r} is unknown; allowed: enabled, windows, labels"
+        )
+    enabled = value.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise fail((*path, "enabled"), "field 'alerting.enabled' must be true or false")
+    labels = value.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise fail((*path, "labels"), "field 'alerting.labels' must be a mapping of strings")
+    windows = value.get("windows") or []
+    if not isinstance(windows, list):
+        raise fail((*path, "windows"), "field 'alerting.windows' must be a list")
+    return Alerting(
+        enabled=enabled,
+        windows=tuple(_parse_window(w, (*path, "windows", i), fail) for i, w in enumerate(windows)),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )
+
+
+def _parse_window(value: Any, path: tuple[Any, ...], fail: Any) -> BurnWindow:
+    form = "{severity: page, long: 1h, short: 5m, factor: 14.4}"
+    if not isinstance(value, Mapping) or set(value) != _WINDOW_KEYS:
+        raise fail(
+            path, f"each alerting window needs exactly severity, long, short, factor: {form}"
+        )
+    try:
+        long_s = parse_duration_s(value["long"], field_name="field 'long'")
+        short_s = parse_duration_s(value["short"], field_name="field 'short'")
+    except SLOSpecError as e:
+        raise fail(path, str(e)) from e
+    factor = value["factor"]
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+        raise fail((*path, "factor"), f"field 'factor' must be a positive number: {form}")
+    if not 0 < short_s < long_s:
+        raise fail((*path, "short"), f"the short window must be shorter than the long one: {form}")
+    return BurnWindow(str(value["severity"]), long_s, short_s, float(factor))
 
 
 def _fields(slo: SLO) -> dict[str, Any]:

@@ -6,6 +6,14 @@ frozen records (ORM rows never leave this package). The schema is managed by Ale
 than this slotune knows. See docs/store.md.
 """
 
+from slotune.collector.store._alerts import (
+    GaugeStats,
+    SeriesRef,
+    find_series,
+    gauge_stats,
+    increases,
+    values_at,
+)
 from slotune.collector.store._bench import list_bench_runs, load_bench_run, save_bench_run
 from slotune.collector.store._findings import (
     list_alert_events,
@@ -71,11 +79,13 @@ __all__ = [
     "BenchRunInfo",
     "BenchRunMeta",
     "DiagnosisInfo",
+    "GaugeStats",
     "MetricType",
     "RetentionCounts",
     "RevisionInfo",
     "SampleIn",
     "SeriesPoints",
+    "SeriesRef",
     "Store",
     "StudyInfo",
     "StudyStatus",
@@ -89,10 +99,13 @@ __all__ = [
     "default_db_url",
     "delete_slo",
     "downgrade",
+    "find_series",
     "gauge_avg",
+    "gauge_stats",
     "get_study",
     "get_worker",
     "histogram_quantile",
+    "increases",
     "latest_value",
     "list_alert_events",
     "list_alert_rules",
@@ -119,5 +132,6 @@ __all__ = [
     "series_at",
     "touch_worker",
     "upgrade",
+    "values_at",
     "write_samples",
 ]

@@ -1,0 +1,213 @@
+"""Batched window reads for the alert evaluator.
+
+The evaluator asks the same questions of many series at once (every ``ttft_bucket`` of 50
+targets at 8 window edges), so these functions take a set of series ids and answer in one
+statement per time: the value at or before a time is a correlated ``LIMIT 1`` sub-select per
+series, an index seek on ``sample``'s primary key in both SQLite and PostgreSQL. Increases
+follow :func:`collector.store._queries.series_increase` exactly (same edges, same resets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, text
+
+from slotune.collector.store._models import MetricSeries, Target
+from slotune.collector.store._store import Store
+
+# SQLite builds before 3.32 allow 999 bound parameters per statement.
+_CHUNK = 900
+
+_AT_OR_BEFORE = text(
+    "SELECT m.id, "
+    "(SELECT s.ts FROM sample s WHERE s.series_id = m.id AND s.ts <= :t "
+    "ORDER BY s.ts DESC LIMIT 1), "
+    "(SELECT s.value FROM sample s WHERE s.series_id = m.id AND s.ts <= :t "
+    "ORDER BY s.ts DESC LIMIT 1) "
+    "FROM metric_series m WHERE m.id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+_FIRST_IN = text(
+    "SELECT m.id, "
+    "(SELECT s.ts FROM sample s WHERE s.series_id = m.id AND s.ts > :a AND s.ts <= :b "
+    "ORDER BY s.ts LIMIT 1), "
+    "(SELECT s.value FROM sample s WHERE s.series_id = m.id AND s.ts > :a AND s.ts <= :b "
+    "ORDER BY s.ts LIMIT 1) "
+    "FROM metric_series m WHERE m.id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+_RESETS_IN = text(
+    "SELECT series_id, ts, prev_value FROM counter_reset "
+    "WHERE series_id IN :ids AND ts > :a AND ts <= :b"
+).bindparams(bindparam("ids", expanding=True))
+_RAW_STATS = text(
+    "SELECT series_id, MIN(value), MAX(value), SUM(value), COUNT(*) FROM sample "
+    "WHERE series_id IN :ids AND ts >= :a AND ts <= :b GROUP BY series_id"
+).bindparams(bindparam("ids", expanding=True))
+_ROLLUP_STATS = text(
+    "SELECT series_id, MIN(min), MAX(max), SUM(sum), SUM(count) FROM sample_rollup "
+    "WHERE series_id IN :ids AND ts >= :a AND ts < :b GROUP BY series_id"
+).bindparams(bindparam("ids", expanding=True))
+
+Point = tuple[float, float]  # (ts, value)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRef:
+    """A stored series with its target's name, pool and model.
+
+    Attributes:
+        id: the series id.
+        target: target name.
+        pool: the target's pool (None when not labelled).
+        model: the target's model (None when not labelled).
+        name: series name, e.g. ``ttft_bucket``.
+        labels: the series' labels.
+        rollup_until_ts: samples before this time were rolled up (-inf: all raw).
+    """
+
+    id: int
+    target: str
+    pool: str | None
+    model: str | None
+    name: str
+    labels: Mapping[str, str]
+    rollup_until_ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeStats:
+    """Minimum, maximum, mean and count of a gauge's samples in a window."""
+
+    min: float
+    max: float
+    mean: float
+    count: int
+
+
+def find_series(store: Store, names: Iterable[str]) -> list[SeriesRef]:
+    """Every stored series named one of ``names``, of every target."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    query = (
+        select(
+            MetricSeries.id,
+            Target.name,
+            Target.pool,
+            Target.model,
+            MetricSeries.name,
+            MetricSeries.labels,
+            MetricSeries.rollup_until_ts,
+        )
+        .join(Target, Target.id == MetricSeries.target_id)
+        .where(MetricSeries.name.in_(wanted))
+    )
+    with store.connection() as conn:
+        return [
+            SeriesRef(
+                sid, target, pool, model, name, dict(labels), -float("inf") if h is None else h
+            )
+            for sid, target, pool, model, name, labels, h in conn.execute(query)
+        ]
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield list(ids[i : i + _CHUNK])
+
+
+def _points(conn: Connection, query: Any, ids: Sequence[int], **params: float) -> dict[int, Point]:
+    out: dict[int, Point] = {}
+    for chunk in _chunks(ids):
+        for sid, ts, value in conn.execute(query, {"ids": chunk, **params}):
+            if ts is not None:
+                out[int(sid)] = (float(ts), float(value))
+    return out
+
+
+def values_at(store: Store, ids: Sequence[int], at_ts: float) -> dict[int, Point]:
+    """The newest (ts, value) at or before ``at_ts`` of each series that has one."""
+    with store.connection() as conn:
+        return _points(conn, _AT_OR_BEFORE, ids, t=at_ts)
+
+
+def increases(
+    store: Store, ids: Sequence[int], end_ts: float, starts: Sequence[float]
+) -> dict[int, list[float | None]]:
+    """Reset-aware increases of cumulative series over ``(start, end_ts]`` for each start.
+
+    Args:
+        store: the open store.
+        ids: series ids (counters or histogram buckets).
+        end_ts: the common window end.
+        starts: window starts, each before ``end_ts``.
+
+    Returns:
+        Per series id, one increase per start (None where the series has no sample).
+    """
+    out: dict[int, list[float | None]] = {sid: [None] * len(starts) for sid in ids}
+    if not ids or not starts:
+        return out
+    with store.connection() as conn:
+        last = _points(conn, _AT_OR_BEFORE, ids, t=end_ts)
+        have = [sid for sid in ids if sid in last]
+        bases: list[dict[int, Point]] = []
+        for start in starts:
+            base = _points(conn, _AT_OR_BEFORE, have, t=start)
+            missing = [sid for sid in have if sid not in base]
+            if missing:
+                base.update(_points(conn, _FIRST_IN, missing, a=start, b=end_ts))
+            bases.append(base)
+        earliest = min((p[0] for base in bases for p in base.values()), default=end_ts)
+        resets: dict[int, list[Point]] = {}
+        for chunk in _chunks(have):
+            rows = conn.execute(_RESETS_IN, {"ids": chunk, "a": earliest, "b": end_ts})
+            for sid, ts, prev in rows:
+                resets.setdefault(int(sid), []).append((float(ts), float(prev)))
+    for sid in have:
+        last_ts, last_value = last[sid]
+        for i, base in enumerate(bases):
+            point = base.get(sid)
+            if point is None:
+                continue
+            if last_ts <= point[0]:
+                out[sid][i] = 0.0
+                continue
+            dropped = sum(p for ts, p in resets.get(sid, ()) if point[0] < ts <= last_ts)
+            out[sid][i] = last_value - point[1] + dropped
+    return out
+
+
+def gauge_stats(
+    store: Store, refs: Sequence[SeriesRef], start_ts: float, end_ts: float
+) -> dict[int, GaugeStats]:
+    """Min / max / mean of each gauge series over ``[start_ts, end_ts]``, rolled-up time
+    included (from the roll-ups' min, max, sum and count)."""
+    acc: dict[int, list[float]] = {}
+
+    def add(rows: Iterable[Any]) -> None:
+        for sid, lo, hi, total, n in rows:
+            if not n:
+                continue
+            a = acc.get(int(sid))
+            if a is None:
+                acc[int(sid)] = [float(lo), float(hi), float(total), float(n)]
+            else:
+                a[0], a[1] = min(a[0], float(lo)), max(a[1], float(hi))
+                a[2], a[3] = a[2] + float(total), a[3] + float(n)
+
+    # Like gauge_avg: raw samples from the roll-up horizon on, roll-ups before it.
+    raw_from: dict[float, list[int]] = {}
+    for r in refs:
+        raw_from.setdefault(max(start_ts, r.rollup_until_ts), []).append(r.id)
+    rolled = [r.id for r in refs if r.rollup_until_ts > start_ts]
+    with store.connection() as conn:
+        for a, ids in raw_from.items():
+            for chunk in _chunks(ids):
+                add(conn.execute(_RAW_STATS, {"ids": chunk, "a": a, "b": end_ts}))
+        for chunk in _chunks(rolled):
+            rows = conn.execute(_ROLLUP_STATS, {"ids": chunk, "a": start_ts, "b": end_ts})
+            add(rows)
+    return {sid: GaugeStats(a[0], a[1], a[2] / a[3], int(a[3])) for sid, a in acc.items()}
