@@ -7,11 +7,18 @@ than this slotune knows. See docs/store.md.
 """
 
 from slotune.collector.store._alerts import (
+    AlertHistoryEntry,
     GaugeStats,
     SeriesRef,
+    SilenceInfo,
+    ack_event,
+    active_silences,
+    alert_history,
     find_series,
     gauge_stats,
     increases,
+    last_alert_events,
+    silence_rule,
     values_at,
 )
 from slotune.collector.store._bench import list_bench_runs, load_bench_run, save_bench_run
@@ -73,6 +80,7 @@ from slotune.collector.store._workers import (
 
 __all__ = [
     "AlertEventInfo",
+    "AlertHistoryEntry",
     "AlertRuleInfo",
     "AlertState",
     "BenchRunData",
@@ -86,12 +94,16 @@ __all__ = [
     "SampleIn",
     "SeriesPoints",
     "SeriesRef",
+    "SilenceInfo",
     "Store",
     "StudyInfo",
     "StudyStatus",
     "TargetInfo",
     "WorkerInfo",
     "WorkerState",
+    "ack_event",
+    "active_silences",
+    "alert_history",
     "bucket_quantile",
     "counter_increase",
     "counter_rate",
@@ -106,6 +118,7 @@ __all__ = [
     "get_worker",
     "histogram_quantile",
     "increases",
+    "last_alert_events",
     "latest_value",
     "list_alert_events",
     "list_alert_rules",
@@ -130,6 +143,7 @@ __all__ = [
     "save_worker",
     "schema_status",
     "series_at",
+    "silence_rule",
     "touch_worker",
     "upgrade",
     "values_at",

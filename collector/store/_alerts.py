@@ -1,4 +1,4 @@
-"""Batched window reads for the alert evaluator.
+"""Batched window reads for the alert evaluator, and alert silences, acks and history.
 
 The evaluator asks the same questions of many series at once (every ``ttft_bucket`` of 50
 targets at 8 window edges), so these functions take a set of series ids and answer in one
@@ -9,13 +9,23 @@ follow :func:`collector.store._queries.series_increase` exactly (same edges, sam
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text
 
-from slotune.collector.store._models import MetricSeries, Target
+from slotune.collector.errors import ConfigError
+from slotune.collector.store._models import (
+    AlertAck,
+    AlertEvent,
+    AlertRule,
+    AlertSilence,
+    MetricSeries,
+    Target,
+)
+from slotune.collector.store._records import AlertEventInfo, AlertState
 from slotune.collector.store._store import Store
 
 # SQLite builds before 3.32 allow 999 bound parameters per statement.
@@ -211,3 +221,115 @@ def gauge_stats(
             rows = conn.execute(_ROLLUP_STATS, {"ids": chunk, "a": start_ts, "b": end_ts})
             add(rows)
     return {sid: GaugeStats(a[0], a[1], a[2] / a[3], int(a[3])) for sid, a in acc.items()}
+
+
+# --- silences, acks, history ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SilenceInfo:
+    """Notifications of ``rule`` held back until ``until_ts``."""
+
+    rule: str
+    until_ts: float
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlertHistoryEntry:
+    """A stored alert event with its id and acknowledgement."""
+
+    id: int
+    event: AlertEventInfo
+    acked_at: float | None = None
+    ack_comment: str = ""
+
+
+def _rule_id(store: Store, rule: str) -> int:
+    with store.session() as session:
+        rule_id = session.scalar(select(AlertRule.id).where(AlertRule.name == rule))
+    if rule_id is None:
+        raise ConfigError(f"no alert rule named {rule!r}; see the names with `slotune alerts list`")
+    return rule_id
+
+
+def silence_rule(store: Store, rule: str, until_ts: float, comment: str = "") -> None:
+    """Hold back the notifications of ``rule`` until ``until_ts``.
+
+    Raises:
+        ConfigError: the rule is unknown.
+    """
+    _rule_id(store, rule)
+    with store.session() as session:
+        session.add(
+            AlertSilence(rule=rule, until_ts=until_ts, comment=comment, created_at=time.time())
+        )
+
+
+def active_silences(store: Store, at_ts: float) -> dict[str, SilenceInfo]:
+    """The silence lasting longest of each rule silenced at ``at_ts``."""
+    query = (
+        select(AlertSilence).where(AlertSilence.until_ts > at_ts).order_by(AlertSilence.until_ts)
+    )
+    with store.session() as session:
+        return {r.rule: SilenceInfo(r.rule, r.until_ts, r.comment) for r in session.scalars(query)}
+
+
+def ack_event(store: Store, event_id: int, comment: str = "") -> None:
+    """Acknowledge a stored event (acknowledging twice keeps the first).
+
+    Raises:
+        ConfigError: no event has this id.
+    """
+    with store.session() as session:
+        if session.get(AlertEvent, event_id) is None:
+            raise ConfigError(
+                f"no alert event with id {event_id}; see the ids with `slotune alerts history`"
+            )
+        if session.get(AlertAck, event_id) is None:
+            session.add(AlertAck(event_id=event_id, ts=time.time(), comment=comment))
+
+
+def alert_history(
+    store: Store, rule: str | None = None, since_ts: float | None = None, limit: int = 1000
+) -> list[AlertHistoryEntry]:
+    """Stored alert events with ids and acks, newest last (the newest ``limit``)."""
+    query = (
+        select(AlertEvent, AlertRule.name, AlertAck.ts, AlertAck.comment)
+        .join(AlertRule, AlertRule.id == AlertEvent.rule_id)
+        .outerjoin(AlertAck, AlertAck.event_id == AlertEvent.id)
+        .order_by(AlertEvent.ts.desc(), AlertEvent.id.desc())
+        .limit(limit)
+    )
+    if rule is not None:
+        query = query.where(AlertRule.name == rule)
+    if since_ts is not None:
+        query = query.where(AlertEvent.ts >= since_ts)
+    with store.session() as session:
+        rows = [
+            AlertHistoryEntry(
+                id=e.id,
+                event=AlertEventInfo(
+                    rule=name,
+                    state=AlertState(e.state),
+                    ts=e.ts,
+                    value=e.value,
+                    labels=dict(e.labels),
+                    message=e.message,
+                ),
+                acked_at=acked,
+                ack_comment=comment or "",
+            )
+            for e, name, acked, comment in session.execute(query)
+        ]
+    return rows[::-1]
+
+
+def last_alert_events(
+    store: Store,
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], AlertHistoryEntry]:
+    """The newest event of each (rule, label set): what each alert instance is now."""
+    out = {}
+    for entry in alert_history(store, limit=10**9):
+        out[(entry.event.rule, tuple(sorted(entry.event.labels.items())))] = entry
+    return out

@@ -273,3 +273,28 @@ class StudyWorkerRow(Base):
     started_at: Mapped[float] = mapped_column(Float)
     heartbeat_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
+
+
+class AlertSilence(Base):
+    """A rule whose notifications are held back until ``until_ts`` (evaluation goes on)."""
+
+    __tablename__ = "alert_silence"
+    __table_args__ = (Index("ix_alert_silence_rule_until", "rule", "until_ts"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    rule: Mapped[str] = mapped_column(String(200))
+    until_ts: Mapped[float] = mapped_column(Float)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class AlertAck(Base):
+    """Someone took a firing event in hand: it is not re-notified."""
+
+    __tablename__ = "alert_ack"
+
+    event_id: Mapped[int] = mapped_column(
+        ForeignKey("alert_event.id", ondelete="CASCADE"), primary_key=True
+    )
+    ts: Mapped[float] = mapped_column(Float)
+    comment: Mapped[str] = mapped_column(Text, default="")
