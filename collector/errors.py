@@ -7,7 +7,8 @@ an error into an exit code.
     ├── ConfigError          bad user input: flags, YAML files, SLO specs, trace files
     │   └── SLOSpecError     an SLO shorthand or SLO file that does not parse
     ├── StoreError           the database cannot be used
-    │   ├── StoreUnavailable wrong or unreachable URL, locked SQLite file
+    │   ├── StoreUnavailable wrong or unreachable URL, locked SQLite file: retry later
+    │   ├── StoreRejected    the database refused the data itself: retrying cannot help
     │   └── SchemaMismatch   schema older or newer than this slotune knows
     ├── EngineConfigError    an engine configuration the engine itself would refuse
     └── SourceError          a metrics source returned something unusable
@@ -34,6 +35,10 @@ class StoreError(SlotuneError):
 
 class StoreUnavailable(StoreError):
     """Wrong or unreachable database URL, or a locked SQLite file."""
+
+
+class StoreRejected(StoreError):
+    """The database refused the data itself (too long, out of range, a constraint)."""
 
 
 class SchemaMismatch(StoreError):

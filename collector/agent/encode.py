@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from slotune.collector.agent.base import Family, Labels, MetricType, Scrape
+from slotune.collector.agent.bounds import MAX_NAME_CHARS, SampleBounds
 from slotune.collector.store import SampleIn
 
 DEFAULT_HEARTBEAT_S = 60.0
@@ -64,10 +65,12 @@ class SampleEncoder:
         self.heartbeat_s = heartbeat_s
         # (target, name, labels) -> (value, ts) of the last sample written
         self._last: dict[tuple[str, str, Labels], tuple[float, float]] = {}
-        self._label_dicts: dict[Labels, dict[str, str]] = {}
+        # None: a label set past the bounds, whose samples are dropped
+        self._label_dicts: dict[Labels, dict[str, str] | None] = {}
         # (target, family name) -> what the family object seen last gave (see _FamilyMemo)
         self._memo: dict[tuple[str, str], _FamilyMemo] = {}
         self.num_skipped = 0
+        self.bounds = SampleBounds()
 
     def encode(self, target: str, scrape: Scrape, ts: float) -> list[SampleIn]:
         """Samples of one scrape, stamped ``ts``; NaN values are left out."""
@@ -106,6 +109,12 @@ class SampleEncoder:
             value = s.value
             if math.isnan(value):
                 continue
+            if not 0 < len(s.name) <= MAX_NAME_CHARS and not self.bounds.name_ok(target, s.name):
+                continue
+            labels = self._labels(target, s.labels)
+            if labels is None:
+                self.bounds.note_dropped(target, 1)
+                continue
             num_values += 1
             if dedup and (not check_each or is_cumulative(fam.type, s.name)):
                 key = (target, s.name, s.labels)
@@ -116,7 +125,7 @@ class SampleEncoder:
                         oldest_write = prev[1]
                     continue
                 last[key] = (value, ts)
-            rows.append((s.name, type_, self._labels(s.labels), value))
+            rows.append((s.name, type_, labels, value))
         out.extend([SampleIn(target, n, t, lab, ts, v) for n, t, lab, v in rows])
         if dedup and not check_each:
             return _FamilyMemo(fam, None, oldest_write, num_values)
@@ -124,10 +133,11 @@ class SampleEncoder:
         # mix cumulative and other samples and always take the per-sample path
         return _FamilyMemo(fam, None if dedup else tuple(rows), -math.inf, 0)
 
-    def _labels(self, labels: Labels) -> dict[str, str]:
+    def _labels(self, target: str, labels: Labels) -> dict[str, str] | None:
         # One dict per label set, shared by its samples and kept across scrapes: the store
         # only reads it, and recognises a series by the identity of its labels object.
-        found = self._label_dicts.get(labels)
-        if found is None:
-            found = self._label_dicts[labels] = dict(labels)
-        return found
+        try:
+            return self._label_dicts[labels]
+        except KeyError:
+            found = self._label_dicts[labels] = self.bounds.labels(target, dict(labels))
+            return found

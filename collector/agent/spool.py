@@ -12,10 +12,15 @@ Policy:
   batch of it was written. A crash in the middle replays the segment again; the store's
   primary key ``(series, ts)`` makes that a no-op, so there are no duplicates and no gaps.
 - Segments survive an agent restart: the next agent replays them first.
+- Quarantine: a batch the store *refuses* (not a store that is down) and a spool line that
+  is not a batch (torn by a crash, or edited) go to ``rejected/rejected.jsonl`` with the
+  reason, one JSON object a line, so they can be inspected and the writer moves on. That
+  file is capped at ``max_bytes // 4``; past it rejected batches are only counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -23,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from slotune.collector.errors import ConfigError
 from slotune.collector.store import SampleIn
 
 log = logging.getLogger(__name__)
@@ -39,17 +45,39 @@ class SpoolStats:
     num_bytes: int
     num_dropped_batches: int
     num_dropped_samples: int
+    num_rejected_batches: int
+    num_rejected_samples: int
+
+
+def _rows(batch: Sequence[SampleIn]) -> list[list[object]]:
+    return [[s.target, s.name, s.type, dict(s.labels), s.ts, s.value] for s in batch]
 
 
 def _encode(batch: Sequence[SampleIn]) -> str:
-    rows = [[s.target, s.name, s.type, dict(s.labels), s.ts, s.value] for s in batch]
-    return json.dumps(rows, separators=(",", ":")) + "\n"
+    return json.dumps(_rows(batch), separators=(",", ":")) + "\n"
 
 
 def _decode(line: str) -> list[SampleIn]:
-    return [
-        SampleIn(t, n, ty, lbl, float(ts), float(v)) for t, n, ty, lbl, ts, v in json.loads(line)
-    ]
+    """One spooled batch; ValueError for anything that is not one (nothing half-read)."""
+    rows = json.loads(line)
+    if not isinstance(rows, list):
+        raise ValueError("a spool line is a JSON list of samples")
+    return [_sample(row) for row in rows]
+
+
+def _sample(row: object) -> SampleIn:
+    if not isinstance(row, list) or len(row) != 6:
+        raise ValueError("a spooled sample is [target, name, type, labels, ts, value]")
+    target, name, type_, labels, ts, value = row
+    if not (isinstance(target, str) and isinstance(name, str) and isinstance(type_, str)):
+        raise ValueError("a spooled sample's target, name and type are strings")
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ValueError("a spooled sample's labels are a mapping of strings to strings")
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (ts, value)):
+        raise ValueError("a spooled sample's timestamp and value are numbers")
+    return SampleIn(target, name, type_, labels, float(ts), float(value))
 
 
 class Spool:
@@ -69,11 +97,24 @@ class Spool:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(
+                f"--spool-dir {self.directory}: cannot use it as a directory "
+                f"({e.strerror or e}); pass a writable directory"
+            ) from e
+        if not os.access(self.directory, os.W_OK | os.X_OK):
+            raise ConfigError(
+                f"--spool-dir {self.directory}: not writable by this user; pass a writable "
+                "directory"
+            )
         self.max_bytes = max_bytes
         self.segment_bytes = min(segment_bytes, max_bytes)
         self._dropped_batches = 0
         self._dropped_samples = 0
+        self._rejected_batches = 0
+        self._rejected_samples = 0
 
     def _segments(self) -> list[Path]:
         return sorted(self.directory.glob("spool-*.jsonl"))
@@ -105,9 +146,10 @@ class Spool:
             oldest = segments.pop(0)
             sizes.pop(0)
             batches, samples = 0, 0
-            for line in oldest.read_text(encoding="utf-8").splitlines():
+            for line in oldest.read_text(encoding="utf-8", errors="replace").splitlines():
                 batches += 1
-                samples += len(json.loads(line))
+                with contextlib.suppress(ValueError, RecursionError):
+                    samples += len(json.loads(line))
             oldest.unlink()
             self._dropped_batches += batches
             self._dropped_samples += samples
@@ -136,13 +178,49 @@ class Spool:
         return written
 
     def _batches(self, segment: Path) -> Iterator[list[SampleIn]]:
-        with segment.open(encoding="utf-8") as f:
-            for line in f:
+        with segment.open(encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
                 try:
-                    yield _decode(line)
-                except (ValueError, TypeError):
-                    # A line torn by a crash mid-write: it was never acknowledged as stored.
-                    log.warning("spool %s: skipped a torn line", segment.name)
+                    batch = _decode(line)
+                except (ValueError, RecursionError) as e:
+                    # Torn by a crash mid-write (never acknowledged as stored) or not written
+                    # by an agent: set aside, so it cannot stop the replay.
+                    self._quarantine_line(line, f"{segment.name}:{number}: {e}")
+                    continue
+                yield batch
+
+    @property
+    def rejected_path(self) -> Path:
+        """Where quarantined batches and lines go."""
+        return self.directory / "rejected" / "rejected.jsonl"
+
+    def quarantine(self, batch: Sequence[SampleIn], reason: str) -> None:
+        """Set aside a batch the store refused, with the reason."""
+        self._set_aside({"reason": reason, "samples": _rows(batch)}, len(batch))
+
+    def _quarantine_line(self, line: str, reason: str) -> None:
+        self._set_aside({"reason": reason, "line": line.rstrip("\n")}, 0)
+
+    def _set_aside(self, entry: dict[str, object], num_samples: int) -> None:
+        self._rejected_batches += 1
+        self._rejected_samples += num_samples
+        log.error(
+            "quarantined %s (%s); %d batches set aside so far, in %s",
+            f"{num_samples} samples" if num_samples else "a spool line",
+            entry["reason"],
+            self._rejected_batches,
+            self.rejected_path,
+        )
+        path = self.rejected_path
+        line = json.dumps(entry, separators=(",", ":")) + "\n"
+        try:
+            path.parent.mkdir(exist_ok=True)
+            if path.exists() and path.stat().st_size + len(line) > self.max_bytes // 4:
+                return  # counted above; the file keeps the first ones for inspection
+            with path.open("a", encoding="utf-8") as f:
+                f.write(line)
+        except OSError as e:
+            log.error("cannot write %s (%s): the batch is only counted", path, e)
 
     def stats(self) -> SpoolStats:
         """Current size and drop counts."""
@@ -152,4 +230,6 @@ class Spool:
             sum(p.stat().st_size for p in segments),
             self._dropped_batches,
             self._dropped_samples,
+            self._rejected_batches,
+            self._rejected_samples,
         )

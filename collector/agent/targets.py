@@ -22,6 +22,7 @@ engine's ``model`` is discovered from ``/v1/models`` when not given.
 
 from __future__ import annotations
 
+import math
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,7 @@ from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_duration_s
 
 DEFAULT_INTERVAL_S = 5.0
+MAX_TARGET_NAME_CHARS = 200  # the store's target.name column
 _KINDS = ", ".join(k.value for k in SourceKind)
 _DEFAULT_PATHS: dict[SourceKind, tuple[str, ...]] = {
     SourceKind.VLLM: ("/metrics",),
@@ -114,8 +116,15 @@ def make_target(
     node: str = "",
 ) -> TargetSpec:
     """Build a target, resolving its URLs and default name."""
-    if interval_s <= 0:
-        raise ConfigError(f"target {name or url!r}: interval must be positive, got {interval_s}")
+    if not (math.isfinite(interval_s) and interval_s > 0):
+        raise ConfigError(
+            f"target {name or url!r}: interval must be a positive number of seconds, "
+            f"got {interval_s}"
+        )
+    if len(name) > MAX_TARGET_NAME_CHARS:
+        raise ConfigError(
+            f"target name {name[:40]!r}...: {len(name)} characters; at most {MAX_TARGET_NAME_CHARS}"
+        )
     node = node or socket.gethostname()
     all_labels = {"node": node, **{str(k): str(v) for k, v in (labels or {}).items()}}
     return TargetSpec(

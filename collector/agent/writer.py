@@ -7,6 +7,12 @@ store is unreachable every batch goes to the spool, and while the spool holds an
 batches queue behind it, so samples reach the store in the order they were scraped. When a
 write succeeds again the spool is replayed first.
 
+A store that *refuses* a batch (a value too long for a column, a constraint: told apart from
+an outage by the error's code) is not waited for: the batch is split by target, each
+target's part written on its own, and the parts still refused are quarantined in the spool's
+``rejected/`` file, counted, and the writer moves on. One target's bad data never holds back
+another's.
+
 The in-memory backlog is bounded (``max_queued`` samples): a store that stays reachable but
 slower than the scrapes would otherwise grow the agent without limit. Past the bound the
 oldest queued batches are dropped, as the spool drops its oldest segments, counted and
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import TargetSpec
-from slotune.collector.errors import ConfigError, StoreError
+from slotune.collector.errors import ConfigError, StoreError, StoreRejected
 from slotune.collector.store import SampleIn, Store, open_store, register_target, write_samples
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,7 @@ class WriterStats:
     num_spooled: int
     num_replayed_batches: int
     num_dropped: int
+    num_rejected: int
     is_store_up: bool
 
 
@@ -162,8 +169,15 @@ class StoreWriter:
                 log.info("store %s is back", store.url)
             self._is_up = True
         except StoreError as e:
-            self.spool.append(batch)
-            self._spooled += len(batch)
+            try:
+                self.spool.append(batch)
+            except OSError as disk:
+                log.error(
+                    "cannot spool %d samples to %s: %s", len(batch), self.spool.directory, disk
+                )
+                self._dropped += len(batch)
+            else:
+                self._spooled += len(batch)
             if self._is_up:
                 log.warning("store unavailable, spooling to %s: %s", self.spool.directory, e)
             self._is_up = False
@@ -174,10 +188,22 @@ class StoreWriter:
             return
         try:
             self._written += write_samples(store, batch)
-        except ConfigError as e:
-            # The store refuses the batch itself (not an outage): retrying cannot help, and
+            return
+        except (StoreRejected, ConfigError) as e:
+            # The batch itself is refused (not an outage): retrying cannot help, and
             # holding it would stop every later write.
-            log.error("store refused a batch of %d samples, dropped: %s", len(batch), e)
+            refused = e
+        by_target: dict[str, list[SampleIn]] = {}
+        for s in batch:
+            by_target.setdefault(s.target, []).append(s)
+        if len(by_target) == 1:
+            self.spool.quarantine(batch, f"target {batch[0].target}: {refused}")
+            return
+        for target, part in by_target.items():
+            try:
+                self._written += write_samples(store, part)
+            except (StoreRejected, ConfigError) as e:
+                self.spool.quarantine(part, f"target {target}: {e}")
 
     def _open(self) -> Store:
         if self._store is None:
@@ -195,12 +221,23 @@ class StoreWriter:
     def _register_targets(self, store: Store) -> None:
         for name, t in self._targets.items():
             if name not in self._registered:
-                register_target(store, name, t.kind.value, t.url, dict(t.labels))
+                try:
+                    register_target(store, name, t.kind.value, t.url, dict(t.labels))
+                except StoreRejected as e:
+                    # Its samples still register it (by name only) as they are written.
+                    log.error("target %s: the store refused its description: %s", name, e)
                 self._registered.add(name)
 
     def stats(self) -> WriterStats:
         """Counts since start."""
-        return WriterStats(self._written, self._spooled, self._replayed, self._dropped, self._is_up)
+        return WriterStats(
+            self._written,
+            self._spooled,
+            self._replayed,
+            self._dropped,
+            self.spool.stats().num_rejected_samples,
+            self._is_up,
+        )
 
     def close(self) -> None:
         """Release the store's connections."""

@@ -11,8 +11,9 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from slotune.collector.errors import StoreError, StoreUnavailable
+from slotune.collector.errors import StoreError, StoreRejected, StoreUnavailable
 from slotune.collector.store import _migrate
+from slotune.collector.store._codes import Failure, classify
 from slotune.collector.store._url import (
     create_store_engine,
     default_db_path,
@@ -103,17 +104,17 @@ class Store:
 
 @contextmanager
 def translate_errors(url: str) -> Iterator[None]:
-    """Turn driver errors into StoreUnavailable / StoreError naming the problem and the fix."""
+    """Turn driver errors into the StoreError kind its error code means, naming the fix."""
     try:
         yield
-    except OperationalError as e:
-        raise StoreUnavailable(_explain(e, url)) from e
     except DBAPIError as e:
-        raise StoreError(
-            f"{url}: the database refused the operation "
-            f"({_first_line(e.orig)}); check the schema with "
-            "`slotune db current`"
-        ) from e
+        failure = classify(e.orig, is_operational=isinstance(e, OperationalError))
+        message = _explain(failure, _first_line(e.orig).replace("\n", " "), url)
+        if failure is Failure.REJECTED:
+            raise StoreRejected(message) from e
+        if failure is Failure.OTHER:
+            raise StoreError(message) from e
+        raise StoreUnavailable(message) from e
     except SQLAlchemyError as e:
         raise StoreError(f"{url}: {type(e).__name__}: {_first_line(e)}") from e
 
@@ -123,46 +124,41 @@ def _first_line(e: object) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def _explain(e: OperationalError, url: str) -> str:
-    msg = _first_line(e.orig).replace("\n", " ")
-    low = msg.lower()
-    if "database is locked" in low or "database table is locked" in low:
-        return (
-            f"the SQLite file of {url} is locked by another process; stop the other "
-            "writer or retry later (PostgreSQL serves concurrent writers)"
-        )
-    if "unable to open database file" in low or "readonly database" in low:
-        return (
-            f"cannot write the SQLite file of {url} ({msg}); check the path and its "
-            "permissions, or pass another --db URL"
-        )
-    if "not a database" in low:
-        return f"{url} is not a SQLite database file; pass the right --db URL"
-    if "password authentication failed" in low or "no password supplied" in low:
-        return (
-            f"PostgreSQL refused the login for {url} (password authentication failed); "
-            "fix the user/password in --db or SLOTUNE_DB"
-        )
-    if "does not exist" in low and "database" in low:
-        return (
-            f"the PostgreSQL database of {url} does not exist; create it "
-            "(createdb) or fix the database name in --db"
-        )
-    if (
-        "connection refused" in low
-        or "could not connect" in low
-        or "connection failed" in low
-        or "timeout" in low
-        or "name or service not known" in low
-        or "could not translate host name" in low
-        or "terminating connection" in low
-        or "server closed the connection" in low
-    ):
-        return (
-            f"cannot connect to the database at {url} ({msg}); check that the server is "
-            "running and the host/port in --db or SLOTUNE_DB"
-        )
-    return f"the database at {url} is unavailable ({msg}); check --db or SLOTUNE_DB"
+def _explain(failure: Failure, msg: str, url: str) -> str:
+    match failure:
+        case Failure.LOCKED:
+            return (
+                f"the database {url} is locked by another process ({msg}); stop the other "
+                "writer or retry later (PostgreSQL serves concurrent writers)"
+            )
+        case Failure.CANNOT_OPEN:
+            return (
+                f"cannot write the SQLite file of {url} ({msg}); check the path and its "
+                "permissions, or pass another --db URL"
+            )
+        case Failure.NOT_A_DATABASE:
+            return f"{url} is not a usable SQLite database file ({msg}); pass the right --db URL"
+        case Failure.LOGIN:
+            return (
+                f"PostgreSQL refused the login for {url} ({msg}); "
+                "fix the user/password in --db or SLOTUNE_DB"
+            )
+        case Failure.NO_DATABASE:
+            return (
+                f"the PostgreSQL database of {url} does not exist ({msg}); create it "
+                "(createdb) or fix the database name in --db"
+            )
+        case Failure.REJECTED:
+            return f"the database at {url} refused the data ({msg}); retrying cannot help"
+        case Failure.OTHER:
+            return (
+                f"{url}: the database refused the operation ({msg}); check the schema with "
+                "`slotune db current`"
+            )
+    return (
+        f"cannot connect to the database at {url} ({msg}); check that the server is "
+        "running, and the host, port, user, password and database name in --db or SLOTUNE_DB"
+    )
 
 
 def _resolve(url: str | None) -> tuple[URL, bool]:

@@ -166,7 +166,7 @@ def test_summary_uses_bucket_deltas_over_the_window_and_survives_a_restart(
 def test_make_target_rejects_a_non_positive_interval() -> None:
     from slotune.collector.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="interval must be positive"):
+    with pytest.raises(ConfigError, match="interval must be a positive number"):
         make_target(parse_target_arg("nvml", node="n").kind, "", interval_s=0, node="n")
 
 
@@ -181,7 +181,10 @@ def test_a_batch_the_store_refuses_is_logged_and_later_batches_still_go_in(
         writer.write_now([SampleIn("t", "m", "gauge", {}, 2.0, 5.0)])
     finally:
         writer.close()
-    assert "store refused a batch of 1 samples" in caplog.text
+    assert "quarantined 1 samples (target t: sample 'm'" in caplog.text
+    assert writer.stats().num_rejected == 1
     with open_store(agent_db) as store:
         assert latest_value(store, "t", "m") == 5.0
-    assert Spool(tmp_path / "spool").is_empty()
+    spool = Spool(tmp_path / "spool")
+    assert spool.is_empty()
+    assert "nonsense-type" in spool.rejected_path.read_text()

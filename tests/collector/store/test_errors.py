@@ -5,9 +5,17 @@ import sqlite3
 import pytest
 from _tools import free_port
 
-from slotune.collector.errors import StoreUnavailable
+from slotune.collector.errors import StoreRejected, StoreUnavailable
 from slotune.collector.slo import parse_slo
-from slotune.collector.store import list_slos, open_store, redact_url, save_slos, upgrade
+from slotune.collector.store import (
+    SampleIn,
+    list_slos,
+    open_store,
+    redact_url,
+    save_slos,
+    upgrade,
+    write_samples,
+)
 
 
 @pytest.mark.parametrize(
@@ -48,8 +56,10 @@ def test_redact_url() -> None:
 
 def test_wrong_database_name(pg_server: object) -> None:
     url = pg_server.url("no_such_db")  # type: ignore[attr-defined]
-    with pytest.raises(StoreUnavailable, match="does not exist; create it"):
+    with pytest.raises(StoreUnavailable) as e:
         open_store(url)
+    assert 'database "no_such_db" does not exist' in str(e.value)
+    assert "database name in --db" in str(e.value)
 
 
 def test_locked_sqlite_file_changes_nothing(sqlite_url: str) -> None:
@@ -83,3 +93,15 @@ def test_server_going_away_and_coming_back(pg_server: object) -> None:
         finally:
             pg_server.start()  # type: ignore[attr-defined]
         assert [s.name for s in list_slos(store)] == ["e2e-p99"]
+
+
+def test_refused_data_is_told_apart_from_an_outage(store_url: str) -> None:
+    # By error code: PostgreSQL's 22001 (value too long), SQLite's SQLITE_CONSTRAINT_NOTNULL.
+    upgrade(store_url)
+    bad = SampleIn("t", "x" * 300, "gauge", {}, 1.0, 1.0)
+    if store_url.startswith("sqlite"):
+        bad = SampleIn("t", None, "gauge", {}, 1.0, 1.0)  # type: ignore[arg-type]
+    with open_store(store_url) as store:
+        with pytest.raises(StoreRejected, match="refused the data"):
+            write_samples(store, [bad])
+        assert write_samples(store, [SampleIn("t", "ok", "gauge", {}, 1.0, 1.0)]) == 1
