@@ -1,0 +1,339 @@
+"""Load a profiler trace (file or directory of per-rank files) into compact per-device arrays.
+
+What is kept of each event is only what the analyses read: GPU operations (kernels, memcpy,
+memset) with their interval, kind, correlation id, name and bytes; CUDA/HIP runtime calls
+(launches, graph launches, synchronisations) with their interval and correlation id; and the
+``ProfilerStep#N`` windows, from the GPU-side annotation when the trace has one, else the CPU
+one. Everything else (CPU operators, flows, metadata events) is skipped while streaming.
+
+Timestamps are microseconds, integer or float; a negative duration (float rounding in some
+Kineto versions) counts as zero, so it can never make a busy timeline run backwards.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from slotune.tuner.diagnose._reader import TraceFileError, TraceStream
+
+KNOWN_SCHEMA_VERSIONS = (1,)
+_STEP_PREFIX = "ProfilerStep#"
+
+
+class OpKind(IntEnum):
+    """What a GPU operation does; memcpy kinds carry their direction."""
+
+    COMPUTE = 0
+    COMM = 1
+    MEMSET = 2
+    HTOD = 3
+    DTOH = 4
+    DTOD = 5
+    PTOP = 6
+    MEMCPY_OTHER = 7
+
+
+MEMCPY_KINDS = (OpKind.HTOD, OpKind.DTOH, OpKind.DTOD, OpKind.PTOP, OpKind.MEMCPY_OTHER)
+_DIRECTIONS = {"HtoD": OpKind.HTOD, "DtoH": OpKind.DTOH, "DtoD": OpKind.DTOD, "PtoP": OpKind.PTOP}
+
+
+class CallKind(IntEnum):
+    """What a runtime call on the CPU is, for launch statistics."""
+
+    LAUNCH = 0  # one kernel
+    GRAPH = 1  # a captured graph: many kernels under one correlation
+    SYNC = 2  # the CPU waits for the GPU
+
+
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipLaunchCooperativeKernel",
+    }
+)
+GRAPH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+    }
+)
+_CALL_KIND = (
+    dict.fromkeys(LAUNCH_CALLS, CallKind.LAUNCH)
+    | dict.fromkeys(GRAPH_CALLS, CallKind.GRAPH)
+    | dict.fromkeys(SYNC_CALLS, CallKind.SYNC)
+)
+_GPU_CATS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
+_COMM_MARKERS = ("nccl", "rccl")
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A named span of the GPU timeline (a profiler step), in µs."""
+
+    name: str
+    start_us: float
+    end_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTrace:
+    """The GPU operations of one device of one rank, and the host calls that fed it.
+
+    Arrays of one group have one entry per operation / call; ``op_name`` indexes ``names``.
+    """
+
+    source: str
+    rank: int
+    device: int
+    names: tuple[str, ...]
+    op_start: F64
+    op_end: F64
+    op_kind: npt.NDArray[np.int8]
+    op_corr: I64
+    op_name: npt.NDArray[np.int32]
+    op_bytes: F64
+    call_start: F64
+    call_end: F64
+    call_kind: npt.NDArray[np.int8]
+    call_corr: I64
+    windows: tuple[Window, ...]
+    steps_on_gpu: bool
+
+
+@dataclass
+class _Builder:
+    """Growable columns for one device while a file streams (arrays, not dicts: ~8 B a field)."""
+
+    op_start: array[float] = field(default_factory=lambda: array("d"))
+    op_end: array[float] = field(default_factory=lambda: array("d"))
+    op_kind: array[int] = field(default_factory=lambda: array("b"))
+    op_corr: array[int] = field(default_factory=lambda: array("q"))
+    op_name: array[int] = field(default_factory=lambda: array("i"))
+    op_bytes: array[float] = field(default_factory=lambda: array("d"))
+    gpu_steps: list[Window] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """What one file says about the run it belongs to."""
+
+    path: Path
+    rank: int
+    world_size: int | None
+    start_us: float
+    end_us: float
+
+
+def load_trace(path: Path) -> list[DeviceTrace]:
+    """Every device timeline of a trace file, or of a directory of per-rank trace files.
+
+    Raises:
+        TraceFileError: unreadable or truncated JSON, no GPU events, no correlation ids, an
+            unknown profiler version, or a directory mixing ranks of different runs.
+    """
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz")))
+        if not files:
+            raise TraceFileError(f"{path}: no .json or .json.gz trace files in this directory")
+    elif path.exists():
+        files = [path]
+    else:
+        raise TraceFileError(f"{path}: no such file or directory; check the path")
+    loaded = [_load_file(p) for p in files]
+    _check_one_run(path, [info for info, _ in loaded])
+    return [device for _, devices in loaded for device in devices]
+
+
+def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
+    stream = TraceStream(path)
+    names: dict[str, int] = {}
+    devices: dict[int, _Builder] = defaultdict(_Builder)
+    calls = (array("d"), array("d"), array("b"), array("q"))
+    cpu_steps: list[Window] = []
+    num_gpu_events = num_correlated = 0
+    for ev in stream.events():
+        if ev.get("ph") != "X":
+            continue
+        cat = ev.get("cat")
+        name = ev.get("name", "")
+        start = float(ev.get("ts", 0.0))
+        end = start + max(float(ev.get("dur", 0.0)), 0.0)
+        gpu_cat = _GPU_CATS.get(cat.lower()) if isinstance(cat, str) else None
+        args = ev.get("args") or {}
+        if gpu_cat is not None:
+            num_gpu_events += 1
+            corr = args.get("correlation")
+            if corr is not None:
+                num_correlated += 1
+            b = devices[_device_of(ev, args)]
+            b.op_start.append(start)
+            b.op_end.append(end)
+            b.op_kind.append(_op_kind(gpu_cat, name))
+            b.op_corr.append(int(corr) if corr is not None else -1)
+            b.op_name.append(names.setdefault(name, len(names)))
+            b.op_bytes.append(float(args.get("bytes", 0.0)))
+        elif (kind := _CALL_KIND.get(name)) is not None:
+            corr = args.get("correlation")
+            calls[0].append(start)
+            calls[1].append(end)
+            calls[2].append(kind)
+            calls[3].append(int(corr) if corr is not None else -1)
+        elif name.startswith(_STEP_PREFIX):
+            if cat == "gpu_user_annotation":
+                devices[_device_of(ev, args)].gpu_steps.append(Window(name, start, end))
+            else:
+                cpu_steps.append(Window(name, start, end))
+    info = _check_file(stream, num_gpu_events, num_correlated)
+    name_list = tuple(names)
+    result = [
+        _freeze(path, info.rank, device, b, name_list, calls, cpu_steps)
+        for device, b in sorted(devices.items())
+        if len(b.op_start)
+    ]
+    starts = [float(d.op_start.min()) for d in result]
+    ends = [float(d.op_end.max()) for d in result]
+    return (
+        FileInfo(path, info.rank, info.world_size, min(starts), max(ends)),
+        result,
+    )
+
+
+def _device_of(ev: dict[str, Any], args: dict[str, Any]) -> int:
+    device = args.get("device", ev.get("pid", 0))
+    try:
+        return int(device)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _op_kind(gpu_cat: int, name: str) -> OpKind:
+    if gpu_cat == 1:
+        # "Memcpy HtoD (Pageable -> Device)": the direction is the second word.
+        parts = name.split(" ", 2)
+        return (
+            _DIRECTIONS.get(parts[1], OpKind.MEMCPY_OTHER)
+            if len(parts) > 1
+            else OpKind.MEMCPY_OTHER
+        )
+    if gpu_cat == 2:
+        return OpKind.MEMSET
+    lowered = name.lower()
+    return OpKind.COMM if any(m in lowered for m in _COMM_MARKERS) else OpKind.COMPUTE
+
+
+@dataclass(frozen=True, slots=True)
+class _FileCheck:
+    rank: int
+    world_size: int | None
+
+
+def _check_file(stream: TraceStream, num_gpu_events: int, num_correlated: int) -> _FileCheck:
+    path, meta = stream.path, stream.metadata
+    version = meta.get("schemaVersion")
+    if version not in KNOWN_SCHEMA_VERSIONS:
+        found = "no schemaVersion" if version is None else f"schemaVersion {version!r}"
+        raise TraceFileError(
+            f"{path}: unknown profiler version ({found}); slotune reads Kineto traces with "
+            f"schemaVersion {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))} (torch.profiler exports)"
+        )
+    if num_gpu_events == 0:
+        raise TraceFileError(
+            f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): a CPU-only profile; "
+            "record with torch.profiler activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
+        )
+    if num_correlated == 0:
+        raise TraceFileError(
+            f"{path}: GPU events carry no correlation ids (args.correlation), so launches cannot "
+            "be joined to kernels; export the trace with torch.profiler (Kineto) and CUPTI/roctracer"
+        )
+    dist = meta.get("distributedInfo") or {}
+    rank = dist.get("rank", 0) if isinstance(dist, dict) else 0
+    world = dist.get("world_size") if isinstance(dist, dict) else None
+    return _FileCheck(int(rank), int(world) if world is not None else None)
+
+
+def _freeze(
+    path: Path,
+    rank: int,
+    device: int,
+    b: _Builder,
+    names: tuple[str, ...],
+    calls: tuple[array[float], array[float], array[int], array[int]],
+    cpu_steps: list[Window],
+) -> DeviceTrace:
+    op_start = np.frombuffer(b.op_start, dtype=np.float64).copy()
+    op_end = np.frombuffer(b.op_end, dtype=np.float64).copy()
+    steps_on_gpu = bool(b.gpu_steps)
+    windows = b.gpu_steps if steps_on_gpu else cpu_steps
+    return DeviceTrace(
+        source=str(path),
+        rank=rank,
+        device=device,
+        names=names,
+        op_start=op_start,
+        op_end=op_end,
+        op_kind=np.frombuffer(b.op_kind, dtype=np.int8).copy(),
+        op_corr=np.frombuffer(b.op_corr, dtype=np.int64).copy(),
+        op_name=np.frombuffer(b.op_name, dtype=np.int32).copy(),
+        op_bytes=np.frombuffer(b.op_bytes, dtype=np.float64).copy(),
+        call_start=np.frombuffer(calls[0], dtype=np.float64).copy(),
+        call_end=np.frombuffer(calls[1], dtype=np.float64).copy(),
+        call_kind=np.frombuffer(calls[2], dtype=np.int8).copy(),
+        call_corr=np.frombuffer(calls[3], dtype=np.int64).copy(),
+        windows=tuple(sorted(windows, key=lambda w: w.start_us)),
+        steps_on_gpu=steps_on_gpu,
+    )
+
+
+def _check_one_run(path: Path, infos: list[FileInfo]) -> None:
+    """A directory must hold the ranks of one run: distinct ranks, one world size, and time
+    spans that overlap (two runs recorded at different times do not)."""
+    if len(infos) < 2:
+        return
+    seen: dict[int, Path] = {}
+    for info in infos:
+        if info.rank in seen:
+            raise TraceFileError(
+                f"{path}: mixes runs: {seen[info.rank].name} and {info.path.name} are both "
+                f"rank {info.rank}; keep one run's per-rank traces in the directory"
+            )
+        seen[info.rank] = info.path
+    sizes = {info.world_size for info in infos if info.world_size is not None}
+    if len(sizes) > 1:
+        raise TraceFileError(
+            f"{path}: mixes runs: world sizes {sorted(sizes)} in one directory; keep one run's "
+            "per-rank traces in the directory"
+        )
+    first = min(infos, key=lambda i: i.end_us)
+    last = max(infos, key=lambda i: i.start_us)
+    if last.start_us > first.end_us:
+        raise TraceFileError(
+            f"{path}: mixes runs: {last.path.name} starts after {first.path.name} ends, so they "
+            "were not recorded together; keep one run's per-rank traces in the directory"
+        )
