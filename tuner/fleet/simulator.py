@@ -1,0 +1,249 @@
+"""``slotune fleet simulate``: replay a trace through a fleet of simulated replicas per policy.
+
+Each policy gets a fresh fleet and the same trace; the results carry the summary fields of
+``slotune sim`` (``ttft_ms``, ``itl_ms``, ``tpot_ms``, ``e2e_ms``, ``goodput``,
+``prefix_hit_rate`` …) for the whole fleet, the requests shed, the GPU-hours, and a line
+per replica.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import SLI, SLO
+from slotune.collector.summary import Summary, summarize
+from slotune.collector.workload import Trace
+from slotune.tuner.fleet.fleet import SHED_ERROR, Fleet
+from slotune.tuner.fleet.length_pools import length_threshold
+from slotune.tuner.fleet.policy import RoutingPolicy
+from slotune.tuner.fleet.pools import PoolSpec, check_unique
+from slotune.tuner.fleet.registry import POLICY_NAMES, PolicyContext, policy_from_name
+from slotune.tuner.fleet.replica import Replica
+from slotune.tuner.sim import trace_requests
+
+LONG_POOL = "long"
+
+
+class Controller(Protocol):
+    """Changes the fleet every ``tick_s`` while the trace runs (the autoscaler)."""
+
+    tick_s: float
+
+    def on_tick(self, now_s: float, fleet: Fleet) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaResult:
+    """What one replica did.
+
+    Attributes:
+        name, pool: the replica and its pool.
+        num_requests: requests routed to it.
+        busy_fraction: share of its up time spent in engine steps.
+        queue_ms_mean, queue_ms_p99: arrival -> first scheduled step.
+        prefix_hit_rate: prefix-cache hits over lookups, in blocks.
+        preemptions: requests preempted (recomputed).
+        gpu_hours: GPUs x up time.
+    """
+
+    name: str
+    pool: str
+    num_requests: int
+    busy_fraction: float
+    queue_ms_mean: float | None
+    queue_ms_p99: float | None
+    prefix_hit_rate: float
+    preemptions: int
+    gpu_hours: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class FleetResult:
+    """One policy's run.
+
+    Attributes:
+        policy: the policy's name.
+        summary: the fleet's summary (shed requests count as errors of kind ``shed``), with
+            ``prefix_hit_rate``, ``preemptions``, ``shed``, ``shed_share`` and ``gpu_hours``
+            as extra fields.
+        replicas: per replica, in start order.
+        records: one per request, in trace order.
+    """
+
+    policy: str
+    summary: Summary
+    replicas: tuple[ReplicaResult, ...]
+    records: list[RequestRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            **self.summary.to_dict(),
+            "replicas": [r.to_dict() for r in self.replicas],
+        }
+
+
+def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO]) -> PolicyContext:
+    """Defaults the policies take from the fleet: the long pool, the length threshold, the
+    TTFT budget.
+
+    The long pool is the one named ``long``, else the last of two or more. The threshold
+    gives the long pools the share of the trace's tokens that their share of the fleet's
+    GPUs x memory bandwidth (what decode speed scales with) can carry.
+    """
+    long: frozenset[str] = frozenset()
+    names = [p.name for p in pools]
+    if LONG_POOL in names:
+        long = frozenset({LONG_POOL})
+    elif len(pools) >= 2:
+        long = frozenset({names[-1]})
+    threshold = None
+    if long and len(long) < len(pools) and len(trace):
+        weight = {
+            p.name: p.replicas * p.gpus_per_replica * p.resolved().gpu.mem_bw_bytes_s for p in pools
+        }
+        share = sum(weight[n] for n in long) / sum(weight.values())
+        totals = [r.input_tokens + r.output_tokens for r in trace.requests]
+        threshold = length_threshold(totals, share)
+    ttft = [s.threshold for s in slos if s.sli is SLI.TTFT]
+    return PolicyContext(long, threshold, min(ttft) if ttft else None)
+
+
+def policy_names(spec: str, context: PolicyContext) -> list[str]:
+    """``all`` -> every policy the fleet can run; else the comma-separated specs."""
+    if spec.strip() != "all":
+        return [s.strip() for s in spec.split(",") if s.strip()]
+    out = []
+    for name in POLICY_NAMES:
+        if name == "length-pools" and context.length_threshold_tokens is None:
+            continue  # one pool: nothing to split
+        if name == "slo-aware" and context.ttft_budget_s is None:
+            continue  # no TTFT SLO: no budget to admit against
+        out.append(name)
+    return out
+
+
+def simulate_fleet(
+    pools: Sequence[PoolSpec],
+    trace: Trace,
+    policy: RoutingPolicy,
+    *,
+    slos: Sequence[SLO] = (),
+    known_output: bool = False,
+    controller: Controller | None = None,
+) -> FleetResult:
+    """Serve every request of ``trace`` on a fleet routed by ``policy``.
+
+    Args:
+        pools: the pools (at least one; each validated like its engine).
+        trace: arrivals and lengths.
+        policy: a fresh policy object (it learns while it routes).
+        slos: SLOs for goodput and attainment.
+        known_output: the router knows output lengths (else it estimates them).
+        controller: called every ``tick_s`` to add or drain replicas.
+
+    Raises:
+        ConfigError: no pool, two pools with one name, or a pool that does not start.
+    """
+    check_unique(list(pools))
+    fleet = Fleet(pools, policy, known_output=known_output)
+    requests = trace_requests(trace)
+    tick = controller.tick_s if controller is not None else math.inf
+    next_tick = 0.0 if controller is not None else math.inf
+    for request, source in zip(requests, trace.requests, strict=True):
+        while next_tick <= request.arrival_s:
+            fleet.advance(next_tick)
+            assert controller is not None
+            controller.on_tick(next_tick, fleet)
+            next_tick += tick
+        fleet.advance(request.arrival_s)
+        fleet.route(request, source, request.arrival_s)
+    while controller is not None and any(not r.is_idle for r in fleet.replicas):
+        fleet.advance(next_tick)
+        controller.on_tick(next_tick, fleet)
+        next_tick += tick
+    fleet.run_until_idle()
+    end_s = max([trace.duration_s, *(r.clock_s for r in fleet.replicas)])
+    fleet.retire_idle(end_s)
+    for r in fleet.replicas:
+        r.stopped_s = end_s
+    records = fleet.records(requests)
+    replicas = tuple(
+        _replica_result(r, {q.request_id: q for q in requests})
+        for r in fleet.retired + fleet.replicas
+    )
+    return FleetResult(policy.name, _summary(records, slos, fleet, replicas), replicas, records)
+
+
+def compare_policies(
+    pools: Sequence[PoolSpec],
+    trace: Trace,
+    policy_spec: str,
+    *,
+    slos: Sequence[SLO] = (),
+    known_output: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[FleetResult]:
+    """Run each policy of ``policy_spec`` (``all`` or ``a,b,…``), best goodput first.
+
+    Raises:
+        ConfigError: an unknown policy, a bad key, or a pool problem, before anything runs.
+    """
+    check_unique(list(pools))
+    for p in pools:
+        p.resolved()
+    context = policy_context(pools, trace, slos)
+    policies = [policy_from_name(name, context) for name in policy_names(policy_spec, context)]
+    results = []
+    for policy in policies:
+        if progress is not None:
+            progress(policy.name)
+        results.append(simulate_fleet(pools, trace, policy, slos=slos, known_output=known_output))
+    return sorted(results, key=lambda r: -r.summary.goodput)
+
+
+def _summary(
+    records: list[RequestRecord],
+    slos: Sequence[SLO],
+    fleet: Fleet,
+    replicas: tuple[ReplicaResult, ...],
+) -> Summary:
+    everyone = fleet.retired + fleet.replicas
+    hits = sum(r.core.stats.prefix_hits for r in everyone)
+    queries = sum(r.core.stats.prefix_queries for r in everyone)
+    num_shed = Counter(r.error for r in records)[SHED_ERROR]
+    extra = {
+        "prefix_hit_rate": hits / queries if queries else 0.0,
+        "preemptions": sum(r.preemptions for r in replicas),
+        "shed": num_shed,
+        "shed_share": num_shed / len(records) if records else 0.0,
+        "gpu_hours": sum(r.gpu_hours for r in replicas),
+    }
+    return summarize(records, slos, extra=extra)
+
+
+def _replica_result(replica: Replica, requests: dict[str, Any]) -> ReplicaResult:
+    stats = replica.core.stats
+    up_s = max((replica.stopped_s or replica.clock_s) - replica.started_s, 0.0)
+    queued = np.asarray(replica.queued_s(requests), dtype=float) * 1000
+    return ReplicaResult(
+        name=replica.name,
+        pool=replica.pool,
+        num_requests=replica.num_routed,
+        busy_fraction=replica.busy_s / up_s if up_s else 0.0,
+        queue_ms_mean=float(queued.mean()) if queued.size else None,
+        queue_ms_p99=float(np.percentile(queued, 99)) if queued.size else None,
+        prefix_hit_rate=stats.prefix_hits / stats.prefix_queries if stats.prefix_queries else 0.0,
+        preemptions=stats.preemptions,
+        gpu_hours=replica.gpus * up_s / 3600,
+    )

@@ -1,0 +1,92 @@
+"""Options and helpers shared by ``slotune fleet`` and ``slotune plan`` (no command here).
+
+Only typer is imported at module level: every ``slotune`` run builds the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from slotune.ui.cli._common import db_url
+from slotune.ui.cli._options import WORKLOAD_PANEL
+
+if TYPE_CHECKING:
+    from slotune.collector.slo import SLO
+    from slotune.collector.workload import Trace
+    from slotune.tuner.fleet.pools import PoolSpec
+
+PoolOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pool",
+        help="NAME:REPLICAS:MODEL:GPU[:CONFIG], repeatable; CONFIG = vLLM flags or a file "
+        "holding `slotune tune export` output.",
+    ),
+]
+InputLenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--input-len",
+        help="Synthetic prompt lengths: 512, uniform:128,1024, lognormal:6.2,0.8.",
+        rich_help_panel=WORKLOAD_PANEL,
+    ),
+]
+OutputLenOption = Annotated[
+    str | None,
+    typer.Option("--output-len", help="Synthetic output lengths.", rich_help_panel=WORKLOAD_PANEL),
+]
+KnownOutputOption = Annotated[
+    bool,
+    typer.Option(
+        "--known-output",
+        help="Clients send max_tokens = the output length (else the router estimates it).",
+    ),
+]
+
+
+def load_inputs(
+    pool: list[str] | None,
+    *,
+    engine: str,
+    workload: str | None,
+    trace: Path | None,
+    input_len: str | None,
+    output_len: str | None,
+    rate: float | None,
+    time_scale: float | None,
+    num_requests: int | None,
+    slo: list[str] | None,
+    seed: int,
+) -> tuple[list[PoolSpec], Trace, list[SLO]]:
+    """Pools, trace and SLOs from the command line (raises ConfigError naming the flag)."""
+    from slotune.collector.slo import parse_slos
+    from slotune.tuner.fleet.pools import check_unique, parse_pool
+    from slotune.tuner.sim.simulator import load_workload
+
+    pools = [parse_pool(p, engine=engine) for p in pool or ()]
+    check_unique(pools)
+    trace_ = load_workload(
+        workload=workload,
+        trace_file=trace,
+        input_len=input_len,
+        output_len=output_len,
+        num_requests=num_requests,
+        rate=rate,
+        time_scale=time_scale,
+        seed=seed,
+    )
+    return pools, trace_, parse_slos(slo or [])
+
+
+def store_result(
+    ctx: typer.Context, kind: str, inputs: dict[str, Any], result: dict[str, Any]
+) -> int:
+    """Save a fleet result in the diagnosis table; returns its id."""
+    from slotune.collector.store import open_store, save_diagnosis
+
+    subject = ",".join(inputs.get("pools", []))[-200:]
+    with open_store(db_url(ctx)) as store:
+        return save_diagnosis(store, kind, inputs, result, subject=subject)
