@@ -22,7 +22,6 @@ from slotune.collector.alerts.policy import (
     burn_rate,
     burn_windows,
     error_budget,
-    severities,
 )
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
@@ -40,6 +39,5 @@ __all__ = [
     "burn_rate",
     "burn_windows",
     "error_budget",
-    "severities",
     "slo_status",
 ]

@@ -78,8 +78,3 @@ def burn_windows(slo: SLO, *, min_window_s: float = 0.0) -> tuple[BurnWindow, ..
                 f"than the SLO window {slo.window_s:g}s; shorten it in alerting.windows"
             )
     return windows
-
-
-def severities(slo: SLO) -> tuple[str, ...]:
-    """The SLO's alert severities in order of first appearance (``page``, ``ticket``)."""
-    return tuple(dict.fromkeys(w.severity for w in burn_windows(slo)))

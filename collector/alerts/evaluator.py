@@ -1,0 +1,291 @@
+"""Evaluating every alert rule at a time, recording state changes, and the loop.
+
+Evaluation is stateless — the rule's window is read from the store at the evaluation time,
+so ``evaluate_all(store, at)`` answers for any past time — except for threshold hysteresis,
+which needs to know whether the alert is firing: that is the newest stored event of the
+alert instance (rule + labels). A rule that fails to evaluate gets state ``error`` and the
+others go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from slotune.collector.alerts.rules import THRESHOLD_KIND, ThresholdRule
+from slotune.collector.alerts.sli import SliReader
+from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
+from slotune.collector.alerts.status import slo_status
+from slotune.collector.alerts.thresholds import ThresholdReader
+from slotune.collector.errors import SlotuneError, StoreError
+from slotune.collector.slo import SLO
+from slotune.collector.store import (
+    AlertEventInfo,
+    AlertRuleInfo,
+    AlertState,
+    Store,
+    active_silences,
+    last_alert_events,
+    list_alert_rules,
+    record_alert_event,
+)
+
+log = logging.getLogger(__name__)
+DEFAULT_INTERVAL_S = 30.0
+
+
+class RuleState(StrEnum):
+    OK = "ok"
+    PENDING = "pending"
+    FIRING = "firing"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleStatus:
+    """One alert instance (a rule, on one target for threshold rules) at one time.
+
+    Attributes:
+        rule: rule name.
+        kind: ``slo_burn`` or ``threshold``.
+        severity: the rule's severity.
+        state: ok / pending / firing / error.
+        value: the metric's value (threshold rules) or the highest burn rate of the
+            conditions (SLO rules); None without data.
+        labels: identify the instance (``target``, ``slo``, ``severity``) plus rule labels.
+        at_ts: evaluation time.
+        message: what it means, for people.
+        burn_rates: SLO rules: burn rate per window, keyed by window seconds.
+        silenced_until: set while the rule is silenced.
+        changed: the event this evaluation recorded (firing or resolved), if any.
+        event_id: the id of that event.
+    """
+
+    rule: str
+    kind: str
+    severity: str
+    state: RuleState
+    value: float | None
+    labels: Mapping[str, str]
+    at_ts: float
+    message: str = ""
+    burn_rates: Mapping[str, float | None] = field(default_factory=dict)
+    silenced_until: float | None = None
+    changed: AlertState | None = None
+    event_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "severity": self.severity,
+            "state": self.state.value,
+            "value": self.value,
+            "labels": dict(self.labels),
+            "at": self.at_ts,
+            "message": self.message,
+            "burn_rates": dict(self.burn_rates),
+            "silenced_until": self.silenced_until,
+            "changed": self.changed.value if self.changed else None,
+            "event_id": self.event_id,
+        }
+
+
+def _key(rule: str, labels: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return rule, tuple(sorted(labels.items()))
+
+
+def evaluate_all(
+    store: Store,
+    at_ts: float | None = None,
+    *,
+    record: bool = False,
+    min_window_s: float = 0.0,
+) -> list[RuleStatus]:
+    """Every enabled rule's state at ``at_ts`` (now when None).
+
+    Args:
+        store: the open store.
+        at_ts: evaluation time, epoch seconds.
+        record: store an event for every instance that starts firing or resolves.
+        min_window_s: the scrape interval; SLO windows shorter than it are an error.
+
+    Returns:
+        One status per alert instance, by rule then labels.
+
+    Raises:
+        StoreError: the store cannot be read (a single rule's failure is a status instead).
+    """
+    at = time.time() if at_ts is None else at_ts
+    rules = [r for r in list_alert_rules(store) if r.enabled]
+    slos = load_slos(store) if any(r.kind == SLO_KIND for r in rules) else {}
+    last = last_alert_events(store)
+    silences = active_silences(store, at)
+    sli_reader = SliReader(store, at)
+    thr_reader = ThresholdReader(store, at)
+    out: list[RuleStatus] = []
+    for rule in rules:
+        try:
+            if rule.kind == SLO_KIND:
+                slo = slos.get(rule.slo_name or "")
+                if slo is None:
+                    raise SlotuneError(f"its SLO {rule.slo_name!r} is not stored any more")
+                found = [_slo_instance(store, rule, slo, at, sli_reader, min_window_s)]
+            elif rule.kind == THRESHOLD_KIND:
+                found = _threshold_instances(rule, thr_reader, at, last)
+            else:
+                raise SlotuneError(f"unknown rule kind {rule.kind!r}")
+        except StoreError:
+            raise
+        except SlotuneError as e:
+            log.warning("alert rule %s failed: %s", rule.name, e)
+            found = [
+                RuleStatus(
+                    rule.name,
+                    rule.kind,
+                    rule.severity,
+                    RuleState.ERROR,
+                    None,
+                    dict(rule.labels),
+                    at,
+                    str(e),
+                )
+            ]
+        silence = silences.get(rule.name)
+        for status in found:
+            if silence is not None:
+                status = _with(status, silenced_until=silence.until_ts)
+            out.append(_transition(store, status, last, record))
+    return out
+
+
+def _with(status: RuleStatus, **changes: Any) -> RuleStatus:
+    return replace(status, **changes)
+
+
+def _transition(
+    store: Store,
+    status: RuleStatus,
+    last: Mapping[tuple[str, tuple[tuple[str, str], ...]], Any],
+    record: bool,
+) -> RuleStatus:
+    prev = last.get(_key(status.rule, status.labels))
+    was_firing = prev is not None and prev.event.state is AlertState.FIRING
+    is_firing = status.state is RuleState.FIRING
+    if status.state is RuleState.ERROR or was_firing == is_firing:
+        return status
+    change = AlertState.FIRING if is_firing else AlertState.RESOLVED
+    event_id = None
+    if record:
+        event_id = record_alert_event(
+            store,
+            AlertEventInfo(
+                status.rule, change, status.at_ts, status.value, dict(status.labels), status.message
+            ),
+        )
+    return _with(status, changed=change, event_id=event_id)
+
+
+def _slo_instance(
+    store: Store, rule: AlertRuleInfo, slo: SLO, at: float, reader: SliReader, min_window_s: float
+) -> RuleStatus:
+    st = slo_status(store, slo, at, min_window_s=min_window_s, reader=reader)
+    mine = [c for c in st.conditions if c.window.severity == rule.severity]
+    rates = [min(c.long.burn_rate or 0.0, c.short.burn_rate or 0.0) for c in mine]
+    firing = [c for c in mine if c.is_firing]
+    if firing:
+        c = firing[0]
+        message = (
+            f"SLO {slo.name} ({slo.spec}) burns its error budget {c.long.burn_rate:.3g}x over "
+            f"{_dur(c.window.long_s)} and {c.short.burn_rate:.3g}x over {_dur(c.window.short_s)} "
+            f"(threshold {c.window.factor:g}x)"
+        )
+    else:
+        message = f"SLO {slo.name} ({slo.spec}): no {rule.severity} burn-rate condition holds"
+    if st.note:
+        message += f"; {st.note}"
+    return RuleStatus(
+        rule=rule.name,
+        kind=rule.kind,
+        severity=rule.severity,
+        state=RuleState.FIRING if firing else RuleState.OK,
+        value=max(rates) if rates and st.num_total is not None else None,
+        labels={**rule.labels, "slo": slo.name, "severity": rule.severity},
+        at_ts=at,
+        message=message,
+        burn_rates={f"{b.window_s:g}": b.burn_rate for b in st.burns},
+    )
+
+
+def _threshold_instances(
+    rule_info: AlertRuleInfo,
+    reader: ThresholdReader,
+    at: float,
+    last: Mapping[tuple[str, tuple[tuple[str, str], ...]], Any],
+) -> list[RuleStatus]:
+    rule = ThresholdRule.from_info(rule_info)
+    out = []
+    for tv in reader.evaluate(rule):
+        labels = {**rule.labels, "target": tv.target, "severity": rule.severity}
+        prev = last.get(_key(rule.name, labels))
+        was_firing = prev is not None and prev.event.state is AlertState.FIRING
+        if was_firing:  # hysteresis: resolved only once past the resolve value
+            state = RuleState.FIRING if rule.still_firing(tv.value) else RuleState.OK
+        elif tv.held_for:
+            state = RuleState.FIRING
+        else:
+            state = RuleState.PENDING if tv.holds else RuleState.OK
+        out.append(
+            RuleStatus(
+                rule=rule.name,
+                kind=rule_info.kind,
+                severity=rule.severity,
+                state=state,
+                value=tv.value,
+                labels=labels,
+                at_ts=at,
+                message=f"{tv.target}: {rule.metric} is {tv.value:.4g} (rule {rule.expr})",
+            )
+        )
+    return out
+
+
+def _dur(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and (seconds / size).is_integer():
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def run_loop(
+    store: Store,
+    *,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    min_window_s: float = 0.0,
+    on_round: Callable[[list[RuleStatus]], None] | None = None,
+    max_rounds: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Evaluate every ``interval_s``, recording events, until ``max_rounds`` (forever: None).
+
+    A store that cannot be reached is logged and retried next round; the loop never stops
+    on it. Returns the number of rounds run.
+    """
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        started = time.monotonic()
+        try:
+            statuses = evaluate_all(store, record=True, min_window_s=min_window_s)
+        except StoreError as e:
+            log.warning("alert evaluation skipped: %s; retrying in %gs", e, interval_s)
+        else:
+            if on_round is not None:
+                on_round(statuses)
+        rounds += 1
+        if max_rounds is None or rounds < max_rounds:
+            sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    return rounds

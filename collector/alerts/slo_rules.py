@@ -1,0 +1,83 @@
+"""An SLO's alerts as stored alert rules: one ``slo_burn`` rule per severity.
+
+The rule ``chat-ttft:page`` fires when any ``page`` condition of SLO ``chat-ttft`` fires.
+The SLO's ``interpolate`` and ``alerting`` settings travel in the rules' ``config``, so the
+evaluator rebuilds the full SLO from the ``slo`` table and its rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from slotune.collector.alerts.policy import burn_windows, error_budget
+from slotune.collector.slo import SLO, Alerting, BurnWindow
+from slotune.collector.store import (
+    AlertRuleInfo,
+    Store,
+    list_alert_rules,
+    list_slos,
+    save_alert_rule,
+)
+
+SLO_KIND = "slo_burn"
+
+
+def rule_name(slo: SLO, severity: str) -> str:
+    return f"{slo.name}:{severity}"
+
+
+def slo_rules(slo: SLO, *, min_window_s: float = 0.0) -> list[AlertRuleInfo]:
+    """The alert rules of an SLO (disabled ones when its alerting is off).
+
+    Raises:
+        SLOSpecError: an objective of 100 % or an unusable window, when alerting is on.
+    """
+    if slo.alerting.enabled:
+        error_budget(slo)
+    config: dict[str, Any] = {
+        "interpolate": slo.interpolate,
+        "windows": [
+            {"severity": w.severity, "long_s": w.long_s, "short_s": w.short_s, "factor": w.factor}
+            for w in slo.alerting.windows
+        ],
+    }
+    windows = burn_windows(slo, min_window_s=min_window_s if slo.alerting.enabled else 0.0)
+    names = tuple(dict.fromkeys(w.severity for w in windows))
+    return [
+        AlertRuleInfo(
+            name=rule_name(slo, sev),
+            kind=SLO_KIND,
+            slo_name=slo.name,
+            severity=sev,
+            labels=dict(slo.alerting.labels),
+            config=config,
+            enabled=slo.alerting.enabled,
+        )
+        for sev in (names if slo.alerting.enabled else names[:1])
+    ]
+
+
+def save_slo_rules(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) -> None:
+    """Store the alert rules of each SLO (validated first: all or none are saved)."""
+    rules = [r for slo in slos for r in slo_rules(slo, min_window_s=min_window_s)]
+    for r in rules:
+        save_alert_rule(store, r)
+
+
+def load_slos(store: Store) -> dict[str, SLO]:
+    """The stored SLOs with the ``interpolate`` and ``alerting`` settings of their rules."""
+    rules = {r.slo_name: r for r in list_alert_rules(store) if r.kind == SLO_KIND}
+    out = {}
+    for slo in list_slos(store):
+        rule = rules.get(slo.name)
+        if rule is not None:
+            windows = tuple(BurnWindow(**w) for w in rule.config.get("windows", []))
+            slo = replace(
+                slo,
+                interpolate=bool(rule.config.get("interpolate", False)),
+                alerting=Alerting(rule.enabled, windows, dict(rule.labels)),
+            )
+        out[slo.name] = slo
+    return out
