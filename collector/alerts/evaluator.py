@@ -95,7 +95,11 @@ class RuleStatus:
         }
 
 
-def _key(rule: str, labels: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+InstanceKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def instance_key(rule: str, labels: Mapping[str, str]) -> InstanceKey:
+    """An alert instance: its rule and its labels."""
     return rule, tuple(sorted(labels.items()))
 
 
@@ -170,10 +174,10 @@ def _with(status: RuleStatus, **changes: Any) -> RuleStatus:
 def _transition(
     store: Store,
     status: RuleStatus,
-    last: Mapping[tuple[str, tuple[tuple[str, str], ...]], Any],
+    last: Mapping[InstanceKey, Any],
     record: bool,
 ) -> RuleStatus:
-    prev = last.get(_key(status.rule, status.labels))
+    prev = last.get(instance_key(status.rule, status.labels))
     was_firing = prev is not None and prev.event.state is AlertState.FIRING
     is_firing = status.state is RuleState.FIRING
     if status.state is RuleState.ERROR or was_firing == is_firing:
@@ -225,13 +229,13 @@ def _threshold_instances(
     rule_info: AlertRuleInfo,
     reader: ThresholdReader,
     at: float,
-    last: Mapping[tuple[str, tuple[tuple[str, str], ...]], Any],
+    last: Mapping[InstanceKey, Any],
 ) -> list[RuleStatus]:
     rule = ThresholdRule.from_info(rule_info)
     out = []
     for tv in reader.evaluate(rule):
         labels = {**rule.labels, "target": tv.target, "severity": rule.severity}
-        prev = last.get(_key(rule.name, labels))
+        prev = last.get(instance_key(rule.name, labels))
         was_firing = prev is not None and prev.event.state is AlertState.FIRING
         if was_firing:  # hysteresis: resolved only once past the resolve value
             state = RuleState.FIRING if rule.still_firing(tv.value) else RuleState.OK
