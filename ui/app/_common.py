@@ -1,0 +1,111 @@
+"""What every page shares: the store, read-only mode, error display, caching, formatting.
+
+``slotune ui`` hands its settings over in the environment: ``SLOTUNE_DB`` (the store URL;
+unset: the default SQLite file) and ``SLOTUNE_UI_READ_ONLY`` (``1`` hides every control that
+writes).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import streamlit as st
+
+from slotune.collector.errors import SchemaMismatch, SlotuneError, StoreError
+from slotune.collector.store import Store, open_store
+
+READ_ONLY_ENV = "SLOTUNE_UI_READ_ONLY"
+TTL_S = 10  # cached reads; live parts refresh on their own timer
+LIVE_S = 5  # refresh period of live fragments
+
+RANGES: dict[str, float] = {
+    "5m": 300.0,
+    "1h": 3600.0,
+    "6h": 6 * 3600.0,
+    "1d": 86400.0,
+    "7d": 7 * 86400.0,
+    "30d": 30 * 86400.0,
+}
+
+
+def db_url() -> str | None:
+    """The store URL (None: the default SQLite file)."""
+    return os.environ.get("SLOTUNE_DB") or None
+
+
+def is_read_only() -> bool:
+    return os.environ.get(READ_ONLY_ENV, "") == "1"
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str | None) -> Store:
+    return open_store(url)
+
+
+def fail(message: str) -> NoReturn:
+    """Show one error line and stop the page."""
+    st.error(message, icon=":material/error:")
+    st.stop()
+
+
+def explain(e: BaseException) -> str:
+    """One line saying what is wrong and what to do."""
+    if isinstance(e, SchemaMismatch):
+        return f"The store's schema does not match this slotune: {e}"
+    if isinstance(e, StoreError):
+        return f"The store cannot be read: {e}"
+    if isinstance(e, SlotuneError):
+        return str(e)
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"Unexpected {type(e).__name__}: {first}. Reload the page; if it persists, check the dashboard's log."
+
+
+def store() -> Store:
+    """The open store, or one error message on the page."""
+    try:
+        return _store(db_url())
+    except Exception as e:
+        fail(explain(e))
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Turn any error of a page body into one message (never a Streamlit exception box)."""
+    try:
+        yield
+    except SlotuneError as e:
+        if isinstance(e, StoreError):
+            _store.clear()  # reconnect on the next run (the database may be back)
+        fail(explain(e))
+    except Exception as e:  # st.stop / st.rerun are BaseExceptions and pass through
+        fail(explain(e))
+
+
+def query_choice(key: str, options: list[str], default: str) -> str:
+    """A filter kept in the URL (``?key=value``) so a view can be shared as a link."""
+    value = st.query_params.get(key, default)
+    return value if value in options else default
+
+
+def set_query(key: str, value: str | None) -> None:
+    if value is None:
+        st.query_params.pop(key, None)
+    else:
+        st.query_params[key] = value
+
+
+def when(ts: float | None) -> str:
+    """An epoch time as UTC text."""
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def strip_source(message: str, source: str) -> str:
+    """An error of a parser fed by a form, without the parser's ``source:line:`` prefix."""
+    return re.sub(rf"^{re.escape(source)}(:\d+)?: ", "", message)

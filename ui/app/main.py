@@ -1,0 +1,35 @@
+"""The dashboard's entrypoint: ``slotune ui`` runs this file with Streamlit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+PAGES = Path(__file__).parent / "pages"
+
+st.set_page_config(page_title="slotune", page_icon=":material/speed:", layout="wide")
+page = st.navigation(
+    [
+        st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
+        st.Page(PAGES / "fleet.py", title="Fleet", icon=":material/dns:", url_path="fleet"),
+        st.Page(PAGES / "slos.py", title="SLOs", icon=":material/target:", url_path="slos"),
+        st.Page(
+            PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"
+        ),
+        st.Page(
+            PAGES / "benchmarks.py",
+            title="Benchmarks",
+            icon=":material/bar_chart:",
+            url_path="benchmarks",
+        ),
+        st.Page(PAGES / "tuning.py", title="Tuning", icon=":material/tune:", url_path="tuning"),
+        st.Page(
+            PAGES / "diagnosis.py",
+            title="Diagnosis",
+            icon=":material/troubleshoot:",
+            url_path="diagnosis",
+        ),
+    ]
+)
+page.run()

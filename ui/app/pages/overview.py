@@ -1,0 +1,93 @@
+"""Overview: targets up/down, SLOs met/burning/breached with budget left, firing alerts, the
+latest study's best vs default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from slotune.collector.store import Store
+from slotune.collector.views import Overview, SLOState, overview
+from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, store, when
+from slotune.ui.app.tables import slo_columns, slo_frame
+
+WINDOW_S = 300.0
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _overview(_store: Store, url: str | None) -> Overview:
+    return overview(_store, window_s=WINDOW_S)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _latest_study(url: str | None) -> dict[str, Any] | None:
+    from slotune.tuner import list_studies_report
+
+    studies = list_studies_report(url)
+    return studies[0] if studies else None
+
+
+st.title("Overview")
+
+
+@st.fragment(run_every=LIVE_S)
+def live() -> None:
+    with guarded():
+        o = _overview(store(), db_url())
+        study = _latest_study(db_url())
+    st.caption(f"as of {when(o.end_ts)}; fleet figures over the last {WINDOW_S / 60:g} min")
+    cols = st.columns(4)
+    cols[0].metric("Targets up", f"{o.num_up} / {len(o.fleet.targets)}")
+    cols[0].caption(f"{o.num_down} down")
+    cols[1].metric("SLOs met", f"{o.count(SLOState.MET)} / {len(o.slos)}")
+    cols[1].caption(
+        f"{o.count(SLOState.BURNING)} burning, {o.count(SLOState.BREACHED)} breached, "
+        f"{o.count(SLOState.NO_DATA)} without data"
+    )
+    cols[2].metric("Alerts firing", len(o.firing))
+    if study is None:
+        cols[3].metric("Latest study", "none")
+    else:
+        gain = study.get("gain")
+        cols[3].metric(
+            f"Latest study: {study['name']}",
+            "-" if gain is None else f"{gain:.2f}× default",
+        )
+        cols[3].caption(f"{study['status']}, {study['objective']}, {study['trials'] or 0} trials")
+    if not o.fleet.targets and not o.slos:
+        st.info(
+            "The store is empty: start an agent (`slotune agent`), declare SLOs "
+            "(`slotune slo apply`) or run `slotune demo` to fill it."
+        )
+    st.subheader("SLOs")
+    if o.slos:
+        st.dataframe(slo_frame(o.slos), column_config=slo_columns(), hide_index=True)
+    else:
+        st.write("No SLO declared yet: see the SLOs page.")
+    st.subheader("Firing alerts")
+    if o.firing:
+        st.dataframe(
+            [
+                {"rule": e.rule, "since": when(e.ts), "value": e.value, "message": e.message}
+                for e in o.firing
+            ],
+            hide_index=True,
+        )
+    else:
+        st.write("No alert is firing.")
+    if study is not None:
+        st.subheader("Latest study")
+        best = study["best_value"]
+        gain = study["gain"]
+        st.write(
+            f"**{study['name']}** ({study['engine']} {study['model']} on {study['gpu']}, "
+            f"SLOs {', '.join(study['slos'])}): best {study['objective']} "
+            + ("-" if best is None else f"{best:.3g}")
+            + ", gain over the default "
+            + ("-" if gain is None else f"{gain:.2f}×")
+        )
+        st.markdown(f"[Open it on the Tuning page](tuning?study={study['name']})")
+
+
+live()

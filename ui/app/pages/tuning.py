@@ -1,0 +1,328 @@
+"""Tuning: start a study from a form (it runs in its own worker process), follow its trials
+live, Optuna's history / importance / Pareto figures, best vs default, the launch command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
+from slotune.collector.workload import NAMED_WORKLOADS
+from slotune.tuner.dashboard import StudyFigures, study_figures
+from slotune.tuner.worker import (
+    StudyForm,
+    WorkerView,
+    cancel_worker,
+    save_trace_upload,
+    spec_of_form,
+    start_worker,
+    worker_view,
+)
+from slotune.ui.app._common import (
+    LIVE_S,
+    db_url,
+    explain,
+    guarded,
+    is_read_only,
+    query_choice,
+    set_query,
+    store,
+    when,
+)
+
+UPLOAD = "(upload a trace)"
+
+
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _studies(url: str | None) -> list[dict[str, Any]]:
+    from slotune.tuner import list_studies_report
+
+    return list_studies_report(url)
+
+
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _workers(_store: Store, url: str | None) -> list[WorkerInfo]:
+    return list_workers(_store)
+
+
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _report(url: str | None, name: str) -> dict[str, Any]:
+    from slotune.tuner import show_study
+
+    return show_study(name, url)
+
+
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _figures(url: str | None, name: str, value_name: str, num_trials: int) -> StudyFigures:
+    return study_figures(name, url, value_name)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _export(url: str | None, name: str, fmt: str) -> str:
+    from slotune.tuner import export_study
+
+    return export_study(name, url, fmt)
+
+
+def _catalog() -> tuple[list[str], list[str]]:
+    from slotune.tuner.sim.catalog import list_gpus, list_models
+
+    return [m.id for m in list_models()], [g.id for g in list_gpus()]
+
+
+def _uploads_dir() -> Path:
+    url = db_url() or default_db_url()
+    base = Path(url.split("///", 1)[1]).parent if url.startswith("sqlite:///") else Path.cwd()
+    return base / "uploads"
+
+
+def _start_form() -> None:
+    models, gpus = _catalog()
+    with st.form("study_form"):
+        c1, c2, c3, c4 = st.columns(4)
+        name = c1.text_input("study name", placeholder="chat-h100")
+        backend = c2.selectbox("backend", ["sim", "launch", "attach"])
+        engine = c3.selectbox("engine", ["vllm", "trtllm"])
+        objective = c4.selectbox("objective", ["capacity", "goodput", "throughput", "pareto"])
+        c5, c6, c7 = st.columns(3)
+        model = c5.selectbox(
+            "model", models, index=models.index("llama-3.1-8b") if "llama-3.1-8b" in models else 0
+        )
+        gpu = c6.selectbox("GPU", gpus, index=gpus.index("h100-sxm") if "h100-sxm" in gpus else 0)
+        workload = c7.selectbox("workload", [*NAMED_WORKLOADS, UPLOAD])
+        upload = st.file_uploader(
+            "trace (JSONL, Azure CSV or Mooncake JSONL)", type=["jsonl", "csv", "json"]
+        )
+        slos = st.text_area("SLOs, one per line", value="ttft:p99<=500ms\nitl:p99<=50ms")
+        c8, c9, c10, c11, c12 = st.columns(5)
+        trials = c8.number_input("trials", min_value=1, max_value=1000, value=20)
+        rate = c9.text_input("rate (req/s)", help="empty: the trace's own timestamps")
+        num_requests = c10.number_input("requests per trial (0: all)", min_value=0, value=300)
+        seed = c11.number_input("seed", min_value=0, value=0)
+        recheck = c12.number_input("re-check best K", min_value=0, value=3)
+        command = st.text_input(
+            "launch command (launch backend)",
+            placeholder="vllm serve {hf_model} --port {port} {engine_args}",
+        )
+        endpoint = st.text_input("endpoint (attach backend)", placeholder="http://127.0.0.1:8000")
+        if not st.form_submit_button("Start study"):
+            return
+        try:
+            trace_file = None
+            if workload == UPLOAD:
+                if upload is None:
+                    raise ValueError("choose a trace file to upload, or pick a named workload")
+                trace_file = str(save_trace_upload(upload.name, upload.getvalue(), _uploads_dir()))
+            try:
+                rate_value = float(rate) if rate.strip() else None
+            except ValueError:
+                raise ValueError(f"rate {rate!r} is not a number of requests per second") from None
+            spec = spec_of_form(
+                StudyForm(
+                    name=name.strip(),
+                    backend=backend,
+                    engine=engine,
+                    model=model,
+                    gpu=gpu,
+                    workload=None if trace_file else workload,
+                    trace_file=trace_file,
+                    slos=tuple(x.strip() for x in slos.splitlines() if x.strip()),
+                    objective=objective,
+                    trials=int(trials),
+                    rate=rate_value,
+                    num_requests=int(num_requests) or None,
+                    seed=int(seed),
+                    recheck_k=int(recheck),
+                    command=command.strip() or None,
+                    endpoint=endpoint.strip() or None,
+                )
+            )
+            start_worker(spec, db_url())
+        except ValueError as e:
+            st.error(str(e))
+            return
+        except Exception as e:
+            st.error(explain(e))
+            return
+        _studies.clear()
+        _workers.clear()
+        set_query("study", spec.name)
+        st.success(
+            f"study {spec.name} started in a worker process; it keeps running if you close this page"
+        )
+
+
+def _attainment(report: dict[str, Any], number: int | None) -> list[dict[str, Any]]:
+    if number is None:
+        return []
+    t = next((t for t in report["trial_details"] if t["number"] == number), None)
+    return list(((t or {}).get("measurement") or {}).get("slo_attainment") or [])
+
+
+def _best_vs_default(report: dict[str, Any]) -> None:
+    best, default = report["best"], report["default"]
+    unit = report["value_names"][0]
+    c1, c2, c3 = st.columns(3)
+    c1.metric(f"default ({unit})", "-" if not default else f"{default['value'] or 0:.3g}")
+    if default and not default["feasible"]:
+        c1.caption("the default breaks an SLO")
+    c2.metric(f"best ({unit})", "-" if not best else f"{best['value']:.3g}")
+    c3.metric("gain over default", "-" if report["gain"] is None else f"{report['gain']:.2f}×")
+    if report["gain_note"]:
+        c3.caption(report["gain_note"])
+    rows = []
+    for label, entry in (("default", default), ("best", best)):
+        for a in _attainment(report, entry["number"] if entry else None):
+            rows.append(
+                {
+                    "config": label,
+                    "SLO": a.get("spec"),
+                    "attainment %": (a.get("attainment") or 0) * 100,
+                    "objective %": (a.get("objective") or 0) * 100,
+                    "met": a.get("met"),
+                }
+            )
+    if rows:
+        st.dataframe(rows, hide_index=True)
+    if best:
+        st.markdown("**Best configuration**")
+        st.json(best["params"], expanded=True)
+
+
+def _trials(report: dict[str, Any]) -> None:
+    rows = [
+        {
+            "#": t["number"],
+            "state": t["state"],
+            "source": t["source"],
+            "value": (t["values"] or [None])[0],
+            "feasible": t["feasible"],
+            "TTFT p99 (ms)": ((t["measurement"] or {}).get("ttft_ms") or {}).get("p99"),
+            "ITL p99 (ms)": ((t["measurement"] or {}).get("itl_ms") or {}).get("p99"),
+            "params / failure": t["failure"]
+            or " ".join(f"{k}={v}" for k, v in t["params"].items()),
+            "duration (s)": t["duration_s"],
+        }
+        for t in report["trial_details"]
+    ]
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={
+            "value": st.column_config.NumberColumn(report["value_names"][0], format="%.3g"),
+            "feasible": st.column_config.CheckboxColumn("meets every SLO"),
+        },
+    )
+
+
+def _worker_line(view: WorkerView | None) -> None:
+    if view is None:
+        return
+    info = view.info
+    if view.state == "died":
+        st.error(
+            f"The worker of this study (pid {info.pid} on {info.host}) stopped without "
+            f"finishing (last sign of life {when(info.heartbeat_at)}). Continue the study with "
+            f"`slotune tune resume {info.study_name}`."
+        )
+    elif view.state == "failed":
+        st.error(f"The study failed: {info.error}")
+    elif view.state == "cancelled":
+        st.warning(
+            f"Cancelled at {when(info.ended_at)}; `slotune tune resume {info.study_name}` continues it."
+        )
+    elif view.is_alive:
+        st.info(f"Running in worker pid {info.pid} on {info.host} since {when(info.started_at)}.")
+
+
+def _study(name: str, views: dict[str, WorkerView]) -> None:
+    view = views.get(name)
+
+    @st.fragment(run_every=LIVE_S if view is not None and view.is_alive else None)
+    def live() -> None:
+        with guarded():
+            report = _report(db_url(), name)
+        status = next((s["status"] for s in _studies(db_url()) if s["name"] == name), "?")
+        st.caption(
+            f"{report['engine']} {report['model']} on {report['gpu']} ({report['backend']} backend), "
+            f"workload {report['workload']}, SLOs {', '.join(report['slos'])}, "
+            f"objective {report['objective']}: {report['trials']} / {report['target_trials']} trials, "
+            f"{report['feasible']} meet every SLO, {report['failed']} failed to run; status {status}"
+        )
+        _worker_line(view)
+        _trials(report)
+        st.subheader("Best vs default")
+        _best_vs_default(report)
+        with guarded():
+            figs = _figures(db_url(), name, report["value_names"][0], report["trials"])
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(figs.history, width="stretch")
+        if figs.importance is not None:
+            c2.plotly_chart(figs.importance, width="stretch")
+        else:
+            c2.caption("Parameter importance needs a few completed trials with different values.")
+        if figs.pareto is not None:
+            st.plotly_chart(figs.pareto, width="stretch")
+        if report["best"]:
+            st.subheader("Launch command")
+            fmt = report["engine"]
+            with guarded():
+                st.code(_export(db_url(), name, fmt), language="bash" if fmt == "vllm" else "yaml")
+
+    live()
+    can_cancel = view is not None and view.is_alive and not is_read_only()
+    if can_cancel and st.button("Cancel study", type="secondary"):
+        try:
+            cancel_worker(db_url(), name)
+        except Exception as e:
+            st.error(explain(e))
+        else:
+            _workers.clear()
+            st.warning(f"cancelling {name}…")
+
+
+st.title("Tuning")
+with guarded():
+    s = store()
+    studies = _studies(db_url())
+    views = {w.study_name: worker_view(w) for w in _workers(s, db_url())}
+
+if not is_read_only():
+    with st.expander("Start a study", expanded=not studies):
+        _start_form()
+
+if not studies:
+    st.info(
+        "No study stored yet"
+        + ("." if is_read_only() else ": start one above, or run `slotune tune`.")
+    )
+    st.stop()
+
+st.dataframe(
+    [
+        {
+            "name": x["name"],
+            "status": x["status"],
+            "worker": views[x["name"]].state if x["name"] in views else "-",
+            "backend": x["backend"],
+            "engine": x["engine"],
+            "model": x["model"],
+            "gpu": x["gpu"],
+            "objective": x["objective"],
+            "trials": x["trials"],
+            "best": x["best_value"],
+            "gain": x["gain"],
+            "created": when(x["created_at"]),
+        }
+        for x in studies
+    ],
+    hide_index=True,
+    column_config={"gain": st.column_config.NumberColumn("gain over default", format="%.2f×")},
+)
+names = [x["name"] for x in studies]
+name = query_choice("study", names, names[0])
+name = st.selectbox("Study", names, index=names.index(name))
+set_query("study", name)
+_study(name, views)

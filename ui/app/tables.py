@@ -1,0 +1,107 @@
+"""Tables the pages share, as rows for ``st.dataframe`` with column configs (units, bars)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from slotune.collector.views import BURN_WINDOWS, FleetRow, SLOStatus
+
+
+def slo_frame(statuses: Sequence[SLOStatus]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.slo.name,
+            "spec": s.slo.spec,
+            "state": s.state.value,
+            "attainment": None if s.attainment is None else s.attainment * 100,
+            "objective": s.slo.objective * 100,
+            "budget_left": None if s.budget_left is None else max(s.budget_left, 0.0) * 100,
+            **{f"burn_{w}": s.burn_rates.get(w) for w in BURN_WINDOWS},
+            "window": f"{s.slo.window_s / 86400:g}d",
+            "events": s.num_events,
+            "targets": len(s.targets),
+        }
+        for s in statuses
+    ]
+
+
+def slo_columns() -> dict[str, Any]:
+    cc = st.column_config
+    return {
+        "attainment": cc.NumberColumn("attainment (SLO window)", format="%.3f %%"),
+        "objective": cc.NumberColumn("objective", format="%.2f %%"),
+        "budget_left": cc.ProgressColumn(
+            "error budget left", format="%.1f %%", min_value=0, max_value=100
+        ),
+        **{f"burn_{w}": cc.NumberColumn(f"burn rate {w}", format="%.2f×") for w in BURN_WINDOWS},
+        "events": cc.NumberColumn("requests in window", format="%d"),
+    }
+
+
+def fleet_frame(rows: Sequence[FleetRow], group: str) -> list[dict[str, Any]]:
+    """One row per target or pool; ``group`` (pool / model / node) leads the columns."""
+    gib = 1024.0**3
+    out = []
+    for r in rows:
+        s = r.summary
+        row: dict[str, Any] = {
+            group: {"pool": r.pool, "model": s.model, "node": s.node}[group],
+            "name": s.target,
+            "engine": s.kind,
+            "gpu": r.gpu,
+            "status": "up" if s.is_up else ("down" if s.is_up is False else "unknown"),
+        }
+        for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+            for p in ("p50", "p90", "p99"):
+                row[f"{metric[:-3]}_{p}"] = getattr(s, metric).get(p)
+        row.update(
+            {
+                "req_s": s.request_throughput,
+                "out_tok_s": s.output_token_throughput,
+                "in_tok_s": s.input_token_throughput,
+                "running": s.requests_running,
+                "waiting": s.requests_waiting,
+                "kv_usage": None if s.kv_usage is None else s.kv_usage * 100,
+                "prefix_hit": None if s.prefix_hit_rate is None else s.prefix_hit_rate * 100,
+                "preempt_s": s.preemption_rate,
+                "vram_gib": None if s.vram_used_bytes is None else s.vram_used_bytes / gib,
+                "gpu_util": None if s.gpu_utilization is None else s.gpu_utilization * 100,
+                "power_w": s.power_watts,
+                "targets": r.num_targets,
+            }
+        )
+        out.append(row)
+    return out
+
+
+def fleet_columns(window: str) -> dict[str, Any]:
+    cc = st.column_config
+    cols: dict[str, Any] = {}
+    for metric in ("ttft", "itl", "tpot", "e2e"):
+        for p in ("p50", "p90", "p99"):
+            cols[f"{metric}_{p}"] = cc.NumberColumn(
+                f"{metric.upper()} {p} (ms, {window})", format="%.1f"
+            )
+    cols.update(
+        {
+            "req_s": cc.NumberColumn(f"requests/s ({window})", format="%.2f"),
+            "out_tok_s": cc.NumberColumn(f"output tokens/s ({window})", format="%.0f"),
+            "in_tok_s": cc.NumberColumn(f"input tokens/s ({window})", format="%.0f"),
+            "running": cc.NumberColumn("running (now)", format="%.0f"),
+            "waiting": cc.NumberColumn("waiting (now)", format="%.0f"),
+            "kv_usage": cc.ProgressColumn(
+                f"KV usage (mean, {window})", format="%.0f %%", min_value=0, max_value=100
+            ),
+            "prefix_hit": cc.NumberColumn(f"prefix hit rate ({window})", format="%.1f %%"),
+            "preempt_s": cc.NumberColumn(f"preemptions/s ({window})", format="%.3f"),
+            "vram_gib": cc.NumberColumn("VRAM used (GiB, now)", format="%.1f"),
+            "gpu_util": cc.ProgressColumn(
+                f"GPU util (mean, {window})", format="%.0f %%", min_value=0, max_value=100
+            ),
+            "power_w": cc.NumberColumn(f"power (W, mean, {window})", format="%.0f"),
+        }
+    )
+    return cols
