@@ -1,11 +1,19 @@
-"""Stream the events of one Chrome-format profiler trace (``.json`` or gzip), one at a time.
+"""Stream the events of one Chrome-format profiler trace (``.json`` or gzip).
 
 A Kineto trace is one JSON object whose ``traceEvents`` array holds every event; files reach
-gigabytes, so the array is never loaded whole. The reader walks the top-level object with the
-standard library's C scanner (``json.JSONDecoder.raw_decode``), one value at a time, over a
-bounded text buffer: memory stays at one buffer whatever the file size. (Measured on the
-replicated shared trace, this is about 1.5x the throughput of ``ijson``'s C backend building
-the same dicts; see benchmarks/diagnose_speed.py.)
+gigabytes, so the array is never loaded whole: the reader keeps a bounded text buffer (a few
+MB) whatever the file size.
+
+- Fast path: the buffer's whole events are decoded in one call by ``msgspec`` into
+  :class:`RawEvent` structs holding only the fields the analyses read (the rest, such as CPU
+  operators' argument lists, is skipped without building Python objects). The buffer is cut
+  after its last ``},``, which is where Kineto ends an event.
+- Slow path, where that cut is wrong (an object nested in an event ended there) and for the
+  top-level object's other keys: the standard library's ``raw_decode``, one value at a time.
+  Every error message (truncated file, bad JSON, a field of the wrong type) comes from here.
+
+Measured on a replicated real trace, the fast path decodes 2-3x faster than the standard
+library and about 5x faster than ``ijson``'s C backend (benchmarks/diagnose_speed.py).
 
 The metadata keys (``schemaVersion``, ``distributedInfo``, ``traceName``, …) may come before or
 after ``traceEvents``; they are collected into :attr:`TraceStream.metadata` and are complete only
@@ -23,9 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+import msgspec
+
 from slotune.collector.errors import ConfigError
 
-_CHUNK_CHARS = 1 << 22
+_CHUNK_CHARS = 1 << 21
 # One event larger than this is not a profiler event but a malformed file.
 _MAX_VALUE_CHARS = 1 << 26
 _SKIP = re.compile(r"[\s,]*")
@@ -36,6 +46,26 @@ class TraceFileError(ConfigError):
     """A trace file that cannot be analysed; the message names the file and what is missing."""
 
 
+class RawArgs(msgspec.Struct, frozen=True):
+    """The ``args`` of an event that the analyses read."""
+
+    correlation: int | None = None
+    device: int | None = None
+    bytes: float = 0.0
+
+
+class RawEvent(msgspec.Struct, frozen=True):
+    """One trace event, reduced to what the analyses read (``ts``/``dur`` in µs)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+    pid: int | str = 0
+    args: RawArgs | None = None
+
+
 class TraceStream:
     """The events of one trace file, streamed; :attr:`metadata` fills in as they are read."""
 
@@ -43,13 +73,15 @@ class TraceStream:
         self.path = path
         self.metadata: dict[str, Any] = {}
         self._decode = json.JSONDecoder().raw_decode
+        self._load_list = msgspec.json.Decoder(list[RawEvent]).decode
         self._buf = ""
         self._pos = 0
         self._consumed = 0  # characters dropped from the buffer's front
         self._eof = False
 
-    def events(self) -> Iterator[dict[str, Any]]:
-        """Every item of ``traceEvents`` that is a JSON object, in file order.
+    def batches(self) -> Iterator[list[RawEvent]]:
+        """The events of ``traceEvents`` in file order, a list at a time (so the per-event
+        cost is the caller's loop alone); items that are not JSON objects are skipped.
 
         Raises:
             TraceFileError: the file is not JSON, is truncated, or has no ``traceEvents``.
@@ -67,7 +99,7 @@ class TraceStream:
                     f"{self.path}: truncated or corrupt gzip ({e}); copy or export the trace again"
                 ) from e
 
-    def _walk(self, f: TextIO) -> Iterator[dict[str, Any]]:
+    def _walk(self, f: TextIO) -> Iterator[list[RawEvent]]:
         if self._peek(f) == "[":
             raise TraceFileError(
                 f"{self.path}: unknown profiler version (a bare event array, as the legacy "
@@ -85,11 +117,7 @@ class TraceStream:
             if key == "traceEvents":
                 found_events = True
                 self._expect(f, "[", "the traceEvents array")
-                while self._peek(f) != "]":
-                    item = self._value(f)
-                    if isinstance(item, dict):
-                        yield item
-                self._pos += 1
+                yield from self._array_items(f)
             else:
                 self.metadata[key] = self._value(f)
         if not found_events:
@@ -97,6 +125,41 @@ class TraceStream:
                 f"{self.path}: no 'traceEvents' array; this is not a PyTorch profiler / Kineto "
                 "trace (export one with torch.profiler ... export_chrome_trace)"
             )
+
+    def _array_items(self, f: TextIO) -> Iterator[list[RawEvent]]:
+        """The events of the array whose ``[`` was just read, up to and past its ``]``
+        (module docstring: the fast path, and the slow one up to where its cut failed)."""
+        one_by_one_until = -1
+        while True:
+            if len(self._buf) - self._pos < _CHUNK_CHARS:
+                self._fill(f)
+            consumed = self._consumed
+            cut = self._buf.rfind("},", self._pos)
+            if cut > self._pos and consumed + cut > one_by_one_until:
+                try:
+                    batch = self._load_list("[" + self._buf[self._pos : cut + 1] + "]")
+                except msgspec.DecodeError:
+                    one_by_one_until = consumed + cut
+                else:
+                    self._pos = cut + 2
+                    yield batch
+                    continue
+            if self._peek(f) == "]":
+                self._pos += 1
+                return
+            start = self._consumed + self._pos
+            item = self._value(f)
+            if isinstance(item, dict):
+                yield [self._event(item, start)]
+
+    def _event(self, item: dict[str, Any], offset: int) -> RawEvent:
+        try:
+            return msgspec.convert(item, RawEvent)
+        except msgspec.ValidationError as e:
+            raise TraceFileError(
+                f"{self.path}: the event at character {offset:,} has a field of the wrong type "
+                f"({e}); re-export the trace"
+            ) from e
 
     def _fill(self, f: TextIO) -> bool:
         """Append one chunk to the buffer (dropping what was consumed); False at end of file."""

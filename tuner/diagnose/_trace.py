@@ -12,17 +12,17 @@ Kineto versions) counts as zero, so it can never make a busy timeline run backwa
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from slotune.tuner.diagnose._reader import TraceFileError, TraceStream
+from slotune.tuner.diagnose._reader import RawArgs, RawEvent, TraceFileError, TraceStream
 
 KNOWN_SCHEMA_VERSIONS = (1,)
 _STEP_PREFIX = "ProfilerStep#"
@@ -85,7 +85,18 @@ _CALL_KIND = (
     | dict.fromkeys(GRAPH_CALLS, CallKind.GRAPH)
     | dict.fromkeys(SYNC_CALLS, CallKind.SYNC)
 )
-_GPU_CATS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
+# Kineto's categories, and the capitalised ones of PyTorch 1.8's first Kineto traces.
+_GPU_CATS = {
+    "kernel": 0,
+    "Kernel": 0,
+    "gpu_memcpy": 1,
+    "Memcpy": 1,
+    "gpu_memset": 2,
+    "Memset": 2,
+}
+_RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_runtime"})
+_NO_ARGS = RawArgs()
+_STEP_CATS = frozenset({"user_annotation", "gpu_user_annotation", "cpu_op", "Operator"})
 _COMM_MARKERS = ("nccl", "rccl")
 
 F64 = npt.NDArray[np.float64]
@@ -177,38 +188,43 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
     calls = (array("d"), array("d"), array("b"), array("q"))
     cpu_steps: list[Window] = []
     num_gpu_events = num_correlated = 0
-    for ev in stream.events():
-        if ev.get("ph") != "X":
-            continue
-        cat = ev.get("cat")
-        name = ev.get("name", "")
-        start = float(ev.get("ts", 0.0))
-        end = start + max(float(ev.get("dur", 0.0)), 0.0)
-        gpu_cat = _GPU_CATS.get(cat.lower()) if isinstance(cat, str) else None
-        args = ev.get("args") or {}
+    for ev in itertools.chain.from_iterable(stream.batches()):
+        # Dispatch on the category first: most events (CPU operators, flows, Python
+        # functions) are dropped after one dictionary lookup.
+        cat = ev.cat
+        gpu_cat = _GPU_CATS.get(cat)
         if gpu_cat is not None:
+            if ev.ph != "X":
+                continue
+            args = ev.args or _NO_ARGS
             num_gpu_events += 1
-            corr = args.get("correlation")
+            corr = args.correlation
             if corr is not None:
                 num_correlated += 1
-            b = devices[_device_of(ev, args)]
-            b.op_start.append(start)
-            b.op_end.append(end)
-            b.op_kind.append(_op_kind(gpu_cat, name))
-            b.op_corr.append(int(corr) if corr is not None else -1)
-            b.op_name.append(names.setdefault(name, len(names)))
-            b.op_bytes.append(float(args.get("bytes", 0.0)))
-        elif (kind := _CALL_KIND.get(name)) is not None:
-            corr = args.get("correlation")
-            calls[0].append(start)
-            calls[1].append(end)
+            b = devices[_device_of(ev)]
+            b.op_start.append(ev.ts)
+            b.op_end.append(ev.ts + max(ev.dur, 0.0))
+            b.op_kind.append(_op_kind(gpu_cat, ev.name))
+            b.op_corr.append(corr if corr is not None else -1)
+            b.op_name.append(names.setdefault(ev.name, len(names)))
+            b.op_bytes.append(args.bytes)
+        elif cat in _RUNTIME_CATS:
+            kind = _CALL_KIND.get(ev.name)
+            if kind is None or ev.ph != "X":
+                continue
+            corr = (ev.args or _NO_ARGS).correlation
+            calls[0].append(ev.ts)
+            calls[1].append(ev.ts + max(ev.dur, 0.0))
             calls[2].append(kind)
-            calls[3].append(int(corr) if corr is not None else -1)
-        elif name.startswith(_STEP_PREFIX):
+            calls[3].append(corr if corr is not None else -1)
+        elif cat in _STEP_CATS:
+            if not ev.name.startswith(_STEP_PREFIX) or ev.ph != "X":
+                continue
+            step = Window(ev.name, ev.ts, ev.ts + max(ev.dur, 0.0))
             if cat == "gpu_user_annotation":
-                devices[_device_of(ev, args)].gpu_steps.append(Window(name, start, end))
+                devices[_device_of(ev)].gpu_steps.append(step)
             else:
-                cpu_steps.append(Window(name, start, end))
+                cpu_steps.append(step)
     info = _check_file(stream, num_gpu_events, num_correlated)
     name_list = tuple(names)
     result = [
@@ -224,12 +240,11 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
     )
 
 
-def _device_of(ev: dict[str, Any], args: dict[str, Any]) -> int:
-    device = args.get("device", ev.get("pid", 0))
-    try:
-        return int(device)
-    except (TypeError, ValueError):
-        return 0
+def _device_of(ev: RawEvent) -> int:
+    """The GPU an event ran on: ``args.device``, else the pid Kineto gives GPU rows."""
+    if ev.args is not None and ev.args.device is not None:
+        return ev.args.device
+    return ev.pid if isinstance(ev.pid, int) else 0
 
 
 def _op_kind(gpu_cat: int, name: str) -> OpKind:
