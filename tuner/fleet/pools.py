@@ -102,3 +102,24 @@ def check_unique(pools: list[PoolSpec]) -> None:
             raise ConfigError(f"--pool {name} is given twice; give each pool its own name")
     if not pools:
         raise ConfigError("give at least one --pool NAME:REPLICAS:MODEL:GPU")
+
+
+def pool_from_study(study: str, url: str | None, name: str | None = None) -> PoolSpec:
+    """A one-replica pool running a study's best configuration (``--study NAME``).
+
+    Raises:
+        ConfigError: no such study, or none of its configurations met every SLO.
+    """
+    from slotune.tuner.sim import config_from_params
+    from slotune.tuner.studies import show_study
+
+    report = show_study(study, url)
+    best = report["best"]
+    if best is None:
+        raise ConfigError(
+            f"--study {study}: no configuration met every SLO; run more trials or relax the SLOs"
+        )
+    config = config_from_params(report["engine"], report["model"], report["gpu"], best["config"])
+    spec = PoolSpec(name or study, 1, config)
+    spec.resolved()
+    return spec

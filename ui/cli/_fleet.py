@@ -67,7 +67,8 @@ def load_inputs(
     from slotune.tuner.sim.simulator import load_workload
 
     pools = [parse_pool(p, engine=engine) for p in pool or ()]
-    check_unique(pools)
+    if pools:
+        check_unique(pools)
     trace_ = load_workload(
         workload=workload,
         trace_file=trace,

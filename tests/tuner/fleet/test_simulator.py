@@ -28,7 +28,7 @@ def _trace(n: int = 300, gap_s: float = 0.01) -> Trace:
         for i in range(n)
     ]
     requests.append(TraceRequest(timestamp_s=n * gap_s, input_tokens=200_000, output_tokens=5))
-    return Trace(name="burst", requests=requests)
+    return Trace(name="burst", requests=tuple(requests))
 
 
 @pytest.mark.parametrize("name", [*POLICY_NAMES, "slo-aware:score:ttft=40"])
