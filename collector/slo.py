@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from slotune.collector.errors import SLOSpecError
+from slotune.collector.errors import ConfigError, SLOSpecError
 from slotune.collector.records import RequestRecord
 
 SHORTHAND_FORMS = "ttft:p99<=500ms, itl:p95<=50ms, tpot:p90<=40ms, e2e:p99<=20s or error_rate<=1%"
@@ -337,18 +337,29 @@ def load_slo_file(path: str | Path) -> list[SLO]:
     return parse_slo_yaml(text, source=str(p))
 
 
-def parse_slo_yaml(text: str, *, source: str = "<string>") -> list[SLO]:
-    """Parse the text of an SLO YAML file (see :func:`load_slo_file`)."""
+def read_yaml(
+    text: str, *, source: str, error: type[ConfigError] = SLOSpecError
+) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """Parse YAML text; returns the data (None when empty) and the line of each key path.
+
+    Raises:
+        ``error``: not valid YAML, naming ``source`` and the line.
+    """
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise SLOSpecError(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
-    if node is None or data is None:
+        raise error(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
+    return data, (_line_map(node) if node is not None else {})
+
+
+def parse_slo_yaml(text: str, *, source: str = "<string>") -> list[SLO]:
+    """Parse the text of an SLO YAML file (see :func:`load_slo_file`)."""
+    data, lines = read_yaml(text, source=source)
+    if data is None:
         raise SLOSpecError(f"{source}: the file is empty; {_FILE_FORM}")
-    lines = _line_map(node)
 
     def fail(path: tuple[Any, ...], msg: str) -> SLOSpecError:
         line = lines.get(path, lines.get(path[:-1], 1))

@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -216,3 +216,25 @@ class Dispatcher:
             for s in due:
                 self._sent_at[instance_key(s.rule, s.labels)] = s.at_ts
         return failures
+
+
+def test_alerts(notifier: Notifier) -> list[str]:
+    """Send a test alert, firing then resolved; returns the failures (empty: delivered)."""
+    now = time.time()
+    base = RuleStatus(
+        rule="slotune-test",
+        kind="test",
+        severity="info",
+        state=RuleState.FIRING,
+        value=None,
+        labels={"severity": "info"},
+        at_ts=now,
+        message="a test notification from slotune alerts test-notify",
+    )
+    failures = []
+    for status in (base, replace(base, state=RuleState.OK, at_ts=time.time())):
+        try:
+            notifier.send([status])
+        except NotifyError as e:
+            failures.append(str(e))
+    return failures

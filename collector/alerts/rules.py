@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slotune.collector.alerts.metrics import metric_def
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import Selector, parse_duration_s
+from slotune.collector.slo import Selector, parse_duration_s, read_yaml
 from slotune.collector.store import AlertRuleInfo
 
 _SHORTHAND = re.compile(
@@ -164,29 +162,16 @@ def load_rules_file(path: str | Path) -> list[ThresholdRule]:
 
 def parse_rules_yaml(text: str, *, source: str = "<string>") -> list[ThresholdRule]:
     """Parse the text of a rules file (see :func:`load_rules_file`)."""
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
+    data, lines = read_yaml(text, source=source, error=ConfigError)
     items = data.get("rules") if isinstance(data, Mapping) else None
-    if node is None or not isinstance(items, list):
+    if not isinstance(items, list):
         raise ConfigError(f"{source}:1: expected a list under 'rules'; see docs/alerts.md")
-    lines: dict[tuple[int, str | None], int] = {}
-    rules_node = next(v for k, v in node.value if k.value == "rules")
-    for i, item_node in enumerate(rules_node.value):
-        lines[(i, None)] = item_node.start_mark.line + 1
-        if isinstance(item_node, yaml.MappingNode):
-            for k, _ in item_node.value:
-                lines[(i, k.value)] = k.start_mark.line + 1
 
     rules: list[ThresholdRule] = []
     for i, item in enumerate(items):
 
         def fail(key: str | None, msg: str, i: int = i) -> ConfigError:
-            line = lines.get((i, key), lines.get((i, None), 1))
+            line = lines.get(("rules", i, key), lines.get(("rules", i), 1))
             where = f"field {key!r}: " if key else ""
             return ConfigError(f"{source}:{line}: {where}{msg}")
 
@@ -194,7 +179,7 @@ def parse_rules_yaml(text: str, *, source: str = "<string>") -> list[ThresholdRu
     seen: set[str] = set()
     for i, r in enumerate(rules):
         if r.name in seen:
-            at = lines.get((i, "name"), 1)
+            at = lines.get(("rules", i, "name"), 1)
             raise ConfigError(f"{source}:{at}: field 'name': {r.name!r} is used twice")
         seen.add(r.name)
     return rules

@@ -158,33 +158,37 @@ class SliReader:
             out.append(Counts(total - bad, total))
         return tuple(out)
 
-    def _latency(self, slo: SLO, windows: Sequence[float]) -> SliCounts:
+    def note(self, slo: SLO) -> BoundaryNote | None:
+        """What the SLO's threshold is to the stored buckets, when it is not a bound."""
+        return None if slo.sli is SLI.ERROR_RATE else self._buckets(slo)[3]
+
+    def _buckets(
+        self, slo: SLO
+    ) -> tuple[dict[float, list[SeriesRef]], float | None, float | None, BoundaryNote | None]:
+        """The SLO's bucket series by bound, the nearest bounds and the note."""
         family = slo.sli.value
-        refs = [r for r in self.series(f"{family}_bucket") if selects(slo.selector, r)]
         by_le: dict[float, list[SeriesRef]] = {}
-        for r in refs:
+        for r in self.series(f"{family}_bucket"):
             le = _parse_le(r.labels.get("le"))
-            if le is not None:
+            if le is not None and selects(slo.selector, r):
                 by_le.setdefault(le, []).append(r)
-        if math.inf not in by_le:
-            return SliCounts(tuple(None for _ in windows))
         bounds = sorted(b for b in by_le if not math.isinf(b))
+        if not bounds:
+            return by_le, None, None, None
         lower = max((b for b in bounds if b <= slo.threshold), default=None)
         upper = min((b for b in bounds if b > slo.threshold), default=None)
         note = None
-        if lower is None or lower != slo.threshold:
-            note = BoundaryNote(
-                family,
-                slo.threshold,
-                lower,
-                upper,
-                slo.interpolate and lower is not None and upper is not None,
-            )
-        wanted = [
-            b
-            for b in (lower, upper if note and note.interpolated else None, math.inf)
-            if b is not None
-        ]
+        if lower != slo.threshold:
+            interpolated = slo.interpolate and lower is not None and upper is not None
+            note = BoundaryNote(family, slo.threshold, lower, upper, interpolated)
+        return by_le, lower, upper, note
+
+    def _latency(self, slo: SLO, windows: Sequence[float]) -> SliCounts:
+        by_le, lower, upper, note = self._buckets(slo)
+        if math.inf not in by_le:
+            return SliCounts(tuple(None for _ in windows))
+        interpolated = note is not None and note.interpolated
+        wanted = [b for b in (lower, upper if interpolated else None, math.inf) if b is not None]
         used = [r for b in wanted for r in by_le[b]]
         out: list[Counts | None] = []
         for inc in self._increases(used, windows):
@@ -194,7 +198,7 @@ class SliReader:
                 out.append(None)
                 continue
             good = sums[lower] if lower is not None else 0.0
-            if note and note.interpolated and lower is not None and upper is not None:
+            if interpolated and lower is not None and upper is not None:
                 hi = sums[upper]
                 if good is not None and hi is not None:
                     good += (hi - good) * (slo.threshold - lower) / (upper - lower)

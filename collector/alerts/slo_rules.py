@@ -7,18 +7,22 @@ evaluator rebuilds the full SLO from the ``slo`` table and its rules.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from slotune.collector.alerts.policy import burn_windows, error_budget
+from slotune.collector.alerts.sli import SliReader
 from slotune.collector.slo import SLO, Alerting, BurnWindow
 from slotune.collector.store import (
     AlertRuleInfo,
     Store,
+    delete_alert_rules,
     list_alert_rules,
     list_slos,
     save_alert_rule,
+    save_slos,
 )
 
 SLO_KIND = "slo_burn"
@@ -62,6 +66,14 @@ def slo_rules(slo: SLO, *, min_window_s: float = 0.0) -> list[AlertRuleInfo]:
 def save_slo_rules(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) -> None:
     """Store the alert rules of each SLO (validated first: all or none are saved)."""
     rules = [r for slo in slos for r in slo_rules(slo, min_window_s=min_window_s)]
+    names = {r.name for r in rules}
+    applied = {slo.name for slo in slos}
+    stale = [
+        r.name
+        for r in list_alert_rules(store)
+        if r.kind == SLO_KIND and r.slo_name in applied and r.name not in names
+    ]
+    delete_alert_rules(store, stale)
     for r in rules:
         save_alert_rule(store, r)
 
@@ -81,3 +93,21 @@ def load_slos(store: Store) -> dict[str, SLO]:
             )
         out[slo.name] = slo
     return out
+
+
+def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) -> list[str]:
+    """Store SLOs with their alert rules, after checking every SLO's alerting.
+
+    Returns:
+        One line per SLO whose threshold is not a bucket bound of the stored histograms.
+
+    Raises:
+        SLOSpecError: an SLO cannot alert as written (nothing is stored).
+    """
+    for slo in slos:
+        slo_rules(slo, min_window_s=min_window_s)
+    save_slos(store, slos)
+    save_slo_rules(store, slos, min_window_s=min_window_s)
+    reader = SliReader(store, time.time())
+    notes = [reader.note(slo) for slo in slos]
+    return [n.message(slo.name) for slo, n in zip(slos, notes, strict=True) if n is not None]

@@ -333,3 +333,15 @@ def last_alert_events(
     for entry in alert_history(store, limit=10**9):
         out[(entry.event.rule, tuple(sorted(entry.event.labels.items())))] = entry
     return out
+
+
+def delete_alert_rules(store: Store, names: Iterable[str]) -> int:
+    """Delete alert rules (and their events) by name; returns how many existed."""
+    wanted = list(names)
+    if not wanted:
+        return 0
+    with store.session() as session:
+        rows = session.scalars(select(AlertRule).where(AlertRule.name.in_(wanted))).all()
+        for row in rows:
+            session.delete(row)
+        return len(rows)

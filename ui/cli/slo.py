@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
 
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
@@ -25,15 +25,26 @@ slo_app = typer.Typer(
 def apply_cmd(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="SLO YAML file (see examples/slos.yaml).")],
+    scrape_interval: Annotated[
+        str,
+        typer.Option(
+            "--scrape-interval",
+            help="The agents' scrape interval: shorter alert windows are refused.",
+        ),
+    ] = "0s",
     json: JsonOption = False,
 ) -> None:
-    """Create or replace the SLOs of a YAML file (all of them or none)."""
-    from slotune.collector.slo import load_slo_file
-    from slotune.collector.store import open_store, save_slos
+    """Create or replace the SLOs of a YAML file and their alerts (all of them or none)."""
+    from slotune.collector.alerts.slo_rules import apply_slos
+    from slotune.collector.slo import load_slo_file, parse_duration_s
+    from slotune.collector.store import open_store
 
+    min_window_s = run(parse_duration_s, scrape_interval, field_name="--scrape-interval")
     slos = run(load_slo_file, file)
     with run(open_store, db_url(ctx)) as store:
-        run(save_slos, store, slos)
+        notes = run(apply_slos, store, slos, min_window_s=min_window_s)
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     if json:
         print_json([s.to_dict() for s in slos])
     else:

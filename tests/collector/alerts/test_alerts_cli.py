@@ -1,0 +1,96 @@
+"""``slotune slo apply`` with alerting and ``slotune alerts`` end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from alert_series import steady
+from test_notify import Receiver
+from typer.testing import CliRunner
+
+from slotune.collector.store import open_store, upgrade
+from slotune.ui.cli import app
+
+SLOS = """slos:
+  - name: chat-ttft
+    spec: ttft:p99<=300ms
+    window: 1d
+    alerting:
+      windows:
+        - {severity: page, long: 10m, short: 2m, factor: 10}
+      labels: {team: serving}
+"""
+
+
+def slotune(url: str, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["--db", url, *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_slo_alert_fires_notifies_and_is_acked(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    now = time.time()
+    with open_store(sqlite_url) as store:
+        # half the requests above 1 s for the last 20 minutes: burn rate 50 against 1 %
+        steady(store, "a", start=now - 1200, end=now, step=10, good_per_step=5, bad_per_step=5)
+    slos = tmp_path / "slos.yaml"
+    slos.write_text(SLOS)
+    code, _, err = slotune(sqlite_url, "slo", "apply", str(slos))
+    assert code == 0
+    assert "300ms is not a bucket bound" in err and "nearest bounds 100ms and 500ms" in err
+
+    code, out, _ = slotune(sqlite_url, "alerts", "evaluate", "--once", "--json")
+    (status,) = json.loads(out)
+    assert status["rule"] == "chat-ttft:page" and status["state"] == "firing"
+    assert status["labels"] == {"team": "serving", "slo": "chat-ttft", "severity": "page"}
+    assert status["value"] > 10
+
+    receiver = Receiver()
+    try:
+        code, _, _ = slotune(
+            sqlite_url,
+            "alerts",
+            "run",
+            "--max-rounds",
+            "1",
+            "--notify",
+            f"alertmanager={receiver.url}",
+        )
+        assert code == 0
+        assert [b[0]["labels"]["alertname"] for _, b in receiver.bodies] == ["chat-ttft:page"]
+    finally:
+        receiver.close()
+
+    code, out, _ = slotune(sqlite_url, "alerts", "history", "--json")
+    (event,) = json.loads(out)
+    assert event["state"] == "firing" and event["acked_at"] is None
+    assert slotune(sqlite_url, "alerts", "ack", str(event["id"]), "--comment", "on it")[0] == 0
+    code, out, _ = slotune(sqlite_url, "alerts", "history", "--json")
+    assert json.loads(out)[0]["ack_comment"] == "on it"
+    code, _, _ = slotune(sqlite_url, "alerts", "silence", "chat-ttft:page", "--for", "2h")
+    code, out, _ = slotune(sqlite_url, "alerts", "list", "--json")
+    assert json.loads(out)[0]["silenced_until"] > now + 7000
+
+
+def test_bad_input_is_one_line_and_stores_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    slos = tmp_path / "slos.yaml"
+    slos.write_text("slos:\n  - name: perfect\n    spec: ttft:p99<=500ms\n    objective: 100%\n")
+    code, _, err = slotune(sqlite_url, "slo", "apply", str(slos))
+    assert code == 1 and "no error budget" in err and "Traceback" not in err
+    slos.write_text("slos:\n  - name: short\n    spec: ttft:p99<=500ms\n    window: 1h\n")
+    code, _, err = slotune(sqlite_url, "slo", "apply", "--scrape-interval", "15s", str(slos))
+    assert code == 1 and "shorter than the scrape interval 15s" in err
+    assert json.loads(slotune(sqlite_url, "slo", "list", "--json")[1]) == []
+    code, _, err = slotune(sqlite_url, "alerts", "add", "x", "kv_used > 0.9")
+    assert code == 1 and "unknown metric 'kv_used'" in err
+    code, _, err = slotune(sqlite_url, "alerts", "silence", "nope", "--for", "2h")
+    assert code == 1 and "no alert rule named 'nope'" in err
+    code, _, err = slotune(sqlite_url, "alerts", "evaluate", "--at", "yesterday")
+    assert code == 1 and "--at 'yesterday'" in err
+    code, _, err = slotune(
+        sqlite_url, "alerts", "test-notify", "--notify", "slack=http://127.0.0.1:9/T/SECRET"
+    )
+    assert code == 1 and "SECRET" not in err and "unreachable" in err
