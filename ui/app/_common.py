@@ -42,7 +42,11 @@ def is_read_only() -> bool:
     return os.environ.get(READ_ONLY_ENV, "") == "1"
 
 
-@st.cache_resource(show_spinner=False)
+def _dispose(s: Store) -> None:
+    s.dispose()
+
+
+@st.cache_resource(show_spinner=False, on_release=_dispose)
 def _store(url: str | None) -> Store:
     return open_store(url)
 

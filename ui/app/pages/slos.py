@@ -67,26 +67,45 @@ def _form(s: Store, existing: list[SLO]) -> None:
     cur = next((x for x in existing if x.name == pick), None)
     with st.form("slo_form"):
         c1, c2 = st.columns(2)
-        name = c1.text_input("name", value=cur.name if cur else "", placeholder="chat-ttft")
+        name = c1.text_input(
+            key="slo_name", label="name", value=cur.name if cur else "", placeholder="chat-ttft"
+        )
         spec = c2.text_input(
-            "objective (shorthand)",
+            key="slo_spec",
+            label="objective (shorthand)",
             value=cur.spec if cur else "",
             placeholder="ttft:p99<=500ms, itl:p95<=50ms, e2e:p99<=20s, error_rate<=1%",
         )
         c3, c4 = st.columns(2)
         window = c3.text_input(
-            "window", value=f"{cur.window_s / 86400:g}d" if cur else "30d", help="e.g. 30d, 7d"
+            key="slo_window",
+            label="window",
+            value=f"{cur.window_s / 86400:g}d" if cur else "30d",
+            help="e.g. 30d, 7d",
         )
         objective = c4.text_input(
-            "good fraction required",
+            key="slo_objective",
+            label="good fraction required",
             value=f"{cur.objective * 100:g}%" if cur else "",
             help="empty: the percentile's (p99 → 99 %)",
         )
         c5, c6, c7 = st.columns(3)
-        model = c5.text_input("selector: model", value=(cur.selector.model or "") if cur else "")
-        pool = c6.text_input("selector: pool", value=(cur.selector.pool or "") if cur else "")
-        target = c7.text_input("selector: target", value=(cur.selector.target or "") if cur else "")
-        description = st.text_input("description", value=cur.description if cur else "")
+        model = c5.text_input(
+            key="slo_model",
+            label="selector: model",
+            value=(cur.selector.model or "") if cur else "",
+        )
+        pool = c6.text_input(
+            key="slo_pool", label="selector: pool", value=(cur.selector.pool or "") if cur else ""
+        )
+        target = c7.text_input(
+            key="slo_target",
+            label="selector: target",
+            value=(cur.selector.target or "") if cur else "",
+        )
+        description = st.text_input(
+            key="slo_description", label="description", value=cur.description if cur else ""
+        )
         if st.form_submit_button("Save SLO"):
             try:
                 slo = slo_from_fields(
@@ -106,8 +125,10 @@ def _form(s: Store, existing: list[SLO]) -> None:
                 _statuses.clear()
                 st.success(f"saved SLO {slo.name} ({slo.spec})")
     with st.form("slo_delete"):
-        victim = st.selectbox("SLO to delete", [x.name for x in existing])
-        sure = st.checkbox("yes, delete it")
+        victim = st.selectbox(
+            key="slo_victim", label="SLO to delete", options=[x.name for x in existing]
+        )
+        sure = st.checkbox("yes, delete it", key="slo_sure")
         if st.form_submit_button("Delete SLO"):
             if not sure or victim is None:
                 st.error("tick 'yes, delete it' to delete the SLO")

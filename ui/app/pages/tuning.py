@@ -82,7 +82,7 @@ def _start_form() -> None:
     models, gpus = _catalog()
     with st.form("study_form"):
         c1, c2, c3, c4 = st.columns(4)
-        name = c1.text_input("study name", placeholder="chat-h100")
+        name = c1.text_input(key="study_name", label="study name", placeholder="chat-h100")
         backend = c2.selectbox("backend", ["sim", "launch", "attach"])
         engine = c3.selectbox("engine", ["vllm", "trtllm"])
         objective = c4.selectbox("objective", ["capacity", "goodput", "throughput", "pareto"])
@@ -91,17 +91,29 @@ def _start_form() -> None:
             "model", models, index=models.index("llama-3.1-8b") if "llama-3.1-8b" in models else 0
         )
         gpu = c6.selectbox("GPU", gpus, index=gpus.index("h100-sxm") if "h100-sxm" in gpus else 0)
-        workload = c7.selectbox("workload", [*NAMED_WORKLOADS, UPLOAD])
-        upload = st.file_uploader(
-            "trace (JSONL, Azure CSV or Mooncake JSONL)", type=["jsonl", "csv", "json"]
+        workload = c7.selectbox(
+            key="study_workload", label="workload", options=[*NAMED_WORKLOADS, UPLOAD]
         )
-        slos = st.text_area("SLOs, one per line", value="ttft:p99<=500ms\nitl:p99<=50ms")
+        upload = st.file_uploader(
+            key="study_trace",
+            label="trace (JSONL, Azure CSV or Mooncake JSONL)",
+            type=["jsonl", "csv", "json"],
+        )
+        slos = st.text_area(
+            key="study_slos", label="SLOs, one per line", value="ttft:p99<=500ms\nitl:p99<=50ms"
+        )
         c8, c9, c10, c11, c12 = st.columns(5)
-        trials = c8.number_input("trials", min_value=1, max_value=1000, value=20)
+        trials = c8.number_input(
+            key="study_trials", label="trials", min_value=1, max_value=1000, value=20
+        )
         rate = c9.text_input("rate (req/s)", help="empty: the trace's own timestamps")
-        num_requests = c10.number_input("requests per trial (0: all)", min_value=0, value=300)
+        num_requests = c10.number_input(
+            key="study_requests", label="requests per trial (0: all)", min_value=0, value=300
+        )
         seed = c11.number_input("seed", min_value=0, value=0)
-        recheck = c12.number_input("re-check best K", min_value=0, value=3)
+        recheck = c12.number_input(
+            key="study_recheck", label="re-check best K", min_value=0, value=3
+        )
         command = st.text_input(
             "launch command (launch backend)",
             placeholder="vllm serve {hf_model} --port {port} {engine_args}",

@@ -1,0 +1,194 @@
+"""The forms that write: what a page stores is what the command line then reads; bad input
+is one message on the page and stores nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from _tools import SLOTUNE
+from conftest import RunPage
+from streamlit.testing.v1 import AppTest
+from ui_pages import assert_clean
+
+from slotune.collector.store import (
+    WorkerInfo,
+    WorkerState,
+    get_worker,
+    list_alert_rules,
+    open_store,
+    save_worker,
+)
+
+
+def _cli(url: str, *args: str) -> object:
+    out = subprocess.run(
+        [SLOTUNE, "--db", url, *args, "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _click(at: AppTest, label: str) -> AppTest:
+    button = next(b for b in at.button if b.label == label)
+    return button.click().run()
+
+
+def test_an_slo_saved_on_the_page_is_what_slo_list_shows(
+    seeded_url: str, run_page: RunPage
+) -> None:
+    at = run_page("slos", seeded_url)
+    at.text_input(key="slo_name").input("chat-itl")
+    at.text_input(key="slo_spec").input("itl:p95<=50ms")
+    at.text_input(key="slo_window").input("7d")
+    at.text_input(key="slo_pool").input("chat")
+    at = _click(at, "Save SLO")
+    assert_clean(at)
+    assert "saved SLO chat-itl (itl:p95<=50ms)" in at.success[0].value
+    listed = {s["name"]: s for s in _cli(seeded_url, "slo", "list")}  # type: ignore[union-attr]
+    assert listed["chat-itl"]["spec"] == "itl:p95<=50ms"
+    assert listed["chat-itl"]["window_s"] == 7 * 86400
+    assert listed["chat-itl"]["selector"] == {"pool": "chat"}
+    assert abs(listed["chat-itl"]["objective"] - 0.95) < 1e-12
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("slo_spec", "ttft:p99<=500", "field 'spec': SLO 'ttft:p99<=500' is not understood"),
+        ("slo_window", "30 days", "field 'window': '30 days' is not a duration"),
+        ("slo_objective", "150%", "field 'objective': '150%' must be a fraction"),
+    ],
+)
+def test_a_wrong_slo_field_is_one_message_and_stores_nothing(
+    sqlite_url: str, run_page: RunPage, field: str, value: str, message: str
+) -> None:
+    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    at = run_page("slos", sqlite_url)
+    at.text_input(key="slo_name").input("chat-ttft")
+    at.text_input(key="slo_spec").input("ttft:p99<=500ms")
+    at.text_input(key=field).input(value)
+    at = _click(at, "Save SLO")
+    assert not at.exception
+    assert len(at.error) == 1
+    assert message in at.error[0].value
+    assert _cli(sqlite_url, "slo", "list") == []
+
+
+def test_deleting_an_slo_needs_the_confirmation(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("slos", seeded_url)
+    at.selectbox(key="slo_victim").select("code-e2e")
+    at = _click(at, "Delete SLO")
+    assert "tick 'yes, delete it'" in at.error[0].value
+    assert len(_cli(seeded_url, "slo", "list")) == 2  # type: ignore[arg-type]
+    at.checkbox(key="slo_sure").check()
+    at = _click(at, "Delete SLO")
+    assert_clean(at)
+    assert [s["name"] for s in _cli(seeded_url, "slo", "list")] == ["chat-ttft"]  # type: ignore[union-attr]
+
+
+def test_threshold_rule_form_checks_the_threshold(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("alerts", seeded_url)
+    at.text_input[0].input("kv-high")
+    at.text_input[1].input("90%")
+    at = _click(at, "Save rule")
+    assert "field 'threshold': '90%' is not a number; give it in ratio" in at.error[0].value
+    with open_store(seeded_url) as store:
+        assert [r.name for r in list_alert_rules(store)] == ["chat-ttft-burn"]
+    at.text_input[1].input("0.9")
+    at = _click(at, "Save rule")
+    assert_clean(at)
+    with open_store(seeded_url) as store:
+        rule = next(r for r in list_alert_rules(store) if r.name == "kv-high")
+    assert (rule.metric, rule.op, rule.threshold, rule.for_s) == ("kv_usage", ">", 0.9, 300.0)
+
+
+def _wait_for_worker(url: str, name: str, limit_s: float = 240) -> WorkerInfo:
+    deadline = time.monotonic() + limit_s
+    with open_store(url) as store:
+        while time.monotonic() < deadline:
+            info = get_worker(store, name)
+            if info is not None and info.state is not WorkerState.RUNNING:
+                return info
+            time.sleep(0.5)
+    raise AssertionError(f"the worker of {name} did not finish in {limit_s} s")
+
+
+def _fill_study(at: AppTest, name: str) -> None:
+    at.text_input(key="study_name").input(name)
+    at.number_input(key="study_trials").set_value(3)
+    at.number_input(key="study_requests").set_value(100)
+    at.number_input(key="study_recheck").set_value(0)
+    at.text_area(key="study_slos").input("ttft:p99<=500ms")
+
+
+def test_a_study_started_on_the_page_runs_in_a_worker_and_is_listed(
+    sqlite_url: str, run_page: RunPage
+) -> None:
+    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    at = run_page("tuning", sqlite_url)
+    _fill_study(at, "page-study")
+    at = _click(at, "Start study")
+    assert_clean(at)
+    assert "started in a worker process" in at.success[0].value
+    info = _wait_for_worker(sqlite_url, "page-study")
+    assert info.state is WorkerState.FINISHED, info.error
+    assert info.pid != os.getpid()
+    listed = _cli(sqlite_url, "tune", "list")
+    assert [(s["name"], s["status"], s["trials"]) for s in listed] == [  # type: ignore[union-attr]
+        ("page-study", "complete", 3)
+    ]
+    # a reload (a fresh session) shows it, with its trials, figures and launch command
+    at = run_page("tuning", sqlite_url, query={"study": "page-study"})
+    assert_clean(at)
+    trials = at.dataframe[1].value
+    assert len(trials) == 3 and trials["source"][0] == "default"
+    assert any("vllm serve" in c.value for c in at.code)
+
+
+def test_an_unparsable_trace_upload_is_one_message_and_starts_nothing(
+    sqlite_url: str, run_page: RunPage
+) -> None:
+    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    at = run_page("tuning", sqlite_url)
+    _fill_study(at, "bad-trace")
+    at.selectbox(key="study_workload").select("(upload a trace)")
+    at.file_uploader(key="study_trace").upload(
+        "broken.jsonl", b'{"timestamp": 0, "input_tok\n', "application/json"
+    )
+    at = _click(at, "Start study")
+    assert not at.exception
+    assert len(at.error) == 1 and "uploaded trace broken.jsonl" in at.error[0].value
+    assert _cli(sqlite_url, "tune", "list") == []
+
+
+def test_a_dead_worker_is_said_so_with_the_way_to_resume(
+    sqlite_url: str, run_page: RunPage
+) -> None:
+    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    at = run_page("tuning", sqlite_url)
+    _fill_study(at, "dies")
+    at = _click(at, "Start study")
+    assert _wait_for_worker(sqlite_url, "dies").state is WorkerState.FINISHED
+    with open_store(sqlite_url) as store:  # as if the process had been killed mid-study
+        info = get_worker(store, "dies")
+        assert info is not None
+        save_worker(
+            store,
+            WorkerInfo(
+                "dies",
+                2**22 + 1,
+                info.host,
+                WorkerState.RUNNING,
+                info.started_at,
+                info.heartbeat_at,
+            ),
+        )
+    at = run_page("tuning", sqlite_url, query={"study": "dies"})
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "stopped without finishing" in at.error[0].value
+    assert "slotune tune resume dies" in at.error[0].value

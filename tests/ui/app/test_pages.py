@@ -1,0 +1,99 @@
+"""Every page on a seeded store (SQLite and PostgreSQL): what it shows, not only that it runs."""
+
+from __future__ import annotations
+
+from conftest import RunPage
+from ui_pages import assert_clean, texts
+
+
+def test_overview_counts_targets_slos_and_alerts(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("overview", seeded_url)
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Targets up"] == "3 / 3"
+    assert metrics["SLOs met"] == "1 / 2"
+    assert metrics["Alerts firing"] == "1"
+    assert metrics["Latest study"] == "none"
+    slos = at.dataframe[0].value
+    assert list(slos["name"]) == ["chat-ttft", "code-e2e"]
+    assert list(slos["state"]) == ["met", "breached"]
+    assert abs(slos["attainment"][0] - 99.5) < 1e-6
+    assert abs(slos["budget_left"][0] - 50.0) < 1e-6
+    assert slos["budget_left"][1] == 0.0  # overspent shows as an empty bar
+    assert "chat-ttft-burn" in list(at.dataframe[1].value["rule"])
+
+
+def test_fleet_groups_targets_into_pools_and_drills_down(
+    seeded_url: str, run_page: RunPage
+) -> None:
+    at = run_page("fleet", seeded_url, query={"range": "5m"})
+    assert_clean(at)
+    pools = at.dataframe[0].value.set_index("pool")
+    assert list(pools.index) == ["chat", "code"]
+    assert pools.loc["chat", "targets"] == 2
+    # 2 targets x 10 requests per 5 s scrape
+    assert abs(pools.loc["chat", "req_s"] - 4.0) < 0.01
+    # chat: 99.5 % within 0.5 s, interpolated in the (0.1, 0.25] bucket for p50
+    assert 100 < pools.loc["chat", "ttft_p50"] < 250
+    assert pools.loc["code", "ttft_p99"] > 500
+    targets = at.dataframe[1].value
+    assert list(targets["name"]) == ["node-1/vllm", "node-2/vllm", "node-3/vllm"]
+    assert set(targets["status"]) == {"up"}
+    assert abs(targets["kv_usage"][0] - 60.0) < 1e-6
+    assert abs(targets["vram_gib"][0] - 70.0) < 1e-6
+    assert "All targets, last 5m" in texts(at)
+    assert len(at.get("plotly_chart")) == 12
+
+    at = run_page(
+        "fleet", seeded_url, query={"range": "5m", "pool": "code", "target": "node-3/vllm"}
+    )
+    assert_clean(at)
+    assert list(at.dataframe[1].value["name"]) == ["node-3/vllm"]
+    assert "Target node-3/vllm, last 5m" in texts(at)
+
+
+def test_slos_page_shows_budget_and_burn_rates(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("slos", seeded_url)
+    assert_clean(at)
+    table = at.dataframe[0].value.set_index("name")
+    assert abs(table.loc["code-e2e", "burn_1h"] - 1.5) < 1e-6
+    assert table.loc["code-e2e", "state"] == "breached"
+    assert len(at.get("plotly_chart")) == 2
+    assert at.form  # forms are shown unless read-only
+
+
+def test_alerts_page_lists_rules_firing_and_history(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("alerts", seeded_url)
+    assert_clean(at)
+    firing, rules, history = (d.value for d in at.dataframe)
+    assert list(firing["rule"]) == ["chat-ttft-burn"]
+    assert list(rules["condition"]) == ["error budget burn of SLO chat-ttft"]
+    assert list(history["state"]) == ["firing"]
+
+
+def test_benchmarks_page_shows_runs_distributions_and_rate_curves(
+    seeded_url: str, run_page: RunPage
+) -> None:
+    at = run_page("benchmarks", seeded_url, query={"run": "1"})
+    assert_clean(at)
+    runs = at.dataframe[0].value
+    assert list(runs["name"]).count("llama poisson (max-rate)") == 3
+    assert "baseline" in list(runs["name"])
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4 + 1  # TTFT/ITL/TPOT/E2E CDFs + one rate curve
+    assert "Rate → latency and goodput" in texts(at)
+
+
+def test_diagnosis_page_lists_stored_diagnoses(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("diagnosis", seeded_url)
+    assert_clean(at)
+    assert list(at.dataframe[0].value["kind"]) == ["prefix-cache"]
+    assert "41 % of prompt tokens repeat" in str(at.json[0].value)
+
+
+def test_read_only_hides_every_writing_control(seeded_url: str, run_page: RunPage) -> None:
+    for page in ("slos", "alerts", "tuning"):
+        at = run_page(page, seeded_url, read_only=True)
+        assert_clean(at)
+        assert not at.form, page
+        assert not at.button, page
