@@ -1,0 +1,122 @@
+"""One backend as the proxy sees it: its circuit, its live load, and the loop that reads it.
+
+The load comes from the engine's own ``/metrics``, read by the agent's source for its kind
+(vLLM, SGLang, TensorRT-LLM names mapped onto ``requests_running``, ``requests_waiting``,
+``kv_usage``, ``generation_tokens``). Between two reads the proxy adds the requests it sent
+since the last read to ``num_waiting``: the engine has not reported them yet, and without
+them a burst arriving between reads would all go to the replica that looked idlest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from slotune.collector.agent.base import Scrape
+from slotune.collector.agent.fetch import HttpFetcher
+from slotune.collector.agent.registry import make_source
+from slotune.collector.agent.targets import make_target
+from slotune.collector.errors import SourceError
+from slotune.tuner.fleet.policy import ReplicaState
+from slotune.tuner.fleet.route_breaker import BreakerState, CircuitBreaker
+from slotune.tuner.fleet.route_config import BackendSpec, BreakerSettings
+
+log = logging.getLogger("slotune.route")
+
+
+class Backend:
+    """A backend's circuit breaker, load snapshot and in-flight count."""
+
+    def __init__(self, spec: BackendSpec, breaker: BreakerSettings) -> None:
+        self.spec = spec
+        self.breaker = CircuitBreaker(breaker.failures, breaker.open_for_s)
+        self.in_flight = 0
+        self.num_running = 0
+        self.num_waiting = 0
+        self.kv_usage = 0.0
+        self.throughput_tps = 0.0
+        self.num_sent_since_poll = 0
+        self._last_tokens: tuple[float, float] | None = None  # (monotonic time, tokens)
+
+    def state(self) -> BreakerState:
+        return self.breaker.state(time.monotonic())
+
+    def can_send(self) -> bool:
+        return self.breaker.can_send(time.monotonic())
+
+    def replica_state(self) -> ReplicaState:
+        """The load as the policy sees it now."""
+        return ReplicaState(
+            name=self.spec.name,
+            pool=self.spec.pool,
+            model=self.spec.model,
+            num_running=self.num_running,
+            num_waiting=self.num_waiting + self.num_sent_since_poll,
+            kv_usage=self.kv_usage,
+            healthy=self.can_send(),
+            throughput_tps=self.throughput_tps,
+        )
+
+    def on_send(self) -> None:
+        self.in_flight += 1
+        self.num_sent_since_poll += 1
+        self.breaker.on_send(time.monotonic())
+
+    def on_done(self, *, ok: bool) -> None:
+        self.in_flight -= 1
+        if ok:
+            self.breaker.on_success()
+        else:
+            self.on_failure()
+
+    def on_abandoned(self) -> None:
+        self.in_flight -= 1
+        self.breaker.on_abandoned()
+
+    def on_failure(self) -> None:
+        before = self.state()
+        self.breaker.on_failure(time.monotonic())
+        if before is not BreakerState.OPEN and self.state() is BreakerState.OPEN:
+            log.warning("backend %s: circuit open (ejected)", self.spec.name)
+
+    def update_load(self, scrape: Scrape, now: float) -> None:
+        """Take the running / waiting / KV usage / token rate a scrape reports."""
+        values: dict[str, list[float]] = {}
+        for fam in scrape.canonical:
+            values[fam.name] = [s.value for s in fam.samples]
+        self.num_running = int(sum(values.get("requests_running", [0.0])))
+        self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
+        self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
+        self.num_sent_since_poll = 0
+        tokens = values.get("generation_tokens")
+        if tokens is None:
+            return
+        total = sum(tokens)
+        last = self._last_tokens
+        if last is not None and now > last[0] and total >= last[1]:  # a restart resets it
+            self.throughput_tps = (total - last[1]) / (now - last[0])
+        self._last_tokens = (now, total)
+
+
+async def poll_forever(backend: Backend, interval_s: float, timeout_s: float) -> None:
+    """Read the backend's ``/metrics`` every ``interval_s`` until cancelled.
+
+    A failed read counts as a failure of the backend (so a dead replica with no traffic is
+    still ejected); a good read of an open circuit's backend does not close it, only a
+    successful request does.
+    """
+    spec = backend.spec
+    source = make_source(make_target(spec.kind, spec.url, name=spec.name, node="route"))
+    async with HttpFetcher(timeout_s=timeout_s) as fetch:
+        while True:
+            started = time.monotonic()
+            try:
+                scrape = await source.collect(fetch)
+            except SourceError as e:
+                if backend.state() is BreakerState.CLOSED:
+                    log.warning("backend %s: %s", spec.name, e)
+                backend.on_failure()
+            else:
+                backend.update_load(scrape, time.monotonic())
+            await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))

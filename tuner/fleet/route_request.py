@@ -1,0 +1,139 @@
+"""A request's routing features, read from its OpenAI body without a tokenizer, in microseconds.
+
+Prompt tokens are estimated as the prompt's whitespace-separated words (a chat request: its
+messages rendered one ``"role: content"`` line each). That is exact for the emulated engine's
+word prompts and about 1.3x low on English prose for real tokenizers; routing only needs to
+tell long prompts from short ones, and a real tokenizer would cost more than the whole proxy
+hop (an exact regex split of a 2,000-token prompt alone takes about 0.5 ms). A prompt given
+as token ids is counted exactly.
+
+Prefix blocks: the prompt's bytes in blocks of about ``block_size`` tokens (4 bytes per token
+of text, 8 per token id), each block's id a hash chained over every block before it (as vLLM's
+prefix cache keys its blocks), so two prompts share their first k ids exactly when they share
+their first k blocks. Only the first ``max_blocks`` are hashed: routing needs the leading
+blocks, and it bounds the cost.
+
+The session key is the ``X-Session-Id`` header, else the body's ``user``; the client key (for
+per-client output-length quantiles) is the body's ``user``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from collections.abc import Mapping
+from typing import Any
+
+from slotune.tuner.fleet.estimator import OutputLengthEstimator
+from slotune.tuner.fleet.policy import RequestInfo
+from slotune.tuner.sim.emulate.prompts import render_chat
+
+SESSION_HEADER = "X-Session-Id"
+DEFAULT_MAX_BLOCKS = 256
+_BYTES_PER_TEXT_TOKEN = 4
+_BYTES_PER_TOKEN_ID = 8
+
+
+def prompt_features(body: Mapping[str, Any], block_size: int) -> tuple[int, tuple[int, ...]]:
+    """(estimated prompt tokens, prefix block ids) of a completions or chat body."""
+    ids = body.get("prompt_token_ids")
+    prompt: Any = ids if isinstance(ids, list) else body.get("prompt")
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        prompt = render_chat([_message_pair(m) for m in messages])
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        data = prompt.encode()
+        return _num_words(prompt), block_hashes(data, block_size * _BYTES_PER_TEXT_TOKEN)
+    if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+        data = array("q", prompt).tobytes()
+        return len(prompt), block_hashes(data, block_size * _BYTES_PER_TOKEN_ID)
+    return 0, ()
+
+
+def _num_words(text: str) -> int:
+    # str.count runs in C: ten times cheaper than str.split() on a long prompt
+    if not text.strip():
+        return 0
+    return text.count(" ") + text.count("\n") + 1
+
+
+def _message_pair(message: Any) -> tuple[str, str]:
+    if not isinstance(message, dict):
+        return "", ""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "\n".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(message.get("role", "")), content if isinstance(content, str) else ""
+
+
+def block_hashes(
+    data: bytes, block_bytes: int, max_blocks: int = DEFAULT_MAX_BLOCKS
+) -> tuple[int, ...]:
+    """Chained 63-bit ids of the full ``block_bytes`` blocks of ``data`` (at most ``max_blocks``).
+
+    Each id is CRC-32 and Adler-32 of the whole prefix so far (both extend incrementally, so
+    a block costs one pass over its own bytes): about three times cheaper than a chained
+    cryptographic hash, and a collision only costs a routing choice, never a wrong answer.
+    """
+    crc, adler = 0, 1
+    out: list[int] = []
+    view = memoryview(data)
+    end = min(len(data), block_bytes * max_blocks)
+    for start in range(0, end - block_bytes + 1, block_bytes):
+        block = view[start : start + block_bytes]
+        crc = zlib.crc32(block, crc)
+        adler = zlib.adler32(block, adler)
+        out.append((crc & 0x7FFFFFFF) << 32 | adler)
+    return tuple(out)
+
+
+def max_tokens_of(body: Mapping[str, Any]) -> int | None:
+    """``max_completion_tokens`` (chat) or ``max_tokens`` when the client gave an integer."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def request_info(
+    request_id: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    *,
+    default_model: str,
+    block_size: int,
+    estimator: OutputLengthEstimator,
+) -> RequestInfo:
+    """What the policy sees of one request.
+
+    Args:
+        request_id: the proxy's id for it.
+        body: the decoded JSON body.
+        headers: the request's headers (case-insensitive mapping).
+        default_model: the model of a body that names none.
+        block_size: tokens per prefix block.
+        estimator: expected output length when ``max_tokens`` is absent.
+    """
+    model = body.get("model")
+    model = model if isinstance(model, str) and model else default_model
+    num_tokens, prefix_hashes = prompt_features(body, block_size)
+    user = body.get("user")
+    client_key = user if isinstance(user, str) and user else None
+    max_tokens = max_tokens_of(body)
+    return RequestInfo(
+        request_id=request_id,
+        model=model,
+        input_tokens=num_tokens,
+        expected_output_tokens=estimator.expected(model, client_key, max_tokens),
+        max_tokens=max_tokens,
+        prefix_hashes=prefix_hashes,
+        session_id=headers.get(SESSION_HEADER) or client_key,
+        client_key=client_key,
+    )

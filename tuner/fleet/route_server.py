@@ -1,0 +1,88 @@
+"""Start, run and stop ``slotune route``: bind 127.0.0.1 by default, stop cleanly on a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from slotune.collector.errors import ConfigError
+from slotune.tuner.fleet.proxy import RouteProxy
+from slotune.tuner.fleet.route_config import RouteConfig, load_route_config
+
+log = logging.getLogger("slotune.route")
+_SHUTDOWN_GRACE_S = 1.0
+
+
+async def run_proxy(
+    proxy: RouteProxy,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve ``proxy`` on ``host:port`` until ``stop`` is set; ``on_ready`` gets the bound port.
+
+    Raises:
+        ConfigError: the address cannot be bound.
+    """
+    runner = web.AppRunner(
+        proxy.make_app(),
+        handler_cancellation=True,  # a client that leaves cancels its upstream request
+        access_log=None,
+        shutdown_timeout=_SHUTDOWN_GRACE_S,
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as e:
+            raise ConfigError(
+                f"cannot bind {host}:{port} ({e.strerror}); pass a free --port"
+            ) from e
+        bound = runner.addresses[0][1]
+        log.info(
+            "Starting slotune route on http://%s:%d: %d backends, policy %s",
+            host,
+            bound,
+            len(proxy.backends),
+            proxy.policy.name,
+        )
+        if on_ready is not None:
+            on_ready(bound)
+        await stop.wait()
+        log.info("Shutting down slotune route")
+    finally:
+        await runner.cleanup()
+
+
+def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Run ``slotune route --config FILE`` until SIGINT or SIGTERM.
+
+    Raises:
+        ConfigError: a bad fleet file (file:line: field), or a port that cannot be bound.
+    """
+    config: RouteConfig = load_route_config(config_path)
+    # log lines like slotune emulate's: INFO 12-01 12:00:00 [slotune.route] ...
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stdout,
+        format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
+        datefmt="%m-%d %H:%M:%S",
+    )
+    proxy = RouteProxy(config)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_proxy(proxy, host, port, stop)
+
+    asyncio.run(main())

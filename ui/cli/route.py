@@ -1,0 +1,33 @@
+"""``slotune route``: the request-aware OpenAI-compatible proxy in front of a fleet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from slotune.ui.cli._common import run
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("route")
+    def route(
+        config: Annotated[
+            Path,
+            typer.Option("--config", help="Fleet file: backends, pools, policy (docs/fleet.md)."),
+        ],
+        host: Annotated[
+            str, typer.Option("--host", help="Address to bind (0.0.0.0 to serve other hosts).")
+        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8080,
+    ) -> None:
+        """Serve an OpenAI-compatible proxy that routes each request by policy.
+
+        Reads each backend's load from its /metrics, ejects failing backends, sheds with 429,
+        and exposes its own Prometheus metrics at /metrics. Example: slotune route --config
+        examples/fleet.yaml --port 8080
+        """
+        from slotune.tuner.fleet.route_server import serve
+
+        run(serve, config, host, port)
