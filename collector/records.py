@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
+
+# Upper bounds (seconds) of the histogram of gaps between chunks past a request's timed ones;
+# the last count is for gaps above the last bound.
+UNTIMED_GAP_BOUNDS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+def untimed_gap_bucket(gap_s: float) -> int:
+    """The index in :data:`UNTIMED_GAP_BOUNDS_S` counts a gap goes to."""
+    return bisect.bisect_left(UNTIMED_GAP_BOUNDS_S, gap_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -10,7 +20,10 @@ class RequestRecord:
     """One request as seen by the client (or by the simulator, which sees it exactly).
 
     Times are seconds on one clock (any origin). ``chunk_times_s`` / ``chunk_tokens`` list
-    every streamed chunk that arrived, including chunks carrying zero tokens; a
+    every streamed chunk that arrived, including chunks carrying zero tokens, up to the load
+    generator's per-request bound (a server that streams without end must not exhaust the
+    client); chunks past it are only counted (``num_untimed_chunks``, their tokens in
+    ``num_untimed_tokens``, the gaps before them in ``untimed_gap_counts``). A
     non-streaming response is a single chunk at ``end_s``.
 
     Attributes:
@@ -27,6 +40,10 @@ class RequestRecord:
         error_detail: human-readable detail for the error.
         http_status: HTTP status code, if a response arrived.
         scheduled_s: when the arrival schedule wanted the request sent.
+        num_untimed_chunks: chunks that arrived past the bound on timed chunks.
+        num_untimed_tokens: the tokens they carried (client count).
+        untimed_gap_counts: their gaps to the chunk before, counted per bucket of
+            :data:`UNTIMED_GAP_BOUNDS_S` (empty when every chunk is timed).
     """
 
     request_id: str
@@ -41,6 +58,9 @@ class RequestRecord:
     error_detail: str | None = None
     http_status: int | None = None
     scheduled_s: float | None = None
+    num_untimed_chunks: int = 0
+    num_untimed_tokens: int = 0
+    untimed_gap_counts: tuple[int, ...] = ()
 
     @property
     def is_ok(self) -> bool:
@@ -51,7 +71,7 @@ class RequestRecord:
         """Server-reported output tokens, else the client's count of streamed tokens."""
         if self.output_tokens is not None:
             return self.output_tokens
-        return sum(self.chunk_tokens)
+        return sum(self.chunk_tokens) + self.num_untimed_tokens
 
     @property
     def ttft_s(self) -> float | None:

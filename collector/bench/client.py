@@ -23,10 +23,13 @@ from typing import Any
 
 import aiohttp
 
-from slotune.collector.bench.sse import DONE, ProtocolError, SSEDecoder, parse_chunk
+from slotune.collector.bench.sse import DONE, Chunk, ProtocolError, SSEDecoder, parse_chunk
 from slotune.collector.errors import ConfigError
-from slotune.collector.records import RequestRecord
+from slotune.collector.records import UNTIMED_GAP_BOUNDS_S, RequestRecord, untimed_gap_bucket
 from slotune.collector.workload.tokens import count_tokens
+
+# Enough for a 64k-token output streamed one token per chunk; an endless stream stops here.
+DEFAULT_MAX_TIMED_CHUNKS = 65_536
 
 
 class Endpoint(StrEnum):
@@ -77,6 +80,8 @@ class ClientOptions:
         stream: SSE streaming (True) or one JSON response.
         ignore_eos: ask vLLM-style servers to produce exactly ``output_tokens``
             (``ignore_eos`` + ``min_tokens``); turn off for servers that reject unknown fields.
+        max_timed_chunks: chunks of one response whose arrival times are kept; past it
+            chunks are only counted (see :class:`~collector.records.RequestRecord`).
     """
 
     base_url: str
@@ -86,6 +91,7 @@ class ClientOptions:
     api_key: str | None = None
     stream: bool = True
     ignore_eos: bool = True
+    max_timed_chunks: int = DEFAULT_MAX_TIMED_CHUNKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +182,25 @@ class _Stream:
         "estimates",
         "explicit",
         "finish",
+        "gap_counts",
+        "last_s",
+        "max_timed",
+        "num_untimed",
         "received",
         "times",
+        "untimed_tokens",
         "usage",
     )
 
-    def __init__(self, counter: Callable[[str], int]) -> None:
+    def __init__(
+        self, counter: Callable[[str], int], max_timed: int = DEFAULT_MAX_TIMED_CHUNKS
+    ) -> None:
         self.counter = counter
+        self.max_timed = max_timed
+        self.num_untimed = 0
+        self.untimed_tokens = 0
+        self.gap_counts = [0] * (len(UNTIMED_GAP_BOUNDS_S) + 1)
+        self.last_s: float | None = None
         self.received: list[tuple[str, float]] = []
         self.times: list[float] = []
         self.estimates: list[int] = []
@@ -195,8 +213,27 @@ class _Stream:
     def event(self, payload: str, t: float) -> None:
         if payload.strip() == DONE:
             self.done_s = t
-        else:
+        elif len(self.received) + len(self.times) < self.max_timed:
             self.received.append((payload, t))
+        else:
+            self._untimed(payload, t)
+        self.last_s = t
+
+    def _untimed(self, payload: str, t: float) -> None:
+        """A chunk past the bound: parsed now, counted, its time kept only as a gap."""
+        if self.error is not None:
+            return
+        try:
+            chunk = self._read(payload)
+        except ProtocolError as e:
+            self.error = (ErrorKind.PROTOCOL, str(e)[:300])
+            return
+        if chunk is None:
+            return
+        self.num_untimed += 1
+        self.untimed_tokens += self._tokens(chunk)
+        if self.last_s is not None:
+            self.gap_counts[untimed_gap_bucket(t - self.last_s)] += 1
 
     def parse(self, limit: int | None = None) -> bool:
         """Read the oldest ``limit`` kept events (all by default); True if some remain.
@@ -211,23 +248,30 @@ class _Stream:
         return bool(self.received)
 
     def _parse_event(self, payload: str, t: float) -> None:
+        chunk = self._read(payload)
+        if chunk is not None:
+            self.times.append(t)
+            self.estimates.append(self._tokens(chunk))
+
+    def _read(self, payload: str) -> Chunk | None:
+        """The chunk, its usage and finish noted; None for an in-stream error (noted)."""
         chunk = parse_chunk(payload)
         if chunk.error is not None:
             code = chunk.error_code or 500
             kind = ErrorKind.HTTP_4XX if 400 <= code < 500 else ErrorKind.HTTP_5XX
             self.error = (kind, f"in-stream error: {chunk.error}"[:300])
-            return
+            return None
         if chunk.usage is not None:
             self.usage = chunk.usage
         if chunk.finish_reason:
             self.finish = chunk.finish_reason
+        return chunk
+
+    def _tokens(self, chunk: Chunk) -> int:
         if chunk.num_tokens is not None:
-            n = chunk.num_tokens
-        else:
-            self.explicit = self.explicit and not chunk.text
-            n = max(1, self.counter(chunk.text)) if chunk.text else 0
-        self.times.append(t)
-        self.estimates.append(n)
+            return chunk.num_tokens
+        self.explicit = self.explicit and not chunk.text
+        return max(1, self.counter(chunk.text)) if chunk.text else 0
 
 
 class _ReadClock(asyncio.Protocol):
@@ -310,21 +354,28 @@ async def send_request(
     scheduled_s: float | None = None,
     counter: Callable[[str], int] = count_tokens,
 ) -> ClientResult:
-    """Send one request and time it; never raises for server or network failures."""
+    """Send one request and time it; never raises: every failure becomes the record's error.
+
+    ``options.timeout_s`` bounds the whole request: connecting, waiting, streaming and
+    reading the chunks.
+    """
     url = options.base_url + options.endpoint.path
     hdrs = headers(options.api_key)
     hdrs["X-Request-Id"] = request_id
     data = json.dumps(request_body(options, prompt)).encode()
-    state = _Stream(counter)
+    state = _Stream(counter, options.max_timed_chunks)
     status: int | None = None
     end_s: float | None = None
     timeout = aiohttp.ClientTimeout(total=options.timeout_s)
     clock = _SendClock()
     asked_s = time.perf_counter()
     try:
-        async with session.post(
-            url, data=data, headers=hdrs, timeout=timeout, trace_request_ctx=clock
-        ) as resp:
+        async with (
+            asyncio.timeout(options.timeout_s),
+            session.post(
+                url, data=data, headers=hdrs, timeout=timeout, trace_request_ctx=clock
+            ) as resp,
+        ):
             status = resp.status
             if status >= 400:
                 body = (await resp.read())[:300].decode("utf-8", errors="replace")
@@ -353,6 +404,10 @@ async def send_request(
         state.error = (ErrorKind.PROTOCOL, str(e)[:300])
     except aiohttp.ClientError as e:
         state.error = (ErrorKind.DISCONNECT, f"{type(e).__name__}: {e}"[:300])
+    except Exception as e:
+        # Whatever a hostile reply makes the HTTP stack raise, the request was sent: it must
+        # end as a record, never vanish from the run.
+        state.error = (ErrorKind.PROTOCOL, f"unusable reply ({type(e).__name__}: {e})"[:300])
     try:
         state.parse()  # a stream cut short: the chunks that came before still count
     except ProtocolError as e:
@@ -427,14 +482,17 @@ def _finish(
         error_detail=error[1] if error else None,
         http_status=status,
         scheduled_s=scheduled_s,
+        num_untimed_chunks=state.num_untimed,
+        num_untimed_tokens=state.untimed_tokens,
+        untimed_gap_counts=tuple(state.gap_counts) if state.num_untimed else (),
     )
-    return ClientResult(record, client_count)
+    return ClientResult(record, client_count + state.untimed_tokens)
 
 
 def _int_or_none(x: Any) -> int | None:
     try:
         return int(x) if x is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -26,12 +26,26 @@ def run_name(result: BenchResult) -> str:
     return result.config.name or f"{result.model} {result.config.arrival.describe()}"
 
 
-def save_run(store: Store, result: BenchResult, name: str | None = None) -> int:
+def check_store(db_url: str | None) -> None:
+    """Fail before a long run, not after it, when the store cannot be used."""
+    with open_store(db_url):
+        pass
+
+
+def save_run(db: Store | str | None, result: BenchResult, name: str | None = None) -> int:
     """Store a run and its measured request records.
+
+    Args:
+        db: an open store, or a store URL (None: the default store) opened for this call.
+        result: the finished run.
+        name: the run's name (default: :func:`run_name`).
 
     Returns:
         The run id.
     """
+    if not isinstance(db, Store):
+        with open_store(db) as store:
+            return save_run(store, result, name)
     config = {**result.config.to_dict(), "wall_offset_s": result.wall_offset_s}
     meta = BenchRunMeta(
         name=name or run_name(result),
@@ -42,19 +56,7 @@ def save_run(store: Store, result: BenchResult, name: str | None = None) -> int:
         ended_at=result.ended_at,
         config=config,
     )
-    return save_bench_run(store, meta, list(result.records), result.summary.to_dict())
-
-
-def check_store(db_url: str | None) -> None:
-    """Fail before a long run, not after it, when the store cannot be used."""
-    with open_store(db_url):
-        pass
-
-
-def store_run(db_url: str | None, result: BenchResult, name: str | None = None) -> int:
-    """Open the store at ``db_url`` (None = default) and save the run there."""
-    with open_store(db_url) as store:
-        return save_run(store, result, name)
+    return save_bench_run(db, meta, list(result.records), result.summary.to_dict())
 
 
 def list_runs(db_url: str | None, limit: int | None = None) -> list[BenchRunInfo]:

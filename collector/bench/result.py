@@ -58,6 +58,30 @@ class BenchResult:
         return out
 
 
+# Exit statuses of ``slotune bench`` beyond 0 (1 is any error, as for every command).
+EXIT_ALL_FAILED = 1
+EXIT_SLO_MISSED = 3
+
+
+def run_failure(summary: Summary, *, fail_on_slo: bool = False) -> tuple[int, str] | None:
+    """Why a finished run should fail a script that ran it, with the exit status; else None.
+
+    A run in which no measured request completed measured nothing (a wrong ``--model`` gives
+    100 % HTTP 4xx); with ``fail_on_slo`` a missed SLO fails it too (for CI gates).
+    """
+    if summary.num_completed == 0:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.errors_by_kind.items()))
+        return EXIT_ALL_FAILED, (
+            f"every measured request failed ({kinds or 'none was sent'}); check --url, "
+            "--model and the server's log (the records show each error)"
+        )
+    missed = [a for a in summary.slo_attainment if not a.is_met]
+    if fail_on_slo and missed:
+        names = ", ".join(a.slo.name for a in missed)
+        return EXIT_SLO_MISSED, f"SLO missed: {names} (--fail-on-slo)"
+    return None
+
+
 def _record_dict(r: RequestRecord) -> dict[str, Any]:
     return {f: getattr(r, f) for f in RequestRecord.__slots__}
 

@@ -21,6 +21,7 @@ import aiohttp
 from slotune.collector.bench.client import (
     ClientOptions,
     ClientResult,
+    ErrorKind,
     Prompt,
     discover_model,
     send_request,
@@ -105,15 +106,25 @@ class _Run:
         return task
 
     async def _send(self, i: int, prompt: Prompt, phase: Phase, scheduled_s: float | None) -> None:
+        request_id = f"req-{i}"
+        started_s = time.perf_counter()
         try:
             result = await send_request(
                 self.session,
                 self.options,
-                f"req-{i}",
+                request_id,
                 prompt,
                 scheduled_s=scheduled_s,
                 counter=self.counter.count,
             )
+        except Exception as e:
+            # send_request turns every failure into a record; should anything still escape,
+            # the request was sent and must not vanish from the run.
+            detail = f"{type(e).__name__}: {e}"[:300]
+            record = RequestRecord(
+                request_id, started_s, None, None, error=ErrorKind.PROTOCOL, error_detail=detail
+            )
+            result = ClientResult(record, 0)
         finally:
             if phase is Phase.MEASURED:
                 self.measured_in_flight -= 1

@@ -89,16 +89,25 @@ class Chunk(NamedTuple):
     error_code: int | None = None
 
 
+# Token counts and error codes past this are not numbers a server means (1e999, 400 digits).
+MAX_COUNT = 2**31 - 1
+
+
 def parse_chunk(payload: str) -> Chunk:
     """Read one event payload (not ``[DONE]``).
 
     Raises:
-        ProtocolError: the payload is not a JSON object.
+        ProtocolError: the payload is not a JSON object of the expected shape, nests too
+            deep for the parser, or carries counts that are not counts. Nothing else.
     """
     try:
         obj = json.loads(payload)
-    except json.JSONDecodeError as e:
-        raise ProtocolError(f"event is not JSON: {payload[:80]!r}") from e
+    except (ValueError, RecursionError) as e:
+        # ValueError: not JSON, or an integer past Python's digit limit;
+        # RecursionError: nested deeper than the parser's stack.
+        raise ProtocolError(
+            f"event is not usable JSON ({type(e).__name__}): {payload[:80]!r}"
+        ) from e
     if not isinstance(obj, dict):
         raise ProtocolError(f"event is not a JSON object: {payload[:80]!r}")
     if "error" in obj or obj.get("object") == "error":
@@ -106,6 +115,8 @@ def parse_chunk(payload: str) -> Chunk:
     usage = obj.get("usage")
     if usage is not None and not isinstance(usage, dict):
         usage = None
+    if usage is not None:
+        usage = _checked_usage(usage, payload)
     choices = obj.get("choices")
     if not choices:
         return Chunk(usage=usage)
@@ -131,6 +142,18 @@ def parse_chunk(payload: str) -> Chunk:
         raise ProtocolError(f"event has an unexpected shape ({e}): {payload[:80]!r}") from e
 
 
+def _checked_usage(usage: dict[str, Any], payload: str) -> dict[str, Any]:
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+            raise ProtocolError(
+                f"usage.{key} is not a token count from 0 to {MAX_COUNT}: {payload[:80]!r}"
+            )
+    return usage
+
+
 def _logprob_tokens(logprobs: Any) -> int | None:
     if not isinstance(logprobs, dict):
         return None
@@ -150,8 +173,7 @@ def _error_chunk(obj: dict[str, Any]) -> Chunk:
         code = err.get("code")
     else:
         message, code = str(err), obj.get("code")
-    try:
-        code_int = int(code) if code is not None else None
-    except (TypeError, ValueError):
-        code_int = None
-    return Chunk(error=message, error_code=code_int)
+    code_int = code if isinstance(code, int) and 0 <= code <= MAX_COUNT else None
+    if isinstance(code, str) and code.isdecimal() and len(code) <= 3:
+        code_int = int(code)
+    return Chunk(error=message[:300], error_code=code_int)

@@ -71,6 +71,13 @@ def _request_row(run_id: int, seq: int, r: RequestRecord) -> dict[str, Any]:
         "http_status": r.http_status,
         "error": r.error,
         "error_detail": r.error_detail,
+        "untimed": {
+            "chunks": r.num_untimed_chunks,
+            "tokens": r.num_untimed_tokens,
+            "gap_counts": list(r.untimed_gap_counts),
+        }
+        if r.num_untimed_chunks
+        else None,
     }
 
 
@@ -113,6 +120,7 @@ def load_bench_run(store: Store, run_id: int) -> BenchRunData:
                 error_detail=r.error_detail,
                 http_status=r.http_status,
                 scheduled_s=r.scheduled_s,
+                **_untimed(r.untimed),
             )
             for r in rows
         ]
@@ -144,3 +152,13 @@ def count_bench_requests(store: Store, run_id: int) -> int:
             )
             or 0
         )
+
+
+def _untimed(stored: dict[str, Any] | None) -> dict[str, Any]:
+    if not stored:
+        return {}
+    return {
+        "num_untimed_chunks": int(stored["chunks"]),
+        "num_untimed_tokens": int(stored["tokens"]),
+        "untimed_gap_counts": tuple(int(n) for n in stored["gap_counts"]),
+    }

@@ -167,6 +167,8 @@ class BenchRequest(Base):
     http_status: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(32))
     error_detail: Mapped[str | None] = mapped_column(Text)
+    # chunks past the client's bound on timed chunks: {"chunks", "tokens", "gap_counts"}
+    untimed: Mapped[dict[str, Any] | None] = mapped_column(Json)
 
 
 class SLORow(Base):

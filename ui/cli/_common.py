@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from slotune.collector.errors import SlotuneError
 
@@ -44,14 +45,22 @@ def db_url(ctx: typer.Context) -> str | None:
     return state.db_url if state else None
 
 
+def fail(code: int, message: str) -> NoReturn:
+    """Print one red ``error:`` line on stderr and exit with ``code``.
+
+    The message is user text (paths, URLs, names): it is escaped, never read as Rich markup.
+    """
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=code)
+
+
 @contextmanager
 def cli_errors() -> Iterator[None]:
     """Turn slotune errors into one red line on stderr and exit code 1."""
     try:
         yield
     except SlotuneError as e:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=1) from None
+        fail(1, str(e))
     except KeyboardInterrupt:
         err_console.print("interrupted")
         raise typer.Exit(code=130) from None

@@ -7,12 +7,22 @@
 from __future__ import annotations
 
 import json as jsonlib
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json, run
+from slotune.ui.cli._options import (
+    NumRequestsOption,
+    RateOption,
+    SeedOption,
+    SloOption,
+    TimeScaleOption,
+    TraceOption,
+    WorkloadOption,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.bench import BenchConfig, BenchResult
@@ -31,6 +41,13 @@ bench_app = typer.Typer(
     ),
 )
 
+
+def _check_timeout(value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a number of seconds greater than 0, got {value}")
+    return value
+
+
 _W = "workload"
 _A = "arrivals"
 _R = "run size"
@@ -46,20 +63,8 @@ def bench(
         str | None, typer.Option(help="Model name (default: first in /v1/models).")
     ] = None,
     endpoint: Annotated[EndpointName, typer.Option(help="API to call.")] = "completions",
-    workload: Annotated[
-        str | None,
-        typer.Option(
-            help="Bundled trace: azure-code, azure-conv, "
-            "mooncake-conversation, mooncake-synthetic.",
-            rich_help_panel=_W,
-        ),
-    ] = None,
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            help="Trace file (canonical JSONL, Azure CSV, Mooncake JSONL).", rich_help_panel=_W
-        ),
-    ] = None,
+    workload: WorkloadOption = None,
+    trace: TraceOption = None,
     input_len: Annotated[
         str | None,
         typer.Option(
@@ -78,10 +83,7 @@ def bench(
     turns: Annotated[
         int, typer.Option(help="Requests per conversation (prompts grow).", rich_help_panel=_W)
     ] = 1,
-    rate: Annotated[
-        float | None,
-        typer.Option(help="Requests/s (Poisson; inf = all at once).", rich_help_panel=_A),
-    ] = None,
+    rate: RateOption = None,
     burstiness: Annotated[
         float, typer.Option(help="Gamma shape: 1 Poisson, <1 burstier.", rich_help_panel=_A)
     ] = 1.0,
@@ -92,21 +94,21 @@ def bench(
         bool,
         typer.Option("--trace-timing", rich_help_panel=_A, help="Send at the trace's timestamps."),
     ] = False,
-    time_scale: Annotated[
-        float, typer.Option(help="Multiply trace gaps (2 = half the rate).", rich_help_panel=_A)
-    ] = 1.0,
-    num_requests: Annotated[
-        int | None, typer.Option(help="Measured requests (default 100).", rich_help_panel=_R)
-    ] = None,
+    time_scale: TimeScaleOption = None,
+    num_requests: NumRequestsOption = None,
     duration: Annotated[
         float | None, typer.Option(help="Measure for S seconds instead.", rich_help_panel=_R)
     ] = None,
     warmup: Annotated[
         int, typer.Option(help="Requests sent first, left out.", rich_help_panel=_R)
     ] = 0,
-    slo: Annotated[
-        list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")
-    ] = None,
+    slo: SloOption = None,
+    fail_on_slo: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-slo", help="Exit with status 3 when an --slo is missed (for CI gates)."
+        ),
+    ] = False,
     find_max_rate: Annotated[
         bool, typer.Option("--find-max-rate", help="Search the highest --rate meeting every --slo.")
     ] = False,
@@ -114,8 +116,14 @@ def bench(
         float, typer.Option(help="Relative bracket width to stop at.")
     ] = 0.05,
     max_rate_steps: Annotated[int, typer.Option(help="Most measurements of the search.")] = 12,
-    seed: Annotated[int, typer.Option(help="Seed of lengths, prompts, arrivals.")] = 0,
-    timeout: Annotated[float, typer.Option(help="Per-request limit in seconds.")] = 600.0,
+    seed: SeedOption = 0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            help="Limit of each request in seconds, from send to last byte.",
+            callback=_check_timeout,
+        ),
+    ] = 600.0,
     api_key: Annotated[
         str | None,
         typer.Option(
@@ -143,9 +151,15 @@ def bench(
     if url is None:
         console.print(ctx.get_help())
         raise typer.Exit(code=2)
-    from slotune.collector.bench import BenchConfig, Endpoint, run_benchmark
-    from slotune.collector.bench.arrivals import arrival_from_flags
-    from slotune.collector.bench.persist import check_store, store_run
+    from slotune.collector.bench import (
+        BenchConfig,
+        Endpoint,
+        arrival_from_flags,
+        check_store,
+        run_benchmark,
+        run_failure,
+        save_run,
+    )
     from slotune.collector.slo import parse_slos
 
     arrival = run(
@@ -154,7 +168,7 @@ def bench(
         burstiness=burstiness,
         concurrency=concurrency,
         trace_timing=trace_timing,
-        time_scale=time_scale,
+        time_scale=1.0 if time_scale is None else time_scale,
     )
     config = run(
         BenchConfig,
@@ -186,12 +200,15 @@ def bench(
         _max_rate(ctx, config, max_rate_tolerance, max_rate_steps, no_store, save, json)
         return
     result = run(run_benchmark, config, progress=not json)
-    run_id = None if no_store else run(store_run, db_url(ctx), result, name)
+    run_id = None if no_store else run(save_run, db_url(ctx), result, name)
     _emit(result.to_dict(with_records=True), save)
     if json:
         print_json({**result.to_dict(), "run_id": run_id})
     else:
         _print_run(result, run_id)
+    failure = run_failure(result.summary, fail_on_slo=fail_on_slo)
+    if failure is not None:
+        fail(*failure)
 
 
 def _max_rate(
@@ -203,9 +220,7 @@ def _max_rate(
     save: Path | None,
     json: bool,
 ) -> None:
-    from slotune.collector.bench.persist import run_name, store_run
-    from slotune.collector.bench.render import max_rate_table
-    from slotune.collector.bench.search import search_max_rate
+    from slotune.collector.bench import max_rate_table, run_name, save_run, search_max_rate
 
     found = run(
         search_max_rate, config, rel_tolerance=tolerance, max_steps=steps, progress=not json
@@ -213,7 +228,7 @@ def _max_rate(
     run_ids = (
         []
         if no_store
-        else [run(store_run, db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
+        else [run(save_run, db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
     )
     out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}
     _emit(out, save)
@@ -229,8 +244,7 @@ def _emit(data: dict[str, Any], save: Path | None) -> None:
 
 
 def _print_run(result: BenchResult, run_id: int | None) -> None:
-    from slotune.collector.bench.persist import run_name
-    from slotune.collector.bench.render import summary_table
+    from slotune.collector.bench import run_name, summary_table
 
     title = f"{run_name(result)} | {result.config.workload_name}"
     console.print(summary_table(result.summary.to_dict(), title=title))
@@ -246,9 +260,7 @@ def compare_cmd(
     json: JsonOption = False,
 ) -> None:
     """Show two runs side by side with the relative change."""
-    from slotune.collector.bench.compare import compare_summaries
-    from slotune.collector.bench.persist import resolve_run
-    from slotune.collector.bench.render import compare_table
+    from slotune.collector.bench import compare_summaries, compare_table, resolve_run
 
     a = run(resolve_run, db_url(ctx), run_a)
     b = run(resolve_run, db_url(ctx), run_b)
@@ -262,8 +274,7 @@ def compare_cmd(
 @bench_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List stored benchmark runs, newest first."""
-    from slotune.collector.bench.persist import list_runs
-    from slotune.collector.bench.render import runs_table
+    from slotune.collector.bench import list_runs, runs_table
 
     infos = run(list_runs, db_url(ctx))
     if json:

@@ -127,7 +127,7 @@ def test_bad_invocations_exit_1_with_one_line(args: list[str], message: str) -> 
 @pytest.fixture
 def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     timings = tmp_path / "timings.jsonl"
-    with running_emulator(timings, time_scale=4) as url:
+    with running_emulator(timings, speedup=4) as url:
         yield url, timings
 
 
@@ -152,3 +152,35 @@ def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path
         # causality on one clock: the client sends before and receives after the engine
         assert r.send_s + result.wall_offset_s <= t["arrival_s"] + 0.002
         assert r.first_token_s + result.wall_offset_s >= t["first_token_s"] - 0.002
+
+
+def test_exit_status_when_every_request_fails_and_on_a_missed_slo(
+    fake_engine: Callable[..., FakeEngine],
+) -> None:
+    from bench_fakes import Mode
+
+    failing = fake_engine(mode_of=lambda _rid: Mode.HTTP_429)
+    common = ("--input-len", "8", "--output-len", "4", "--rate", "100", "--num-requests", "3")
+    proc = _slotune("bench", "--url", failing.url, *common, "--no-store", "--json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["summary"]["num_errors"] == 3  # still reported
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: every measured request failed (3 http_4xx)")
+    )
+    healthy = fake_engine()
+    proc = _slotune("bench", "--url", healthy.url, *common, "--no-store", "--slo", "ttft:p99<=1us")
+    assert proc.returncode == 0, proc.stderr  # a missed SLO fails a run only when asked
+    proc = _slotune(
+        "bench",
+        "--url",
+        healthy.url,
+        *common,
+        "--no-store",
+        "--slo",
+        "ttft:p99<=1us",
+        "--fail-on-slo",
+    )
+    assert proc.returncode == 3
+    assert "SLO missed: ttft-p99" in proc.stderr

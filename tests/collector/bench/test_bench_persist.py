@@ -11,7 +11,7 @@ from bench_fakes import FakeEngine, Mode
 
 from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark, save_run
 from slotune.collector.bench.compare import compare_summaries
-from slotune.collector.bench.persist import check_store, list_runs, resolve_run, store_run
+from slotune.collector.bench.persist import check_store, list_runs, resolve_run
 from slotune.collector.errors import ConfigError, StoreError
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import load_bench_run, open_store, upgrade
@@ -59,7 +59,7 @@ def test_compare_a_stored_run_with_a_saved_file(
     )
     upgrade(sqlite_url)
     a = run_benchmark(config)
-    run_id = store_run(sqlite_url, a, "a")
+    run_id = save_run(sqlite_url, a, "a")
     saved = tmp_path / "b.json"
     b = run_benchmark(config)
     saved.write_text(json.dumps(b.to_dict(with_records=True)))

@@ -188,21 +188,3 @@ def test_config_json_never_holds_the_api_key() -> None:
     assert "sk-123" not in repr(config) and "sk-123" not in str(config.to_dict())
     assert config.to_dict()["api_key_set"] is True
     assert config.with_rate(5.0).arrival.rate == 5.0
-
-
-def test_public_surface() -> None:
-    import slotune.collector.bench
-
-    assert set(slotune.collector.bench.__all__) == {
-        "ArrivalKind",
-        "ArrivalSpec",
-        "BenchConfig",
-        "BenchResult",
-        "Endpoint",
-        "MaxRateResult",
-        "RatePoint",
-        "arun_benchmark",
-        "find_max_rate",
-        "run_benchmark",
-        "save_run",
-    }

@@ -1,0 +1,75 @@
+"""The load generator against hostile servers: every request sent ends as a record with the
+error kind its failure is, within ``--timeout``, with bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import aiohttp
+import pytest
+from hostile import EXPECTED_ERROR, Hostile, HostileServer
+
+from slotune.collector.bench import (
+    ArrivalSpec,
+    BenchConfig,
+    Endpoint,
+    run_benchmark,
+    run_failure,
+)
+from slotune.collector.bench.client import ClientOptions, Prompt, send_request
+from slotune.collector.records import UNTIMED_GAP_BOUNDS_S, RequestRecord
+
+MODES = list(Hostile)
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    server = HostileServer(lambda rid: MODES[int(rid.rsplit("-", 1)[1]) % len(MODES)]).start()
+    yield server
+    server.stop()
+
+
+async def _send_each(url: str, max_timed_chunks: int) -> list[RequestRecord]:
+    options = ClientOptions(
+        url, "hostile", Endpoint.COMPLETIONS, timeout_s=1.0, max_timed_chunks=max_timed_chunks
+    )
+    prompt = Prompt("hi", ({"role": "user", "content": "hi"},), 1, 4)
+    async with aiohttp.ClientSession() as session:
+        results = await asyncio.gather(
+            *(send_request(session, options, f"req-{i}", prompt) for i in range(len(MODES)))
+        )
+    return [r.record for r in results]
+
+
+def test_each_hostile_reply_ends_as_its_error_kind(hostile: HostileServer) -> None:
+    records = asyncio.run(_send_each(hostile.url, max_timed_chunks=100))
+    kinds = {mode: r.error for mode, r in zip(MODES, records, strict=True)}
+    assert kinds == {mode: EXPECTED_ERROR[mode] for mode in MODES}
+    endless = records[MODES.index(Hostile.ENDLESS)]
+    assert len(endless.chunk_times_s) == 100  # the rest only counted
+    assert endless.num_untimed_chunks > 0
+    assert len(endless.untimed_gap_counts) == len(UNTIMED_GAP_BOUNDS_S) + 1
+    assert sum(endless.untimed_gap_counts) == endless.num_untimed_chunks
+    cut = records[MODES.index(Hostile.CUT)]
+    assert len(cut.chunk_times_s) == 1  # what arrived before the cut still counts
+
+
+def test_a_run_against_a_hostile_server_loses_no_request(hostile: HostileServer) -> None:
+    config = BenchConfig(
+        url=hostile.url,
+        arrival=ArrivalSpec.from_rate(float("inf")),
+        model="hostile",
+        input_len="4",
+        output_len="4",
+        num_requests=2 * len(MODES),
+        timeout_s=1.0,
+    )
+    result = run_benchmark(config)
+    assert len(result.records) == 2 * len(MODES)  # (cool-down requests are sent too)
+    for r in result.records:
+        assert r.error == EXPECTED_ERROR[MODES[int(r.request_id.rsplit("-", 1)[1]) % len(MODES)]]
+    assert result.summary.num_errors == 2 * len(MODES)
+    failure = run_failure(result.summary)
+    assert failure is not None and failure[0] == 1
+    assert "every measured request failed" in failure[1]
