@@ -33,10 +33,10 @@ _ANALYSE = """
 import sys, time, resource
 from pathlib import Path
 from slotune.tuner.diagnose import diagnose_trace
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 d = diagnose_trace(Path(sys.argv[1]))
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-      len(d.windows), d.launch.num_kernels)
+      len(d.windows), d.launch.num_kernels, time.process_time() - c)
 """
 
 _HTA = """
@@ -110,9 +110,11 @@ def main() -> None:
             text=True,
             check=True,
         ).stdout.split()
-        seconds, rss = float(out[0]), int(out[1])
+        seconds, rss, cpu = float(out[0]), int(out[1]), float(out[4])
         print(
-            f"slotune diagnose trace: {seconds:.1f} s, {size / 1e6 / seconds:,.0f} MB/s, "
+            f"slotune diagnose trace: {seconds:.1f} s wall, {size / 1e6 / seconds:,.0f} MB/s; "
+            f"{cpu:.1f} s CPU, {size / 1e6 / cpu:,.0f} MB/s of CPU time (what other load on "
+            f"the machine does not change); "
             f"peak RSS {rss / 1e6:,.0f} MB ({rss / size:.0%} of the file), "
             f"{out[2]} steps, {int(out[3]):,} kernels"
         )

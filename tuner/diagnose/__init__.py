@@ -1,6 +1,8 @@
 """Diagnosis: where GPU time goes and which engine parameters act on it.
 
 - :func:`diagnose_trace`: a PyTorch profiler (Kineto) trace, file or directory of ranks.
+- :func:`diagnose_workload`: a request trace (or a bench run, :func:`bench_run_trace`): its
+  traffic, prefix reuse, and the simulator on both sides of the cache/batching settings.
 - Findings (:class:`Finding`) carry evidence, a remedy, the engine parameters and a ready
   ``slotune tune`` command; every diagnosis serialises to one documented JSON shape
   (docs/diagnose.md) that is stored in the ``diagnosis`` table.
@@ -8,15 +10,22 @@
 
 from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext
 from slotune.tuner.diagnose._reader import TraceFileError
+from slotune.tuner.diagnose._runs import bench_run_trace
+from slotune.tuner.diagnose._settings import SimTarget
 from slotune.tuner.diagnose.html import trace_html
 from slotune.tuner.diagnose.trace import TraceDiagnosis, diagnose_trace
+from slotune.tuner.diagnose.workload import WorkloadDiagnosis, diagnose_workload
 
 __all__ = [
     "Finding",
     "Severity",
+    "SimTarget",
     "TraceDiagnosis",
     "TraceFileError",
     "TuneContext",
+    "WorkloadDiagnosis",
+    "bench_run_trace",
     "diagnose_trace",
+    "diagnose_workload",
     "trace_html",
 ]

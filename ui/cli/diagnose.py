@@ -14,9 +14,11 @@ import typer
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, cli_errors, console, db_url, print_json
+from slotune.ui.cli._options import EngineOption, WorkloadOption
 
 if TYPE_CHECKING:
-    from slotune.tuner.diagnose import Finding, TraceDiagnosis
+    from slotune.collector.workload.traces import Trace
+    from slotune.tuner.diagnose import Finding, TraceDiagnosis, WorkloadDiagnosis
 
 diagnose_app = typer.Typer(
     help="Explain where GPU time goes (profiler traces, live metrics, the simulator) and "
@@ -28,6 +30,8 @@ diagnose_app = typer.Typer(
 NoStoreOption = Annotated[
     bool, typer.Option("--no-store", help="Do not save the result in the diagnosis table.")
 ]
+ModelOption = Annotated[str, typer.Option("--model", help="Catalog model id for the simulator.")]
+GpuOption = Annotated[str, typer.Option("--gpu", help="Catalog GPU id for the simulator.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -70,6 +74,157 @@ def trace(
     _render_trace(result)
     if html is not None:
         console.print(f"report: {html}")
+
+
+@diagnose_app.command("workload")
+def workload(
+    ctx: typer.Context,
+    trace: Annotated[
+        str | None,
+        typer.Argument(help="Trace file (canonical JSONL, Azure CSV, Mooncake JSONL)."),
+    ] = None,
+    workload_name: WorkloadOption = None,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="A stored slotune bench run, by id.")
+    ] = None,
+    engine: EngineOption = "vllm",
+    model: ModelOption = "llama-3.1-8b",
+    gpu: GpuOption = "h100-sxm",
+    sim_requests: Annotated[
+        int,
+        typer.Option(min=10, help="First requests the simulator replays per setting compared."),
+    ] = 1000,
+    no_store: NoStoreOption = False,
+    json_: JsonOption = False,
+) -> None:
+    """What the traffic looks like (lengths, burstiness, prefix reuse) and which settings suit
+    it: prefix caching, chunked prefill and token budget (simulated both ways), a long/short
+    split."""
+    from slotune.tuner.diagnose import SimTarget, TuneContext, diagnose_workload
+
+    with cli_errors():
+        requests, flags = _workload_input(ctx, trace, workload_name, run_id)
+        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *flags))
+        result = diagnose_workload(
+            requests,
+            target=SimTarget(engine, model, gpu),
+            num_sim_requests=sim_requests,
+            context=context,
+        )
+        data = result.to_dict()
+        if not no_store:
+            inputs = {"source": result.source, "engine": engine, "model": model, "gpu": gpu}
+            _store(ctx, "workload", inputs, data, result.source)
+    if json_:
+        print_json(data)
+        return
+    _render_workload(result)
+
+
+def _workload_input(
+    ctx: typer.Context, trace: str | None, workload_name: str | None, run_id: int | None
+) -> tuple[Trace, tuple[str, ...]]:
+    """The requests to diagnose and the tune flags that name them."""
+    from slotune.collector.errors import ConfigError
+    from slotune.collector.store import load_bench_run, open_store
+    from slotune.collector.workload.traces import load_trace, named_workload
+    from slotune.tuner.diagnose import bench_run_trace
+
+    given = [x for x in (trace, workload_name, run_id) if x is not None]
+    if len(given) != 1:
+        raise ConfigError("give exactly one of TRACE (a file), --workload NAME or --run ID")
+    if run_id is not None:
+        with open_store(db_url(ctx)) as store:
+            run = load_bench_run(store, run_id)
+        requests = bench_run_trace(run)
+        return requests, _replay_flags(run.meta.workload)
+    if workload_name is not None:
+        return named_workload(workload_name), ("--workload", workload_name)
+    assert trace is not None
+    return load_trace(trace), ("--trace", trace)
+
+
+def _replay_flags(workload_name: str) -> tuple[str, ...]:
+    from slotune.collector.workload.traces import NAMED_WORKLOADS
+
+    return ("--workload", workload_name) if workload_name in NAMED_WORKLOADS else ()
+
+
+def _render_workload(result: WorkloadDiagnosis) -> None:
+    flow = result.traffic
+    grid = Table(title=f"workload: {result.source}")
+    grid.add_column("")
+    grid.add_column("mean", justify="right")
+    for col in ("p50", "p90", "p99", "max"):
+        grid.add_column(col, justify="right")
+    for label, lengths in (
+        ("input tokens", flow.input_tokens),
+        ("output tokens", flow.output_tokens),
+    ):
+        grid.add_row(
+            label,
+            *(
+                f"{v:,.0f}"
+                for v in (lengths.mean, lengths.p50, lengths.p90, lengths.p99, lengths.max)
+            ),
+        )
+    console.print(grid)
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column()
+    facts.add_column(justify="right")
+    rows = [
+        (
+            "requests / duration / mean rate",
+            f"{flow.num_requests:,} / {flow.duration_s:,.0f} s / {flow.mean_rate:.2f} req/s",
+        ),
+        ("input-output length correlation (Spearman)", _fmt(flow.length_correlation)),
+        (
+            "inter-arrival CV / peak-to-mean 1 min / 1 h",
+            f"{_fmt(flow.interarrival_cv)} / {_fmt(flow.peak_to_mean_1m)} / {_fmt(flow.peak_to_mean_1h)}",
+        ),
+    ]
+    p = result.prefix
+    if p is None:
+        rows.append(("prefix reuse", "no prefix hashes in the trace"))
+    else:
+        rows += [
+            (
+                "reused prompt blocks / tokens",
+                f"{p.reused_block_share:.1%} / {p.reused_token_share:.1%}",
+            ),
+            (
+                "multi-turn / fixed system prompt share",
+                f"{p.multi_turn_share:.1%} / {p.system_prompt_share:.1%}",
+            ),
+            ("KV tokens for 90 % of the reuse (LRU)", f"{p.working_set_tokens:,}"),
+        ]
+    for label, value in rows:
+        facts.add_row(label, value)
+    console.print(facts)
+    runs = Table(
+        title=f"simulated: {result.target.model} on {result.target.gpu}, "
+        f"first {result.num_sim_requests:,} requests"
+    )
+    for col in (
+        "setting",
+        "TTFT p50 ms",
+        "TTFT p99 ms",
+        "ITL p99 ms",
+        "prefix hits",
+        "preemptions",
+    ):
+        runs.add_column(col, justify="left" if col == "setting" else "right")
+    for r in result.runs:
+        runs.add_row(
+            r.label,
+            _fmt(r.ttft_p50_ms),
+            _fmt(r.ttft_p99_ms),
+            _fmt(r.itl_p99_ms),
+            f"{r.prefix_hit_rate:.1%}",
+            str(r.preemptions),
+        )
+    console.print(runs)
+    _render_findings(result.findings)
 
 
 def _store(
@@ -143,7 +298,7 @@ def _render_trace(result: TraceDiagnosis) -> None:
 _SEVERITY_STYLE = {"ok": "green", "info": "blue", "warning": "yellow", "critical": "bold red"}
 
 
-def _render_findings(findings: tuple[Finding, ...] | list[Finding]) -> None:
+def _render_findings(findings: tuple[Finding, ...]) -> None:
     if not findings:
         console.print("no findings")
     for f in findings:
@@ -161,6 +316,8 @@ def _render_findings(findings: tuple[Finding, ...] | list[Finding]) -> None:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
