@@ -158,6 +158,12 @@ class SliReader:
             out.append(Counts(total - bad, total))
         return tuple(out)
 
+    def bounds(self, slo: SLO) -> list[float]:
+        """The finite bucket bounds of the SLO's stored histogram (empty for error_rate)."""
+        if slo.sli is SLI.ERROR_RATE:
+            return []
+        return sorted(b for b in self._buckets(slo)[0] if not math.isinf(b))
+
     def note(self, slo: SLO) -> BoundaryNote | None:
         """What the SLO's threshold is to the stored buckets, when it is not a bound."""
         return None if slo.sli is SLI.ERROR_RATE else self._buckets(slo)[3]

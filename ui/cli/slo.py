@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +17,17 @@ if TYPE_CHECKING:
 
 # Library modules are imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load the store (SQLAlchemy, Alembic) or numpy.
+
+
+class ExportFormat(StrEnum):
+    PROMETHEUS = "prometheus"
+
+
+class ExportEngine(StrEnum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+
 
 slo_app = typer.Typer(
     help="Declare service-level objectives (see docs/slo.md).", no_args_is_help=True
@@ -99,6 +112,33 @@ def delete_cmd(
     with run(open_store, db_url(ctx)) as store:
         run(delete_slo, store, name)
     console.print(f"deleted SLO {name}", highlight=False)
+
+
+@slo_app.command("export")
+def export_cmd(
+    ctx: typer.Context,
+    names: Annotated[list[str] | None, typer.Argument(help="SLO names (default: all).")] = None,
+    format_: Annotated[
+        ExportFormat, typer.Option("--format", help="Output format: a Prometheus rule file.")
+    ] = ExportFormat.PROMETHEUS,
+    engine: Annotated[
+        ExportEngine, typer.Option(help="Whose metric names the rules use.")
+    ] = ExportEngine.VLLM,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Write the stored SLOs as Prometheus recording and burn-rate alerting rules."""
+    from slotune.collector.alerts.promrules import export_prometheus
+    from slotune.collector.store import open_store
+
+    with run(open_store, db_url(ctx)) as store:
+        text = run(export_prometheus, store, names or [], engine.value)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {output}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
+from _tools import require_binary
 from alert_series import steady
 from test_notify import Receiver
 from typer.testing import CliRunner
@@ -94,3 +96,25 @@ def test_bad_input_is_one_line_and_stores_nothing(sqlite_url: str, tmp_path: Pat
         sqlite_url, "alerts", "test-notify", "--notify", "slack=http://127.0.0.1:9/T/SECRET"
     )
     assert code == 1 and "SECRET" not in err and "unreachable" in err
+
+
+def test_slo_export_prometheus(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    examples = Path(__file__).resolve().parents[3] / "examples" / "slos.yaml"
+    assert slotune(sqlite_url, "slo", "apply", str(examples))[0] == 0
+    out = tmp_path / "rules.yml"
+    code, _, _ = slotune(sqlite_url, "slo", "export", "--format", "prometheus", "-o", str(out))
+    assert code == 0
+    text = out.read_text()
+    assert "slo: chat-ttft" in text and "vllm:request_success_total" in text
+    code, out_text, _ = slotune(sqlite_url, "slo", "export", "--engine", "trtllm", "chat-ttft")
+    assert code == 0 and "trtllm_time_to_first_token_seconds_bucket" in out_text
+    code, _, err = slotune(sqlite_url, "slo", "export", "--engine", "trtllm", "chat-itl")
+    assert code == 1 and "trtllm exports no itl metric" in err
+    code, _, err = slotune(sqlite_url, "slo", "export", "nope")
+    assert code == 1 and "no SLO named 'nope'" in err
+    promtool = require_binary("promtool", "prometheus")
+    check = subprocess.run(
+        [promtool, "check", "rules", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -1,0 +1,195 @@
+"""SLOs as a Prometheus rule file: recording rules per window, alerting rules per severity.
+
+For each SLO and each window of its policy, a recording rule
+
+    slotune:slo_error_ratio:<window>{slo="<name>"} = 1 - good / total
+
+where good and total are ``sum(increase(...[window]))`` of the engine's own series (the
+bucket at the threshold and the ``+Inf`` bucket; ``request_success_total`` by
+``finished_reason`` for ``error_rate``) — the same ratio the evaluator computes from the
+store (Prometheus' extrapolation scales good and total alike, so their ratio is unchanged).
+One alerting rule per severity, ``SLOErrorBudgetBurn{slo, severity}``, fires when any of
+that severity's (long, short) pairs both exceed ``factor x (1 - objective)``.
+
+Selectors become label matchers: ``model`` → ``model_name``, ``target`` → ``instance``,
+``pool`` → ``pool`` (relabel your scrape jobs to carry it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from slotune.collector.agent.canonical import Rule, format_le
+from slotune.collector.agent.sglang import SGLANG_RULES
+from slotune.collector.agent.trtllm import TRTLLM_RULES
+from slotune.collector.agent.vllm import VLLM_RULES
+from slotune.collector.alerts.policy import burn_windows, error_budget
+from slotune.collector.alerts.sli import BAD_REASONS, FINISHED, SliReader
+from slotune.collector.alerts.slo_rules import load_slos
+from slotune.collector.errors import ConfigError
+from slotune.collector.slo import SLI, SLO
+from slotune.collector.store import Store
+
+ENGINE_RULES: dict[str, tuple[Rule, ...]] = {
+    "vllm": VLLM_RULES,
+    # SGLang's time_per_output_token is TPOT where it also exports inter_token_latency.
+    "sglang": (*SGLANG_RULES, Rule("sglang:time_per_output_token_seconds", "tpot")),
+    "trtllm": TRTLLM_RULES,
+}
+ALERT_NAME = "SLOErrorBudgetBurn"
+_SELECTOR_LABELS = (("model", "model_name"), ("target", "instance"), ("pool", "pool"))
+
+
+def record_name(window_s: float) -> str:
+    return f"slotune:slo_error_ratio:rate{prom_duration(window_s)}"
+
+
+def prom_duration(seconds: float) -> str:
+    """A Prometheus duration (``5m``, ``1h``, ``3d``; milliseconds when not whole seconds)."""
+    ms = round(seconds * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def _raw(engine: str, canonical: str) -> Rule:
+    rules = ENGINE_RULES.get(engine)
+    if rules is None:
+        raise ConfigError(f"--engine {engine!r} is unknown; use {', '.join(ENGINE_RULES)}")
+    found = next((r for r in rules if r.target == canonical), None)
+    if found is None:
+        raise ConfigError(
+            f"{engine} exports no {canonical} metric, so an SLO on it cannot be written as a "
+            f"Prometheus rule for {engine}; pick another --engine or leave the SLO out"
+        )
+    return found
+
+
+def _matchers(slo: SLO, extra: str = "") -> str:
+    sel = slo.selector.as_dict()
+    parts = [f'{label}="{sel[key]}"' for key, label in _SELECTOR_LABELS if key in sel]
+    if extra:
+        parts.append(extra)
+    return "{" + ",".join(parts) + "}"
+
+
+def _increase(series: str, matchers: str, window: str) -> str:
+    return f"sum(increase({series}{matchers}[{window}]))"
+
+
+def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[float] = ()) -> str:
+    """PromQL for the SLO's error ratio over a window on ``engine``'s series.
+
+    Args:
+        slo: the SLO.
+        engine: ``vllm``, ``sglang`` or ``trtllm``.
+        window_s: the window.
+        bounds: the histogram's finite bucket bounds in seconds (from the store); the
+            threshold is used as the bound when empty.
+    """
+    w = prom_duration(window_s)
+    if slo.sli is SLI.ERROR_RATE:
+        if engine == "sglang":
+            raise ConfigError(
+                "sglang exports no finished_reason, so error_rate cannot be written as a "
+                "Prometheus rule for it; pick another --engine or leave the SLO out"
+            )
+        series = _raw(engine, FINISHED).source
+        bad = _matchers(slo, f'finished_reason=~"{"|".join(sorted(BAD_REASONS))}"')
+        return f"{_increase(series, bad, w)} / {_increase(series, _matchers(slo), w)}"
+    rule = _raw(engine, slo.sli.value)
+    bucket = f"{rule.source}_bucket"
+
+    def at(bound: float) -> str:
+        return _increase(bucket, _matchers(slo, f'le="{format_le(bound / rule.scale)}"'), w)
+
+    finite = sorted(b for b in bounds if not math.isinf(b)) or [slo.threshold]
+    lower = max((b for b in finite if b <= slo.threshold), default=None)
+    upper = min((b for b in finite if b > slo.threshold), default=None)
+    total = at(math.inf)
+    if lower is None:
+        return f"{total} / {total}"  # below the first bound: no request can count as good
+    good = at(lower)
+    if slo.interpolate and lower != slo.threshold and upper is not None:
+        frac = (slo.threshold - lower) / (upper - lower)
+        good = f"({good} + ({at(upper)} - {good}) * {frac:g})"
+    return f"1 - {good} / {total}"
+
+
+def prometheus_rules(
+    slos: Sequence[SLO], engine: str = "vllm", bounds: Mapping[str, Sequence[float]] | None = None
+) -> dict[str, Any]:
+    """The rule file (as data) for ``slos`` on ``engine``; SLOs with alerting off are left
+    out.
+
+    Args:
+        slos: the SLOs.
+        engine: whose metric names to use.
+        bounds: finite bucket bounds per canonical histogram (``ttft`` ...), seconds.
+
+    Raises:
+        ConfigError: the engine lacks a metric an SLO needs.
+        SLOSpecError: an SLO has no budget.
+    """
+    groups = []
+    for slo in slos:
+        if not slo.alerting.enabled:
+            continue
+        budget = error_budget(slo)
+        windows = burn_windows(slo)
+        labels = {"slo": slo.name}
+        fam_bounds = (bounds or {}).get(slo.sli.value, ())
+        rules: list[dict[str, Any]] = [
+            {
+                "record": record_name(w),
+                "expr": error_ratio_expr(slo, engine, w, fam_bounds),
+                "labels": dict(labels),
+            }
+            for w in sorted({w for c in windows for w in (c.long_s, c.short_s)})
+        ]
+        for severity in dict.fromkeys(c.severity for c in windows):
+            pairs = [
+                f'({record_name(c.long_s)}{{slo="{slo.name}"}} > {c.factor * budget:.10g} and '
+                f'{record_name(c.short_s)}{{slo="{slo.name}"}} > {c.factor * budget:.10g})'
+                for c in windows
+                if c.severity == severity
+            ]
+            rules.append(
+                {
+                    "alert": ALERT_NAME,
+                    "expr": " or ".join(pairs),
+                    "labels": {**slo.alerting.labels, **labels, "severity": severity},
+                    "annotations": {
+                        "summary": f"SLO {slo.name} ({slo.spec}) is burning its error budget",
+                    },
+                }
+            )
+        groups.append({"name": f"slotune-slo-{slo.name}", "rules": rules})
+    return {"groups": groups}
+
+
+def dump_rules(data: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(data), sort_keys=False, width=10_000)
+
+
+def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vllm") -> str:
+    """The rule file of the stored SLOs (all, or those named), with the bucket bounds the
+    store has seen for each SLO's histogram.
+
+    Raises:
+        ConfigError: an unknown SLO name or engine, or a metric the engine lacks.
+    """
+    slos = load_slos(store)
+    unknown = [n for n in names if n not in slos]
+    if unknown:
+        raise ConfigError(f"no SLO named {unknown[0]!r}; see the names with `slotune slo list`")
+    chosen = [slos[n] for n in names] if names else list(slos.values())
+    reader = SliReader(store, time.time())
+    bounds = {slo.sli.value: reader.bounds(slo) for slo in chosen}
+    return dump_rules(prometheus_rules(chosen, engine, bounds))
