@@ -42,7 +42,7 @@ from multidict import CIMultiDict
 
 from slotune.tuner.fleet.estimator import OutputLengthEstimator
 from slotune.tuner.fleet.policy import RequestInfo, RoutingPolicy
-from slotune.tuner.fleet.route_backend import Backend, poll_forever
+from slotune.tuner.fleet.route_backend import Backend, QueuedPrompt, poll_forever
 from slotune.tuner.fleet.route_config import RouteConfig
 from slotune.tuner.fleet.route_metrics import CONTENT_TYPE, RouteMetrics
 from slotune.tuner.fleet.route_request import request_info
@@ -248,6 +248,8 @@ class RouteProxy:
         )
         ok: bool | None = None  # None: the client left, which says nothing about the backend
         backend.on_send()
+        # a non-streamed answer's first byte comes at its end: only streams tell when prefill ended
+        queued = backend.queue_prompt(info.input_tokens if stream else 0)
         try:
             try:
                 async with asyncio.timeout(timeouts.first_byte_s):
@@ -267,20 +269,26 @@ class RouteProxy:
                 self.metrics.upstream_errors.labels(name, kind).inc()
                 raise _Retry(f"{type(e).__name__}: {e}") from None
             try:
-                response, ok = await self._relay(request, upstream, name, info)
+                response, ok = await self._relay(request, upstream, name, info, queued)
             finally:
                 # closes the connection unless the answer was read to its end: an engine
                 # aborts a request whose client (here, the proxy) went away
                 upstream.close()
             return response
         finally:
+            queued.release()
             if ok is None:
                 backend.on_abandoned()
             else:
                 backend.on_done(ok=ok)
 
     async def _relay(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, name: str, info: RequestInfo
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        name: str,
+        info: RequestInfo,
+        queued: QueuedPrompt,
     ) -> tuple[web.StreamResponse, bool | None]:
         """Write the backend's answer to the client chunk by chunk; ok, or None if the client left."""
         headers = _forward_headers(upstream.headers)
@@ -305,6 +313,7 @@ class RouteProxy:
                     break
                 if not chunk:
                     break
+                queued.release()  # the first token is out: the prompt no longer waits
                 await response.write(chunk)
                 prev, last = last, chunk
                 num_events += chunk.count(b"data: ")

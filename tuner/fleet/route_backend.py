@@ -5,6 +5,12 @@ The load comes from the engine's own ``/metrics``, read by the agent's source fo
 ``kv_usage``, ``generation_tokens``). Between two reads the proxy adds the requests it sent
 since the last read to ``num_waiting``: the engine has not reported them yet, and without
 them a burst arriving between reads would all go to the replica that looked idlest.
+
+Rates for predicted queueing delay (``slo-aware``), measured as the fleet simulator measures
+its replicas: ``throughput_tps`` is prompt plus generated tokens per second between two
+reads; ``prefill_tps`` is prompt tokens per second over the intervals that ended with a
+queue (the engine was prefilling as fast as it can), smoothed. ``num_waiting_tokens`` is the
+prompt tokens of the streams the proxy sent that have not had their first token yet.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from slotune.tuner.fleet.route_breaker import BreakerState, CircuitBreaker
 from slotune.tuner.fleet.route_config import BackendSpec, BreakerSettings
 
 log = logging.getLogger("slotune.route")
+_EWMA = 0.3  # weight of the newest interval in the smoothed prefill rate
 
 
 class Backend:
@@ -36,8 +43,11 @@ class Backend:
         self.num_waiting = 0
         self.kv_usage = 0.0
         self.throughput_tps = 0.0
+        self.prefill_tps = 0.0
+        self.num_waiting_tokens = 0
         self.num_sent_since_poll = 0
-        self._last_tokens: tuple[float, float] | None = None  # (monotonic time, tokens)
+        # (monotonic time, prompt tokens, generated tokens) at the last read
+        self._last_tokens: tuple[float, float, float] | None = None
 
     def state(self) -> BreakerState:
         return self.breaker.state(time.monotonic())
@@ -56,6 +66,8 @@ class Backend:
             kv_usage=self.kv_usage,
             healthy=self.can_send(),
             throughput_tps=self.throughput_tps,
+            num_waiting_tokens=self.num_waiting_tokens,
+            prefill_tps=self.prefill_tps,
         )
 
     def on_send(self) -> None:
@@ -89,14 +101,39 @@ class Backend:
         self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
         self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
         self.num_sent_since_poll = 0
-        tokens = values.get("generation_tokens")
-        if tokens is None:
+        prompt = values.get("prompt_tokens")
+        generated = values.get("generation_tokens")
+        if prompt is None or generated is None:
             return
-        total = sum(tokens)
-        last = self._last_tokens
-        if last is not None and now > last[0] and total >= last[1]:  # a restart resets it
-            self.throughput_tps = (total - last[1]) / (now - last[0])
-        self._last_tokens = (now, total)
+        totals = (now, sum(prompt), sum(generated))
+        last, self._last_tokens = self._last_tokens, totals
+        if last is None or now <= last[0] or totals[1] < last[1] or totals[2] < last[2]:
+            return  # the first read, or the engine restarted (its counters reset)
+        dt = now - last[0]
+        prompt_rate = (totals[1] - last[1]) / dt
+        self.throughput_tps = prompt_rate + (totals[2] - last[2]) / dt
+        if self.num_waiting > 0 and prompt_rate > 0:
+            weight = _EWMA if self.prefill_tps else 1.0
+            self.prefill_tps += weight * (prompt_rate - self.prefill_tps)
+
+    def queue_prompt(self, num_tokens: int) -> QueuedPrompt:
+        """Count a stream's prompt as waiting until :meth:`QueuedPrompt.release` (first token)."""
+        self.num_waiting_tokens += num_tokens
+        return QueuedPrompt(self, num_tokens)
+
+
+class QueuedPrompt:
+    """A prompt counted in its backend's ``num_waiting_tokens``; releasing it twice is a no-op."""
+
+    __slots__ = ("_backend", "_num_tokens")
+
+    def __init__(self, backend: Backend, num_tokens: int) -> None:
+        self._backend = backend
+        self._num_tokens = num_tokens
+
+    def release(self) -> None:
+        self._backend.num_waiting_tokens -= self._num_tokens
+        self._num_tokens = 0
 
 
 async def poll_forever(backend: Backend, interval_s: float, timeout_s: float) -> None:

@@ -1,0 +1,70 @@
+"""A backend's load as the policies see it, from engine /metrics text (vLLM and SGLang names)."""
+
+from __future__ import annotations
+
+from slotune.collector.agent.base import Scrape, SourceKind
+from slotune.collector.agent.promsource import PromTextSource
+from slotune.collector.agent.promtext import PromTextParser
+from slotune.collector.agent.sglang import SglangSource
+from slotune.collector.agent.vllm import VllmSource
+from slotune.tuner.fleet.route_backend import Backend
+from slotune.tuner.fleet.route_config import BackendSpec, BreakerSettings
+
+VLLM = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{{engine="0",model_name="m"}} {running}
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{{engine="0",model_name="m"}} {waiting}
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} 0.25
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{{engine="0",model_name="m"}} {prompt}
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{{engine="0",model_name="m"}} {generated}
+"""
+
+
+def _backend(kind: SourceKind = SourceKind.VLLM) -> Backend:
+    return Backend(BackendSpec("b", "http://h:1", "p", "m", kind), BreakerSettings())
+
+
+def _scrape(text: str, source: PromTextSource) -> Scrape:
+    return source.from_families(list(PromTextParser().parse(text, source="t").families))
+
+
+def test_vllm_load_and_rates() -> None:
+    b, src = _backend(), VllmSource(["x"])
+    b.update_load(_scrape(VLLM.format(running=3, waiting=0, prompt=1000, generated=500), src), 10.0)
+    b.on_send()  # sent after the read: the engine has not reported it yet
+    state = b.replica_state()
+    assert (state.num_running, state.num_waiting, state.kv_usage) == (3, 1, 0.25)
+    assert state.throughput_tps == 0.0  # one read gives no rate
+    b.update_load(
+        _scrape(VLLM.format(running=4, waiting=2, prompt=3000, generated=1500), src), 12.0
+    )
+    state = b.replica_state()
+    assert (state.num_running, state.num_waiting) == (4, 2)
+    assert state.throughput_tps == (2000 + 1000) / 2
+    assert state.prefill_tps == 1000.0  # the interval ended with a queue
+    # a restarted engine (counters back to zero) gives no rate rather than a negative one
+    b.update_load(_scrape(VLLM.format(running=0, waiting=0, prompt=10, generated=5), src), 13.0)
+    assert b.replica_state().throughput_tps == 1500.0
+
+
+def test_sglang_names_and_waiting_prompt_tokens() -> None:
+    b, src = _backend(SourceKind.SGLANG), SglangSource(["x"])
+    text = (
+        "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 7\n"
+        "# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs 5\n"
+        "# TYPE sglang:token_usage gauge\nsglang:token_usage 0.5\n"
+    )
+    b.update_load(_scrape(text, src), 1.0)
+    first, second = b.queue_prompt(300), b.queue_prompt(200)
+    state = b.replica_state()
+    assert (state.num_running, state.num_waiting, state.kv_usage) == (7, 5, 0.5)
+    assert state.num_waiting_tokens == 500
+    first.release()
+    first.release()  # idempotent: the proxy releases on the first token and again at the end
+    assert b.replica_state().num_waiting_tokens == 200
+    second.release()
+    assert b.replica_state().num_waiting_tokens == 0
