@@ -8,12 +8,14 @@ Spec grammar (``--input-len`` / ``--output-len``)::
     lognormal:6.2,0.8        mu, sigma of the natural log (median e^mu = 493)
     empirical:azure-conv     lengths resampled from a bundled trace (or a trace file path)
 
-Every draw is rounded to an integer and clipped to at least 1 token.
+Every draw is rounded to an integer and clipped to 1 .. MAX_REQUEST_TOKENS (1,048,576); the
+parameters themselves must be finite and put the distribution's centre in that range.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +24,7 @@ import numpy as np
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.workload.traces import (
+    MAX_REQUEST_TOKENS,
     NAMED_WORKLOADS,
     Trace,
     TraceRequest,
@@ -82,7 +85,7 @@ class LengthSpec:
         else:
             assert self.source is not None
             x = rng.choice(_empirical_values(self.source, self.column), size=n, replace=True)
-        lengths: np.ndarray = np.maximum(np.rint(x).astype(np.int64), 1)
+        lengths: np.ndarray = np.rint(np.clip(x, 1, MAX_REQUEST_TOKENS)).astype(np.int64)
         return lengths
 
 
@@ -129,22 +132,35 @@ def parse_length_spec(
     return LengthSpec(kind=kind, params=params, column=column, text=raw)
 
 
+# lognormal: the median e^mu must be a length a request can have; sigma beyond this puts
+# most of the mass at the clipping bounds.
+_MAX_LOG_MU = math.log(MAX_REQUEST_TOKENS)
+_MAX_LOG_SIGMA = 5.0
+
+
 def _check_params(kind: LengthKind, params: tuple[float, ...], raw: str, field_name: str) -> None:
     low_or_mean, second = params[0], params[-1]
-    bad = {
-        LengthKind.FIXED: low_or_mean < 1 or not float(low_or_mean).is_integer(),
-        LengthKind.UNIFORM: low_or_mean < 1 or second < low_or_mean,
-        LengthKind.NORMAL: low_or_mean < 1 or second < 0,
-        LengthKind.LOGNORMAL: second < 0,
-    }[kind]
+    top = MAX_REQUEST_TOKENS
+    bad = (
+        not all(math.isfinite(x) for x in params)
+        or {
+            LengthKind.FIXED: not (1 <= low_or_mean <= top and float(low_or_mean).is_integer()),
+            LengthKind.UNIFORM: not 1 <= low_or_mean <= second <= top,
+            LengthKind.NORMAL: not (1 <= low_or_mean <= top and 0 <= second <= top),
+            LengthKind.LOGNORMAL: not (
+                0 <= low_or_mean <= _MAX_LOG_MU and 0 <= second <= _MAX_LOG_SIGMA
+            ),
+        }[kind]
+    )
     if bad:
         hint = {
-            LengthKind.FIXED: "a whole number of tokens, at least 1",
-            LengthKind.UNIFORM: "1 <= low <= high",
-            LengthKind.NORMAL: "mean >= 1 and std >= 0",
-            LengthKind.LOGNORMAL: "sigma >= 0",
+            LengthKind.FIXED: f"a whole number of tokens from 1 to {top}",
+            LengthKind.UNIFORM: f"1 <= low <= high <= {top}",
+            LengthKind.NORMAL: f"1 <= mean <= {top} and 0 <= std <= {top}",
+            LengthKind.LOGNORMAL: f"0 <= mu <= {_MAX_LOG_MU:.2f} (median e^mu up to {top}) "
+            f"and 0 <= sigma <= {_MAX_LOG_SIGMA:g}",
         }[kind]
-        raise ConfigError(f"{field_name} {raw!r}: needs {hint}")
+        raise ConfigError(f"{field_name} {raw!r}: needs finite numbers, {hint}")
 
 
 def _empirical(raw: str, source: str, column: Column, field_name: str) -> LengthSpec:
@@ -206,6 +222,11 @@ def synthetic_trace(
             )
         )
         history[s] = total_in + int(out[i])
+        if total_in > MAX_REQUEST_TOKENS:
+            raise ConfigError(
+                f"turn prompts grow to {total_in} tokens (prefix + earlier turns); a request "
+                f"takes at most {MAX_REQUEST_TOKENS}: lower --turns or the lengths"
+            )
     name = f"synthetic(in={input_len.text},out={output_len.text}"
     name += f",prefix={shared_prefix_tokens}" if shared_prefix_tokens else ""
     name += f",turns={turns})" if turns > 1 else ")"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from importlib import resources
@@ -24,6 +25,12 @@ import numpy as np
 from slotune.collector.errors import ConfigError
 
 MOONCAKE_BLOCK_SIZE = 512
+# Most tokens one request may ask for (prompt or output): more than any served model's context,
+# far less than what would exhaust a client building the prompt.
+MAX_REQUEST_TOKENS = 1 << 20
+# Latest timestamp a trace may carry: absolute epoch seconds well past this century's; a
+# larger one (1e308) would make the arrival schedule wait forever.
+MAX_TIMESTAMP_S = 1e11
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +130,10 @@ def load_trace(path: str | Path, fmt: str = "auto") -> Trace:
     readers = {"canonical": _read_jsonl, "mooncake": _read_jsonl, "azure": _read_azure}
     if fmt not in readers:
         raise ConfigError(f"trace format {fmt!r} is unknown; use canonical, azure or mooncake")
-    requests = readers[fmt](p)
+    try:
+        requests = readers[fmt](p)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not a UTF-8 text trace file ({e.reason} at byte {e.start})") from e
     if not requests:
         raise ConfigError(f"{p}: the trace has no requests")
     requests.sort(key=lambda r: r.timestamp_s)
@@ -134,8 +144,8 @@ def load_trace(path: str | Path, fmt: str = "auto") -> Trace:
 
 
 def _detect_format(p: Path) -> str:
-    with p.open(encoding="utf-8") as f:
-        first = f.readline().strip()
+    with p.open(encoding="utf-8", errors="replace") as f:
+        first = f.readline(4096).strip()
     if first.startswith("{"):
         return "canonical"
     if "ContextTokens" in first:
@@ -156,6 +166,8 @@ def _read_jsonl(p: Path) -> list[TraceRequest]:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ConfigError(f"{p}:{lineno}: not valid JSON ({e.msg})") from e
+            except (ValueError, RecursionError) as e:  # 5000-digit numbers, deep nesting
+                raise ConfigError(f"{p}:{lineno}: not a trace line ({type(e).__name__})") from e
             out.append(_from_json(obj, p, lineno))
     return out
 
@@ -165,16 +177,20 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
         raise ConfigError(f"{p}:{lineno}: each line must be a JSON object")
     is_mooncake = "input_length" in obj
     block: int | None
+    where = f"{p}:{lineno}"
     try:
         if is_mooncake:
-            ts = float(obj["timestamp"]) / 1000.0
-            n_in, n_out = int(obj["input_length"]), int(obj["output_length"])
-            block = int(obj.get("block_size", MOONCAKE_BLOCK_SIZE))
+            ts = _timestamp(obj["timestamp"], where, scale=1e-3)
+            n_in = _tokens(obj["input_length"], "input_length", where)
+            n_out = _tokens(obj["output_length"], "output_length", where)
+            block = _whole(obj.get("block_size", MOONCAKE_BLOCK_SIZE), "block_size", where)
         else:
-            ts = float(obj["timestamp"])
-            n_in, n_out = int(obj["input_tokens"]), int(obj["output_tokens"])
-            block = int(obj["block_size"]) if obj.get("block_size") is not None else None
-        hash_ids = tuple(int(h) for h in obj.get("hash_ids") or ())
+            ts = _timestamp(obj["timestamp"], where)
+            n_in = _tokens(obj["input_tokens"], "input_tokens", where)
+            n_out = _tokens(obj["output_tokens"], "output_tokens", where)
+            raw_block = obj.get("block_size")
+            block = _whole(raw_block, "block_size", where) if raw_block is not None else None
+        hash_ids = tuple(_whole(h, "hash_ids", where, low=None) for h in obj.get("hash_ids") or ())
     except KeyError as e:
         fields = (
             "timestamp, input_length, output_length"
@@ -184,10 +200,8 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
         raise ConfigError(
             f"{p}:{lineno}: missing field {e.args[0]!r}; each line needs {fields}"
         ) from e
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{p}:{lineno}: a field has the wrong type ({e})") from e
-    if n_in < 1 or n_out < 1:
-        raise ConfigError(f"{p}:{lineno}: input and output tokens must be at least 1")
+    except TypeError as e:
+        raise ConfigError(f"{where}: 'hash_ids' must be a list of integers ({e})") from e
     if hash_ids and block is None:
         block = MOONCAKE_BLOCK_SIZE
     session = obj.get("session_id")
@@ -207,17 +221,56 @@ def _read_azure(p: Path) -> list[TraceRequest]:
     with p.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         for lineno, row in enumerate(reader, 2):
+            where = f"{p}:{lineno}"
             try:
                 ts = _parse_azure_time(row["TIMESTAMP"])
                 n_in, n_out = int(row["ContextTokens"]), int(row["GeneratedTokens"])
             except (KeyError, TypeError, ValueError) as e:
                 raise ConfigError(
-                    f"{p}:{lineno}: expected TIMESTAMP,ContextTokens,GeneratedTokens ({e})"
+                    f"{where}: expected TIMESTAMP,ContextTokens,GeneratedTokens ({e})"
                 ) from e
             out.append(
-                TraceRequest(timestamp_s=ts, input_tokens=max(n_in, 1), output_tokens=max(n_out, 1))
+                TraceRequest(
+                    timestamp_s=_timestamp(ts, where),
+                    input_tokens=_tokens(n_in, "ContextTokens", where),
+                    output_tokens=_tokens(n_out, "GeneratedTokens", where),
+                )
             )
     return out
+
+
+def _whole(value: Any, name: str, where: str, *, low: int | None = 1) -> int:
+    """An integer field (a float only when it is whole), refusing bools and strings."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
+        need = "an integer" if low is None else f"an integer of at least {low}"
+        raise ConfigError(f"{where}: {name!r} must be {need}, got {value!r}")
+    return value
+
+
+def _tokens(value: Any, name: str, where: str) -> int:
+    n = _whole(value, name, where)
+    if n > MAX_REQUEST_TOKENS:
+        raise ConfigError(
+            f"{where}: {name!r} is {n} tokens; a request takes 1 to {MAX_REQUEST_TOKENS}"
+        )
+    return n
+
+
+def _timestamp(value: Any, where: str, *, scale: float = 1.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: 'timestamp' must be a number of seconds, got {value!r}")
+    try:
+        ts = float(value) * scale
+    except OverflowError:
+        ts = math.inf
+    if not (math.isfinite(ts) and 0 <= ts <= MAX_TIMESTAMP_S):
+        raise ConfigError(
+            f"{where}: 'timestamp' {value!r} is out of range; use seconds from 0 to "
+            f"{MAX_TIMESTAMP_S:g} (relative, or epoch)"
+        )
+    return ts
 
 
 def _parse_azure_time(text: str) -> float:
@@ -245,14 +298,14 @@ def retime(
     """
     reqs = list(trace.requests[:num_requests] if num_requests else trace.requests)
     if rate is not None:
-        if rate <= 0:
-            raise ConfigError("--rate must be greater than zero")
+        if not rate > 0:  # NaN included
+            raise ConfigError(f"--rate must be a number greater than zero, got {rate}")
         gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=len(reqs))
         gaps[0] = 0.0
         times = np.cumsum(gaps)
         reqs = [replace(r, timestamp_s=float(t)) for r, t in zip(reqs, times, strict=True)]
     elif time_scale is not None:
-        if time_scale <= 0:
-            raise ConfigError("--time-scale must be greater than zero")
+        if not 0 < time_scale < math.inf:  # NaN included
+            raise ConfigError(f"--time-scale must be a finite number above zero, got {time_scale}")
         reqs = [replace(r, timestamp_s=r.timestamp_s * time_scale) for r in reqs]
     return replace(trace, requests=tuple(reqs))

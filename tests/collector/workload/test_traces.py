@@ -1,5 +1,6 @@
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,53 @@ def test_synthetic_text_has_exact_token_count() -> None:
         assert count_tokens(synthetic_text(n, seed=n)) == n
     assert synthetic_text(20, 3) == synthetic_text(20, 3)
     assert count_tokens("Hello, world!") == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ('{"timestamp": NaN, "input_tokens": 5, "output_tokens": 5}', "'timestamp' nan"),
+        ('{"timestamp": Infinity, "input_tokens": 5, "output_tokens": 5}', "out of range"),
+        ('{"timestamp": 1e308, "input_tokens": 5, "output_tokens": 5}', "out of range"),
+        ('{"timestamp": -1, "input_tokens": 5, "output_tokens": 5}', "out of range"),
+        ('{"timestamp": 0, "input_tokens": 1e12, "output_tokens": 5}', "1 to 1048576"),
+        ('{"timestamp": 0, "input_tokens": 5.5, "output_tokens": 5}', "must be an integer"),
+        ('{"timestamp": 0, "input_tokens": true, "output_tokens": 5}', "must be an integer"),
+        ('{"timestamp": 0, "input_tokens": 5, "output_tokens": ' + "9" * 400 + "}", "1 to"),
+        ('{"timestamp": 0, "input_tokens": 5, "output_tokens": 5, "hash_ids": 3}', "hash_ids"),
+        ("[" * 100_000, "not a trace line"),
+    ],
+)
+def test_absurd_values_are_refused_with_the_line_number(
+    tmp_path: Path, line: str, match: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"timestamp": 0, "input_tokens": 5, "output_tokens": 5}\n' + line + "\n")
+    with pytest.raises(ConfigError, match=match) as e:
+        load_trace(path, "canonical")
+    assert f"{path}:2:" in str(e.value)
+
+
+def test_azure_counts_below_one_are_refused_like_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.1,10,5\n"
+        "2023-11-16 18:17:04.1,-3,5\n"
+    )
+    with pytest.raises(ConfigError, match=r"t.csv:3: 'ContextTokens' must be an integer of at"):
+        load_trace(path)
+
+
+def test_a_binary_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"timestamp": 0}\n\xff\xfe\x00garbage')
+    with pytest.raises(ConfigError, match="not a UTF-8 text trace file"):
+        load_trace(path)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"rate": math.nan}, {"time_scale": math.nan}, {"time_scale": math.inf}]
+)
+def test_retime_refuses_non_finite_numbers(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ConfigError, match="must be"):
+        retime(named_workload("azure-code"), **kwargs)  # type: ignore[arg-type]
