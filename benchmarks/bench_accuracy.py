@@ -54,7 +54,7 @@ def start_emulator(port: int, timings: Path, time_scale: float) -> subprocess.Po
             "h100-sxm",
             "--port",
             str(port),
-            "--time-scale",
+            "--speedup",
             str(time_scale),
             "--max-num-seqs",
             "256",

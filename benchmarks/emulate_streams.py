@@ -97,7 +97,7 @@ def bench(num: int, max_tokens: int, time_scale: float, model: str, gpu: str) ->
                 "0",
                 "--max-num-seqs",
                 "1024",
-                "--time-scale",
+                "--speedup",
                 str(time_scale),
                 "--timings-file",
                 str(timings),

@@ -50,8 +50,8 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
 from slotune.tuner.backends.sim import SimBackend
 from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.sampler import make_sampler
 from slotune.tuner.space import SearchSpace, default_space, engine_defaults
-from slotune.tuner.study import make_sampler
 from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
@@ -245,7 +245,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--scenario", action="append", help="only these scenario names")
-    # Names of tuner.study.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
+    # Names of tuner.sampler.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
     # PyTorch, which slotune does not depend on: add "gp" where it is installed.
     ap.add_argument("--methods", default="tpe,optuna-tpe,random")
     args = ap.parse_args()

@@ -58,7 +58,7 @@ def require_binary(name: str, debian_package: str, search: tuple[str, ...] = ())
 
 
 @contextlib.contextmanager
-def running_emulator(timings: Path, *, time_scale: float) -> Iterator[str]:
+def running_emulator(timings: Path, *, speedup: float) -> Iterator[str]:
     """``slotune emulate`` (llama-3.1-8b on h100-sxm) as a subprocess; yields its base URL.
 
     It is started as a process, not imported, so tests under collector/ keep the layer rule.
@@ -74,8 +74,8 @@ def running_emulator(timings: Path, *, time_scale: float) -> Iterator[str]:
             "h100-sxm",
             "--port",
             str(port),
-            "--time-scale",
-            str(time_scale),
+            "--speedup",
+            str(speedup),
             "--timings-file",
             str(timings),
         ],

@@ -3,8 +3,7 @@
 The public surface is listed in ``__all__``; everything else is an implementation detail.
 Names are imported on first use (PEP 562), so a process that needs only the simulator or the
 emulated engine (``slotune emulate``, started once per trial by the launch backend) does not
-load the store, SQLAlchemy and Optuna. (``tune_study`` is ``tuner.tune.tune`` under another
-name: the submodule ``tuner.tune`` is an attribute of the package once imported.)
+load the store, SQLAlchemy and Optuna.
 """
 
 from __future__ import annotations
@@ -13,23 +12,41 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from slotune.tuner.backends import Backend, EngineSession, TrialFailed, make_backend
+    from slotune.tuner.backends import (
+        Backend,
+        BackendKind,
+        EngineSession,
+        TrialFailed,
+        make_backend,
+    )
     from slotune.tuner.export import export_config
     from slotune.tuner.objectives import Measurement, ObjectiveKind
     from slotune.tuner.report import study_report
-    from slotune.tuner.space import Param, ParamKind, SearchSpace, default_space, engine_defaults
+    from slotune.tuner.sampler import SamplerKind
+    from slotune.tuner.sim.config import Engine
+    from slotune.tuner.space import (
+        Param,
+        ParamKind,
+        SearchSpace,
+        default_space,
+        engine_defaults,
+        space_overrides,
+    )
+    from slotune.tuner.studies import (
+        RunOptions,
+        export_study,
+        list_studies_report,
+        resume_study,
+        show_study,
+        tune_study,
+    )
     from slotune.tuner.study import Progress as StudyProgress
     from slotune.tuner.study import StudySpec
-    from slotune.tuner.tune import RunOptions, spec_from_options
-    from slotune.tuner.tune import export as export_study
-    from slotune.tuner.tune import list_all as list_studies_report
-    from slotune.tuner.tune import resume as resume_study
-    from slotune.tuner.tune import show as show_study
-    from slotune.tuner.tune import tune as tune_study
 
 # public name -> (module, attribute)
 _LAZY = {
     "Backend": ("slotune.tuner.backends", "Backend"),
+    "BackendKind": ("slotune.tuner.backends", "BackendKind"),
     "EngineSession": ("slotune.tuner.backends", "EngineSession"),
     "TrialFailed": ("slotune.tuner.backends", "TrialFailed"),
     "make_backend": ("slotune.tuner.backends", "make_backend"),
@@ -37,30 +54,35 @@ _LAZY = {
     "Measurement": ("slotune.tuner.objectives", "Measurement"),
     "ObjectiveKind": ("slotune.tuner.objectives", "ObjectiveKind"),
     "study_report": ("slotune.tuner.report", "study_report"),
+    "SamplerKind": ("slotune.tuner.sampler", "SamplerKind"),
+    "Engine": ("slotune.tuner.sim.config", "Engine"),
     "Param": ("slotune.tuner.space", "Param"),
     "ParamKind": ("slotune.tuner.space", "ParamKind"),
     "SearchSpace": ("slotune.tuner.space", "SearchSpace"),
     "default_space": ("slotune.tuner.space", "default_space"),
     "engine_defaults": ("slotune.tuner.space", "engine_defaults"),
+    "space_overrides": ("slotune.tuner.space", "space_overrides"),
     "StudyProgress": ("slotune.tuner.study", "Progress"),
     "StudySpec": ("slotune.tuner.study", "StudySpec"),
-    "RunOptions": ("slotune.tuner.tune", "RunOptions"),
-    "spec_from_options": ("slotune.tuner.tune", "spec_from_options"),
-    "tune_study": ("slotune.tuner.tune", "tune"),
-    "export_study": ("slotune.tuner.tune", "export"),
-    "list_studies_report": ("slotune.tuner.tune", "list_all"),
-    "resume_study": ("slotune.tuner.tune", "resume"),
-    "show_study": ("slotune.tuner.tune", "show"),
+    "RunOptions": ("slotune.tuner.studies", "RunOptions"),
+    "tune_study": ("slotune.tuner.studies", "tune_study"),
+    "export_study": ("slotune.tuner.studies", "export_study"),
+    "list_studies_report": ("slotune.tuner.studies", "list_studies_report"),
+    "resume_study": ("slotune.tuner.studies", "resume_study"),
+    "show_study": ("slotune.tuner.studies", "show_study"),
 }
 
 __all__ = [
     "Backend",
+    "BackendKind",
+    "Engine",
     "EngineSession",
     "Measurement",
     "ObjectiveKind",
     "Param",
     "ParamKind",
     "RunOptions",
+    "SamplerKind",
     "SearchSpace",
     "StudyProgress",
     "StudySpec",
@@ -73,7 +95,7 @@ __all__ = [
     "make_backend",
     "resume_study",
     "show_study",
-    "spec_from_options",
+    "space_overrides",
     "study_report",
     "tune_study",
 ]

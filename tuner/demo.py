@@ -1,7 +1,7 @@
 """``slotune demo``: every part of slotune on one machine, in about two minutes.
 
 1. opens the store (the embedded SQLite file unless ``--db`` says otherwise);
-2. starts an emulated vLLM engine (``slotune emulate``, time-scaled) and an agent scraping it
+2. starts an emulated vLLM engine (``slotune emulate --speedup``) and an agent scraping it
    into the store every second (``slotune agent``);
 3. benchmarks the engine's default configuration on a real trace and stores the run;
 4. runs a short tuning study through the ``launch`` backend: every trial starts its own
@@ -34,10 +34,13 @@ from slotune.collector.bench.runner import run_benchmark
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize
+from slotune.tuner.backends import BackendKind
 from slotune.tuner.backends.base import TrialFailed
 from slotune.tuner.backends.launch import EngineProcess, free_port, scale_record
+from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.sim.config import Engine
+from slotune.tuner.studies import RunOptions, tune_study
 from slotune.tuner.study import ProgressFn, StudySpec
-from slotune.tuner.tune import RunOptions, tune
 
 MODEL = "llama-3.1-8b"
 GPU = "h100-sxm"
@@ -62,7 +65,7 @@ class DemoOptions:
     Attributes:
         trials: tuning trials (trial 0 = vLLM's defaults).
         num_requests: requests per measurement.
-        time_scale: the emulated GPU runs this many times faster than real time. Client
+        speedup: the emulated GPU runs this many times faster than real time. Client
             timing noise is multiplied by it too (a 5 ms scheduling hiccup reads as 20 ms of
             ITL at 4x, and one such gap makes a request miss an ``itl:p99`` SLO), so it stays
             small enough for a busy two-core machine.
@@ -71,7 +74,7 @@ class DemoOptions:
 
     trials: int = 6
     num_requests: int = 40
-    time_scale: float = 2.0
+    speedup: float = 2.0
     rate: float = 4.0
 
 
@@ -131,7 +134,7 @@ def run_demo(
     logs.mkdir(parents=True, exist_ok=True)
     env = {"SLOTUNE_DB": url}
     cli = slotune_argv()
-    k = options.time_scale
+    k = options.speedup
     with _interrupt_on_signals(), ExitStack() as stack:
         port = free_port()
         say(
@@ -149,7 +152,7 @@ def run_demo(
                     GPU,
                     "--port",
                     str(port),
-                    "--time-scale",
+                    "--speedup",
                     str(k),
                 ],
                 logs / "engine.log",
@@ -180,27 +183,28 @@ def run_demo(
         name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
         template = (
             f"{shlex.join(cli)} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
-            f"--time-scale {k:g} {{engine_args}}"
+            f"--speedup {k:g} {{engine_args}}"
         )
         spec = StudySpec(
             name=name,
-            backend="launch",
-            engine="vllm",
+            backend=BackendKind.LAUNCH,
+            engine=Engine.VLLM,
             model=MODEL,
             gpu=GPU,
             workload=WORKLOAD,
             trace_file=None,
             slos=SLOS,
-            objective="goodput",
+            objective=ObjectiveKind.GOODPUT,
             rate=options.rate,
             trials=options.trials,
             num_requests=options.num_requests,
             command=template,
-            time_scale=k,
+            speedup=k,
             seed=0,
             space=DEMO_SPACE,
+            recheck_k=1,
         )
-        report = tune(spec, db_url, RunOptions(recheck_k=1, recheck_seeds=1), progress, say)
+        report = tune_study(spec, db_url, RunOptions(recheck_seeds=1), progress, say)
     return {
         "study": name,
         "db": url,
@@ -213,7 +217,7 @@ def run_demo(
 
 
 def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:
-    k = options.time_scale
+    k = options.speedup
     config = BenchConfig(
         url=engine_url,
         arrival=ArrivalSpec.from_rate(options.rate * k),
@@ -237,7 +241,7 @@ def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]
                 workload=WORKLOAD,
                 started_at=result.started_at,
                 ended_at=result.ended_at,
-                config={**config.to_dict(), "time_scale": k},
+                config={**config.to_dict(), "speedup": k},
             ),
             records,
             summary,

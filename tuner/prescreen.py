@@ -20,6 +20,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from slotune.tuner.backends import BackendKind
 from slotune.tuner.report import PRESCREEN_ATTR
 from slotune.tuner.study import (
     CONFIG_ATTR,
@@ -46,10 +47,10 @@ def prescreen_spec(spec: StudySpec, trials: int | None = None) -> StudySpec:
     return dataclasses.replace(
         spec,
         name=f"{spec.name}-prescreen",
-        backend="sim",
+        backend=BackendKind.SIM,
         command=None,
         endpoint=None,
-        time_scale=1.0,
+        speedup=1.0,
         trials=trials,
     )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from slotune.collector.errors import ConfigError
 from slotune.tuner.space import Param, ParamKind, SearchSpace, Value
 
 _CONSTRAINTS_KEY = "constraints"
@@ -37,6 +39,49 @@ _NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter
 _DEFAULT_PRIOR_SHARE = 0.5
 _DEFAULT_PRIOR_WIDTH = 4.0
 _DEFAULT_PRIOR_MATCH = 0.6
+
+
+class SamplerKind(StrEnum):
+    """The samplers a study can use (``benchmarks/tuner_efficiency.py`` compares them)."""
+
+    TPE = "tpe"  # slotune's DistinctTPESampler (Optuna's multivariate TPE for ``pareto``)
+    OPTUNA_TPE = "optuna-tpe"  # Optuna's TPE as it is
+    GP = "gp"
+    RANDOM = "random"
+
+
+def make_sampler(
+    kind: SamplerKind | str,
+    seed: int | None,
+    space: SearchSpace,
+    *,
+    multi_objective: bool = False,
+    forced_attr: str = "forced_params",
+) -> optuna.samplers.BaseSampler:
+    """The sampler of a study.
+
+    Args:
+        kind: which sampler.
+        seed: its random seed.
+        space: the study's space (slotune's own sampler proposes whole configurations of it).
+        multi_objective: the study has two objectives (``pareto``).
+        forced_attr: see :class:`DistinctTPESampler`.
+
+    Raises:
+        ConfigError: an unknown sampler name.
+    """
+    try:
+        k = SamplerKind(kind)
+    except ValueError as e:
+        names = ", ".join(m.value for m in SamplerKind)
+        raise ConfigError(f"--sampler {kind!r}: use one of {names}") from e
+    if k is SamplerKind.TPE and not multi_objective:
+        return DistinctTPESampler(space, seed=seed, forced_attr=forced_attr)
+    if k in (SamplerKind.TPE, SamplerKind.OPTUNA_TPE):
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=5)
+    if k is SamplerKind.GP:
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=5)
+    return optuna.samplers.RandomSampler(seed=seed)
 
 
 class _Recorder:

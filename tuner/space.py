@@ -33,12 +33,14 @@ import optuna
 import yaml
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.config import config_from_params, resolve
+from slotune.tuner.sim.config import Engine, config_from_params, resolve
 
-
-class Engine(StrEnum):
-    VLLM = "vllm"
-    TRTLLM = "trtllm"
+# Other names the engines' own tools use for one parameter (trtllm-serve's ``--tp_size``);
+# a study keeps the canonical name only.
+PARAM_ALIASES: dict[Engine, dict[str, str]] = {
+    Engine.VLLM: {"tp_size": "tensor_parallel_size"},
+    Engine.TRTLLM: {"tp_size": "tensor_parallel_size"},
+}
 
 
 class ParamKind(StrEnum):
@@ -300,6 +302,87 @@ class SearchSpace:
         return replace(
             self, params=tuple(params.values()), defaults=defaults, max_model_len=max_model_len
         )
+
+
+def canonical_overrides(engine: Engine, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` with every parameter under its canonical name (``tp_size`` ->
+    ``tensor_parallel_size``).
+
+    Raises:
+        ConfigError: one parameter given under two of its names.
+    """
+    aliases = PARAM_ALIASES[engine]
+    out: dict[str, Any] = {}
+    for name, spec in overrides.items():
+        canonical = aliases.get(name, name)
+        if canonical in out:
+            raise ConfigError(f"--param {name}: {canonical} is already given; give it once")
+        out[canonical] = spec
+    return out
+
+
+def space_overrides(
+    engine: Engine, space_file: str | Path | None, params: Sequence[str]
+) -> dict[str, Any]:
+    """The search-space overrides of a study: the ``--space`` file, then each ``--param``."""
+    overrides: dict[str, Any] = dict(load_space_file(space_file)) if space_file else {}
+    overrides.update(parse_param_override(p) for p in params)
+    return canonical_overrides(engine, overrides)
+
+
+def check_overrides(
+    engine: Engine, overrides: Mapping[str, Any], defaults: Mapping[str, Value]
+) -> None:
+    """Refuse a parameter the engine does not have, or a value of the wrong type for it.
+
+    Args:
+        engine: whose parameters.
+        overrides: canonical overrides (:func:`canonical_overrides`).
+        defaults: the engine's resolved defaults (:func:`engine_defaults`); their keys are the
+            parameters it has, their types the types it takes.
+
+    Raises:
+        ConfigError: naming the parameter and what it takes.
+    """
+    for name, spec in overrides.items():
+        if name not in defaults:
+            known = ", ".join(sorted(defaults))
+            raise ConfigError(f"--param {name}: not a {engine} parameter; known: {known}")
+        if spec is None:
+            continue
+        values: list[Any]
+        if isinstance(spec, list):
+            values = spec
+        elif isinstance(spec, Mapping):
+            values = [spec[k] for k in ("low", "high") if k in spec]
+        else:
+            values = [spec]
+        for v in values:
+            if not _same_type(v, defaults[name]):
+                raise ConfigError(
+                    f"--param {name}: {v!r} is not {_type_words(defaults[name])} "
+                    f"(the engine default is {defaults[name]!r})"
+                )
+
+
+def _same_type(value: Any, default: Value) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, int):
+        return isinstance(value, int)
+    if isinstance(default, float):
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, str)
+
+
+def _type_words(default: Value) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a finite number"
+    return "a name"
 
 
 def _param_from_spec(name: str, spec: Any, base: Param | None) -> Param:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import multiprocessing
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -30,15 +32,24 @@ from typing import Any
 
 import optuna
 from optuna.trial import TrialState
+from sqlalchemy.pool import NullPool
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import Trace, resolve_workload, retime
-from slotune.tuner.backends import make_backend
+from slotune.tuner.backends import BackendKind, make_backend
+from slotune.tuner.backends.launch import render_command
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
 from slotune.tuner.objectives import ObjectiveKind
-from slotune.tuner.sampler import DistinctTPESampler
-from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.sampler import SamplerKind, make_sampler
+from slotune.tuner.sim.config import Engine
+from slotune.tuner.space import (
+    SearchSpace,
+    canonical_overrides,
+    check_overrides,
+    default_space,
+    engine_defaults,
+)
 from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 SPEC_ATTR = "slotune_spec"
@@ -47,6 +58,9 @@ MEASUREMENT_ATTR = "measurement"
 SOURCE_ATTR = "source"
 FORCED_ATTR = "forced_params"
 DEFAULT_HEARTBEAT_S = 10
+# When the default and the trials after it all fail to start for one reason, no other
+# configuration of the space will start either (weights that do not fit, a bad command): stop.
+LAUNCH_STOP_TRIALS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,46 +69,47 @@ class StudySpec:
 
     Attributes:
         name: the study name (unique in the database).
-        backend: ``sim``, ``launch`` or ``attach``.
-        engine: ``vllm`` or ``trtllm``.
+        backend: where trials run (simulator, launched engine, running endpoint).
+        engine: whose parameters are searched.
         model, gpu: catalog names (``llama-3.1-8b``, ``h100-sxm``).
         workload: a named workload, or None with ``trace_file``.
         trace_file: a trace file path, or None with ``workload``.
         slos: SLO shorthands.
-        objective: ``capacity``, ``goodput``, ``throughput`` or ``pareto``.
+        objective: what a trial maximises.
         trials: completed trials the study aims at (trial 0 = the engine default).
         rate: offered rate (req/s); None = the trace's own timestamps.
-        num_requests: first N requests of the trace.
+        num_requests: measured requests per run, the first N of the trace (None: all).
         command: launch-backend command template.
         endpoint: attach-backend base URL.
-        time_scale: emulated-engine speed-up (launch backend).
-        space: search-space overrides (YAML file / ``--param`` forms, merged).
+        speedup: the emulated GPU runs this many times faster than real time (launch backend).
+        space: search-space overrides (YAML file / ``--param`` forms, merged), by canonical name.
         seed: sampler and arrival seed.
-        sampler: ``tpe``, ``optuna-tpe``, ``gp`` or ``random`` (see :func:`make_sampler`).
+        sampler: the sampler (see :func:`tuner.sampler.make_sampler`).
         heartbeat_s: worker heartbeat; a trial is stale after 3 missed beats.
-        gpus_per_worker: GPUs one engine needs (its tensor-parallel size).
+        recheck_k: re-measure the best K configurations with other seeds at the end (0: off);
+            kept with the study so ``resume`` re-checks as the study was started.
     """
 
     name: str
-    backend: str
-    engine: str
+    backend: BackendKind
+    engine: Engine
     model: str
     gpu: str
     workload: str | None
     trace_file: str | None
     slos: tuple[str, ...]
-    objective: str = ObjectiveKind.CAPACITY.value
+    objective: ObjectiveKind = ObjectiveKind.CAPACITY
     trials: int = 30
     rate: float | None = None
     num_requests: int | None = None
     command: str | None = None
     endpoint: str | None = None
-    time_scale: float = 1.0
+    speedup: float = 1.0
     space: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    sampler: str = "tpe"
+    sampler: SamplerKind = SamplerKind.TPE
     heartbeat_s: int = DEFAULT_HEARTBEAT_S
-    gpus_per_worker: int = 1
+    recheck_k: int = 3
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -102,38 +117,70 @@ class StudySpec:
     @classmethod
     def from_json(cls, text: str) -> StudySpec:
         data = json.loads(text)
-        data["slos"] = tuple(data["slos"])
-        return cls(**data)
+        # Studies stored before the emulated GPU's factor was named ``speedup``.
+        if "time_scale" in data:
+            data["speedup"] = data.pop("time_scale")
+        data.pop("gpus_per_worker", None)  # now derived from the space
+        known = {f.name for f in dataclasses.fields(cls)}
+        spec = cls(**{k: v for k, v in data.items() if k in known})
+        return dataclasses.replace(
+            spec,
+            backend=BackendKind(spec.backend),
+            engine=Engine(spec.engine),
+            objective=ObjectiveKind(spec.objective),
+            sampler=SamplerKind(spec.sampler),
+            slos=tuple(spec.slos),
+        )
 
     @property
     def kind(self) -> ObjectiveKind:
-        return ObjectiveKind(self.objective)
+        return self.objective
 
     @property
     def workload_name(self) -> str:
         return self.workload or str(self.trace_file)
 
+    @property
+    def gpus_per_worker(self) -> int:
+        """GPUs one engine needs: its tensor-parallel size when the space fixes it."""
+        tp = self.space.get("tensor_parallel_size")
+        return tp if isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 else 1
+
     def validate(self) -> None:
-        """Check the fields a study cannot start without (raises ConfigError)."""
+        """Check every field before anything is stored or run (raises ConfigError).
+
+        Covers the options (counts, rate, SLOs, backend needs, command template) and the
+        search space (every parameter known to the engine, every value of the right type,
+        the default configuration accepted by the engine model), so a bad input is one clear
+        line and never a failed trial.
+        """
         if self.trials < 1:
             raise ConfigError("--trials must be at least 1 (trial 0 is the engine default)")
         if self.heartbeat_s < 1:
             raise ConfigError("--heartbeat must be at least 1 second")
-        try:
-            ObjectiveKind(self.objective)
-        except ValueError as e:
-            raise ConfigError(
-                f"--objective {self.objective!r}: use capacity, goodput, throughput or pareto"
-            ) from e
+        if self.recheck_k < 0:
+            raise ConfigError("--recheck must be 0 (off) or more")
+        if (self.workload is None) == (self.trace_file is None):
+            raise ConfigError("give exactly one of --workload NAME or --trace FILE")
+        if self.rate is not None and not (math.isfinite(self.rate) and self.rate > 0):
+            raise ConfigError(f"--rate must be a finite number of requests/s > 0, got {self.rate}")
+        if self.num_requests is not None and self.num_requests < 1:
+            raise ConfigError(f"--num-requests must be at least 1, got {self.num_requests}")
+        if not (math.isfinite(self.speedup) and self.speedup > 0):
+            raise ConfigError(f"--speedup must be a finite number > 0, got {self.speedup}")
+        if self.seed < 0:
+            raise ConfigError(f"--seed must be 0 or more, got {self.seed}")
         if not self.slos:
             raise ConfigError("give at least one --slo, e.g. --slo 'ttft:p99<=500ms'")
         parse_slos(self.slos)
-        if self.backend == "launch" and not self.command:
-            raise ConfigError(
-                "--backend launch needs --command, e.g. "
-                "'vllm serve {model} --port {port} {engine_args}'"
-            )
-        if self.backend == "attach" and not self.endpoint:
+        if self.backend is BackendKind.LAUNCH:
+            if not self.command:
+                raise ConfigError(
+                    "--backend launch needs --command, e.g. "
+                    "'vllm serve {hf_model} --port {port} {engine_args}'"
+                )
+            render_command(self.command, model=self.model, gpu=self.gpu, port=0, engine_args="")
+        if self.backend is BackendKind.ATTACH and not self.endpoint:
             raise ConfigError("--backend attach needs --endpoint http://host:port")
 
 
@@ -151,13 +198,19 @@ def _trace(workload: str | None, trace_file: str | None, num_requests: int | Non
 
 
 def build_space(spec: StudySpec, plan: WorkloadPlan) -> SearchSpace:
-    """The default space of the engine, with the study's overrides applied."""
+    """The default space of the engine, with the study's overrides checked and applied.
+
+    Raises:
+        ConfigError: an override names a parameter the engine lacks or has a wrong value.
+    """
     longest = max((r.input_tokens + r.output_tokens for r in plan.trace.requests), default=1)
     # The engine must fit the longest request; a power of two as an operator would set it.
     max_model_len = max(2048, 1 << (longest - 1).bit_length())
     defaults = engine_defaults(spec.engine, spec.model, spec.gpu, max_model_len=max_model_len)
+    overrides = canonical_overrides(spec.engine, spec.space)
+    check_overrides(spec.engine, overrides, defaults)
     space = default_space(spec.engine, defaults, max_model_len=max_model_len)
-    return space.with_overrides(spec.space)
+    return space.with_overrides(overrides)
 
 
 @contextmanager
@@ -175,11 +228,15 @@ def quiet_optuna() -> Iterator[None]:
 
 
 def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.storages.RDBStorage:
-    """Optuna storage on the store's database, with heartbeat and stale-trial retry."""
-    kwargs: dict[str, Any] = {}
+    """Optuna storage on the store's database, with heartbeat and stale-trial retry.
+
+    Connections are not pooled: Optuna opens a session per operation and a study's storage
+    is never disposed, so a pool would leave connections open until garbage collection.
+    """
+    engine_kwargs: dict[str, Any] = {"poolclass": NullPool}
     if url.startswith("sqlite"):
         # Several worker processes write to one SQLite file: wait for the lock, not fail.
-        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+        engine_kwargs["connect_args"] = {"timeout": 60}
     with quiet_optuna():
         return optuna.storages.RDBStorage(
             url,
@@ -188,27 +245,8 @@ def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.sto
             heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
                 max_retry=1
             ),
-            **kwargs,
+            engine_kwargs=engine_kwargs,
         )
-
-
-def make_sampler(
-    name: str, seed: int | None, space: SearchSpace, *, multi_objective: bool = False
-) -> optuna.samplers.BaseSampler:
-    """The sampler of a study (choice justified by ``benchmarks/tuner_efficiency.py``).
-
-    ``tpe`` is slotune's :class:`~tuner.sampler.DistinctTPESampler` (Optuna's multivariate
-    TPE for the two-objective ``pareto``); ``optuna-tpe`` is Optuna's TPE as it is.
-    """
-    if name == "tpe" and not multi_objective:
-        return DistinctTPESampler(space, seed=seed, forced_attr=FORCED_ATTR)
-    if name in ("tpe", "optuna-tpe"):
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=5)
-    if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=5)
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    raise ConfigError(f"sampler {name!r}: use tpe, optuna-tpe, gp or random")
 
 
 def create(spec: StudySpec, url: str) -> optuna.Study:
@@ -238,9 +276,8 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
 
 def load_spec(name: str, url: str) -> StudySpec:
     """The spec of a stored study (ConfigError when there is no such study)."""
-    storage = optuna.storages.RDBStorage(url)
     try:
-        study = optuna.load_study(study_name=name, storage=storage)
+        study = optuna.load_study(study_name=name, storage=open_storage(url))
     except KeyError as e:
         raise ConfigError(
             f"no study named {name!r} in this database; `slotune tune list` shows the stored ones"
@@ -264,7 +301,13 @@ def load(spec: StudySpec, url: str, *, sampler_seed: int | None = None) -> optun
 def _sampler_of(
     spec: StudySpec, seed: int | None, space: SearchSpace
 ) -> optuna.samplers.BaseSampler:
-    return make_sampler(spec.sampler, seed, space, multi_objective=len(spec.kind.directions) > 1)
+    return make_sampler(
+        spec.sampler,
+        seed,
+        space,
+        multi_objective=len(spec.kind.directions) > 1,
+        forced_attr=FORCED_ATTR,
+    )
 
 
 def count_states(study: optuna.Study) -> dict[TrialState, int]:
@@ -288,8 +331,12 @@ def objective_fn(
         config = space.suggest(trial, trial.user_attrs.get(FORCED_ATTR))
         trial.set_user_attr(CONFIG_ATTR, config)
         m = runner.measure(config, seed)
-        for key, value in m.constraints.items():
-            trial.set_constraint(key, value)
+        with warnings.catch_warnings():
+            # A trial retried after its worker died may already carry the constraints the
+            # dead worker recorded for the same parameters; Optuna keeps those and warns.
+            warnings.filterwarnings("ignore", message="The constraint value is ignored")
+            for key, value in m.constraints.items():
+                trial.set_constraint(key, value)
         trial.set_user_attr(MEASUREMENT_ATTR, m.to_attrs())
         return m.values
 
@@ -313,7 +360,7 @@ def work(
     """
     plan = load_plan(spec)
     space = build_space(spec, plan)
-    with _gpu_slot(spec) as slot, quiet_optuna():
+    with gpu_slot(spec) as slot, quiet_optuna():
         runner = TrialRunner(
             make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
         )
@@ -336,11 +383,40 @@ def work(
                 # stop (then they are failed, re-enqueued, and this worker takes them).
                 time.sleep(min(spec.heartbeat_s, 2))
                 continue
+            check_launches(study)
             try:
                 study.optimize(objective, n_trials=1, callbacks=callbacks)
             except KeyboardInterrupt:
                 _requeue_interrupted(study, current)
                 raise
+
+
+def check_launches(study: optuna.Study) -> None:
+    """Stop a study whose first trials all failed to start with the same error.
+
+    Raises:
+        ConfigError: the engine's reason and what to change; nothing else would start either.
+    """
+    done = sorted(
+        (t for t in study.get_trials(deepcopy=False) if t.state is TrialState.COMPLETE),
+        key=lambda t: t.number,
+    )[:LAUNCH_STOP_TRIALS]
+    reasons = [(t.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure") for t in done]
+    if len(reasons) < LAUNCH_STOP_TRIALS or not all(reasons):
+        return
+    # The log path differs per trial and numbers may follow the parameters; the error is the
+    # same when the rest is.
+    shapes = {re.sub(r"\d+(\.\d+)?", "#", _LOG_NOTE.sub("", str(r))) for r in reasons}
+    if len(shapes) == 1:
+        raise ConfigError(
+            f"stopped: the engine failed to start in each of the first {LAUNCH_STOP_TRIALS} "
+            f"trials (the default included) with the same error: {reasons[-1]} -- fix that "
+            "(e.g. --param tensor_parallel_size=N, another --gpu, or the --command) and start "
+            "a new study"
+        )
+
+
+_LOG_NOTE = re.compile(r"\s*\(log: [^)]*\)")
 
 
 def _requeue_interrupted(study: optuna.Study, current: list[int]) -> None:
@@ -361,8 +437,8 @@ def _requeue_interrupted(study: optuna.Study, current: list[int]) -> None:
 
 
 @contextmanager
-def _gpu_slot(spec: StudySpec) -> Iterator[GpuSlot | None]:
-    if spec.backend != "launch":
+def gpu_slot(spec: StudySpec) -> Iterator[GpuSlot | None]:
+    if spec.backend is not BackendKind.LAUNCH:
         yield None
         return
     with acquire_slot(spec.gpus_per_worker) as slot:
@@ -433,6 +509,7 @@ def run_workers(
         while any(p.is_alive() for p in procs):
             if progress:
                 progress(progress_of(study, spec.trials))
+            check_launches(study)
             time.sleep(0.5)
     finally:
         for p in procs:
@@ -450,5 +527,4 @@ def run_workers(
 
 
 def study_names(url: str) -> list[str]:
-    storage = optuna.storages.RDBStorage(url)
-    return [s.study_name for s in optuna.get_all_study_summaries(storage)]
+    return [s.study_name for s in optuna.get_all_study_summaries(open_storage(url))]

@@ -1,7 +1,6 @@
 import pytest
 import yaml
 
-import slotune.tuner
 from slotune.collector.errors import ConfigError
 from slotune.tuner.export import export_config
 from slotune.tuner.gpu_slots import LOCK_DIR_ENV, acquire_slot
@@ -76,31 +75,3 @@ def test_export_trtllm_yaml_and_command():
     assert "# trtllm-serve meta-llama/Llama-3.1-8B-Instruct --max_batch_size 256" in text
     with pytest.raises(ConfigError, match="--format trtllm"):
         export_config({}, engine="trtllm", model="llama-3.1-8b", gpu="h100-sxm", fmt="vllm")
-
-
-def test_public_surface():
-    assert sorted(slotune.tuner.__all__) == [
-        "Backend",
-        "EngineSession",
-        "Measurement",
-        "ObjectiveKind",
-        "Param",
-        "ParamKind",
-        "RunOptions",
-        "SearchSpace",
-        "StudyProgress",
-        "StudySpec",
-        "TrialFailed",
-        "default_space",
-        "engine_defaults",
-        "export_config",
-        "export_study",
-        "list_studies_report",
-        "make_backend",
-        "resume_study",
-        "show_study",
-        "spec_from_options",
-        "study_report",
-        "tune_study",
-    ]
-    assert all(hasattr(slotune.tuner, name) for name in slotune.tuner.__all__)

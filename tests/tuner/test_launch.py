@@ -14,18 +14,26 @@ from optuna.trial import TrialState
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import upgrade
 from slotune.collector.workload import named_workload, retime
+from slotune.tuner.backends import BackendKind
 from slotune.tuner.backends.attach import AttachBackend
 from slotune.tuner.backends.launch import EngineProcess, LaunchBackend, failure_reason, free_port
 from slotune.tuner.objectives import ObjectiveKind
-from slotune.tuner.study import StudySpec, build_space, create, load_plan, quiet_optuna
+from slotune.tuner.sim.config import Engine
+from slotune.tuner.studies import RunOptions, export_study, resume_study, show_study
+from slotune.tuner.study import (
+    StudySpec,
+    build_space,
+    create,
+    load_plan,
+    open_storage,
+    quiet_optuna,
+)
 from slotune.tuner.trial import TrialRunner, WorkloadPlan
-from slotune.tuner.tune import RunOptions, export, show
-from slotune.tuner.tune import resume as run_study
 
 MARKER_SEED = "97531"  # tags the engines this test starts, to find leftovers
 TEMPLATE = (
     f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} "
-    f"--time-scale 10 --seed {MARKER_SEED} {{engine_args}}"
+    f"--speedup 10 --seed {MARKER_SEED} {{engine_args}}"
 )
 
 
@@ -58,7 +66,7 @@ def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
         engine="vllm",
         model="llama-3.1-8b",
         gpu="h100-sxm",
-        time_scale=10,
+        speedup=10,
         health_timeout_s=60,
         log_root=tmp_path,
     )
@@ -81,19 +89,19 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     os.environ["TMPDIR"] = str(tmp_path)  # engine logs of this test stay in tmp_path
     spec = StudySpec(
         name="launched",
-        backend="launch",
-        engine="vllm",
+        backend=BackendKind.LAUNCH,
+        engine=Engine.VLLM,
         model="llama-3.1-8b",
         gpu="h100-sxm",
         workload="azure-conv",
         trace_file=None,
         slos=("ttft:p99<=2s", "tpot:p99<=100ms"),
-        objective="goodput",
+        objective=ObjectiveKind.GOODPUT,
         trials=4,
         rate=4.0,
         num_requests=20,
         command=TEMPLATE,
-        time_scale=10,
+        speedup=10,
         space={
             "max_num_seqs": [64, 256],
             "max_num_batched_tokens": [2048, 8192],
@@ -116,10 +124,10 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
             }
         )
     )
-    report = run_study("launched", sqlite_url, RunOptions(recheck_k=1, recheck_seeds=1))
+    report = resume_study("launched", sqlite_url, RunOptions(recheck_seeds=1), recheck_k=1)
 
     with quiet_optuna():
-        trials = optuna.load_study(study_name="launched", storage=sqlite_url).get_trials()
+        trials = optuna.load_study(study_name="launched", storage=open_storage(sqlite_url)).get_trials()
     assert [t.state for t in trials].count(TrialState.COMPLETE) == 4
     details = {t["number"]: t for t in report["trial_details"]}
     crashed = details[1]
@@ -132,8 +140,8 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     # Server-side figures scraped from the engine's /metrics after the run.
     assert default["engine"]["prefix_hit_rate"] is not None
     assert report["default"]["value"] > 0
-    assert show("launched", sqlite_url)["trials"] == 4
-    assert export("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
+    assert show_study("launched", sqlite_url)["trials"] == 4
+    assert export_study("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
     assert engines_left() == []
     # The best configuration was re-measured with another seed through a fresh engine.
     assert len(report["robustness"]) == 1

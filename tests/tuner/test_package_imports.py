@@ -6,13 +6,9 @@ the store, SQLAlchemy and Optuna must not be loaded on its way.
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
-from types import ModuleType
-
-import slotune.tuner
 
 
 def test_the_emulated_engine_does_not_load_the_store_or_optuna() -> None:
@@ -25,10 +21,3 @@ def test_the_emulated_engine_does_not_load_the_store_or_optuna() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert json.loads(out.stdout) == []
-
-
-def test_every_public_name_resolves_to_what_it_names_not_a_submodule() -> None:
-    importlib.import_module("slotune.tuner.tune")  # a submodule becomes a package attribute
-    for name in slotune.tuner.__all__:
-        assert not isinstance(getattr(slotune.tuner, name), ModuleType), name
-    assert slotune.tuner.StudyProgress.__name__ == "Progress"

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from slotune.collector.store import upgrade
 from slotune.tuner import resume_study, show_study
-from slotune.tuner.study import quiet_optuna
+from slotune.tuner.study import open_storage, quiet_optuna
 
 SIM_ARGS = [
     "--backend",
@@ -34,7 +34,7 @@ SIM_ARGS = [
 
 def trials_of(url: str, name: str) -> list[optuna.trial.FrozenTrial]:
     with quiet_optuna():
-        return optuna.load_study(study_name=name, storage=url).get_trials()
+        return optuna.load_study(study_name=name, storage=open_storage(url)).get_trials()
 
 
 def wait_for(predicate, timeout_s: float) -> None:

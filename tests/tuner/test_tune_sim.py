@@ -1,5 +1,6 @@
 """A whole study on the simulator: report, re-check, prescreen, export, CLI, store row."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,37 +8,41 @@ from typer.testing import CliRunner
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store import get_study, open_store, upgrade
-from slotune.tuner import RunOptions, spec_from_options, tune_study
-from slotune.tuner.tune import export, list_all, show
+from slotune.tuner import (
+    BackendKind,
+    Engine,
+    ObjectiveKind,
+    RunOptions,
+    SamplerKind,
+    StudySpec,
+    export_study,
+    list_studies_report,
+    show_study,
+    tune_study,
+)
 from slotune.ui.cli import app
 
 
-def sim_spec(name: str, **changes):
-    options = dict(
+def sim_spec(name: str, **changes) -> StudySpec:
+    spec = StudySpec(
         name=name,
-        backend="sim",
-        engine="vllm",
+        backend=BackendKind.SIM,
+        engine=Engine.VLLM,
         model="llama-3.1-8b",
         gpu="h100-sxm",
         workload="azure-conv",
         trace_file=None,
-        slos=["ttft:p99<=500ms", "itl:p99<=50ms"],
-        objective="goodput",
+        slos=("ttft:p99<=500ms", "itl:p99<=50ms"),
+        objective=ObjectiveKind.GOODPUT,
         trials=5,
         rate=4.0,
         num_requests=40,
-        command=None,
-        endpoint=None,
-        time_scale=1.0,
-        space_file=None,
-        params=["gpu_memory_utilization=-"],
-        seed=0,
-        sampler="tpe",
-        prescreen=None,
+        space={"gpu_memory_utilization": None},
+        sampler=SamplerKind.TPE,
         heartbeat_s=2,
+        recheck_k=0,
     )
-    options.update(changes)
-    return spec_from_options(**options)
+    return dataclasses.replace(spec, **changes)
 
 
 @pytest.fixture
@@ -48,9 +53,9 @@ def db(sqlite_url):
 
 def test_sim_study_reports_best_default_gain_and_robust_value(db):
     report = tune_study(
-        sim_spec("s", objective="capacity", rate=None, trials=4),
+        sim_spec("s", objective=ObjectiveKind.CAPACITY, rate=None, trials=4, recheck_k=2),
         db,
-        RunOptions(recheck_k=2, recheck_seeds=1),
+        RunOptions(recheck_seeds=1),
     )
     assert report["trials"] == 4
     assert report["default"]["number"] == 0
@@ -68,16 +73,16 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
     info = get_study(store, "s")
     store.dispose()
     assert info is not None and info.status == "complete" and info.result["trials"] == 4
-    assert show("s", db)["best"] == best
-    assert export("s", db, "vllm").startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
-    assert [s["name"] for s in list_all(db)] == ["s"]
+    assert show_study("s", db)["best"] == best
+    assert export_study("s", db, "vllm").startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
+    assert [s["name"] for s in list_studies_report(db)] == ["s"]
 
 
 def test_prescreen_seeds_the_study_with_simulated_best(db):
     report = tune_study(
-        sim_spec("p", trials=4, prescreen="sim"),
+        sim_spec("p", trials=4),
         db,
-        RunOptions(prescreen_k=2, prescreen_trials=6, recheck_k=0),
+        RunOptions(prescreen_k=2, prescreen_trials=6),
     )
     sources = [t["source"] for t in report["trial_details"]]
     assert sources[0] == "default" and sources.count("prescreen") >= 1
@@ -87,9 +92,9 @@ def test_prescreen_seeds_the_study_with_simulated_best(db):
 
 def test_pareto_objective_reports_a_front(db):
     report = tune_study(
-        sim_spec("f", objective="pareto", rate=4.0, trials=4, slos=["ttft:p99<=2s"]),
+        sim_spec("f", objective=ObjectiveKind.PARETO, rate=4.0, trials=4, slos=("ttft:p99<=2s",)),
         db,
-        RunOptions(recheck_k=0),
+        RunOptions(),
     )
     assert report["value_names"] == ["output_token_throughput", "ttft_p99_ms"]
     front = report["pareto_front"]
@@ -97,24 +102,23 @@ def test_pareto_objective_reports_a_front(db):
 
 
 def test_same_name_twice_is_refused_with_the_fix(db):
-    tune_study(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
+    tune_study(sim_spec("dup", trials=1), db)
     with pytest.raises(ConfigError, match="resume"):
-        tune_study(sim_spec("dup", trials=1), db, RunOptions(recheck_k=0))
+        tune_study(sim_spec("dup", trials=1), db)
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"slos": []}, "--slo"),
+        ({"slos": ()}, "--slo"),
         ({"workload": None}, "--workload"),
-        ({"objective": "latency"}, "--objective"),
-        ({"backend": "launch"}, "--command"),
+        ({"backend": BackendKind.LAUNCH}, "--command"),
         ({"trials": 0}, "--trials"),
     ],
 )
 def test_bad_options_name_the_fix(changes, message):
     with pytest.raises(ConfigError, match=message):
-        sim_spec("x", **changes)
+        sim_spec("x", **changes).validate()
 
 
 def test_cli_tune_json_show_export_list(db):

@@ -34,7 +34,7 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     }
     env.pop("SLOTUNE_DB", None)
     demo = subprocess.run(
-        [SLOTUNE, "demo", "--trials", "2", "--num-requests", "12", "--time-scale", "4"],
+        [SLOTUNE, "demo", "--trials", "2", "--num-requests", "12", "--speedup", "4"],
         env=env,
         capture_output=True,
         text=True,

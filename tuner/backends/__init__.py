@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from slotune.collector.errors import ConfigError
@@ -11,16 +12,22 @@ from slotune.tuner.gpu_slots import GpuSlot
 if TYPE_CHECKING:
     from slotune.tuner.study import StudySpec
 
-BACKENDS = ("sim", "launch", "attach")
+
+class BackendKind(StrEnum):
+    """Where a study's trials run."""
+
+    SIM = "sim"  # the in-process simulator
+    LAUNCH = "launch"  # one engine process per trial, from a command template
+    ATTACH = "attach"  # an engine already running, measured as it is
 
 
 def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
     """The backend a study's spec names, for one worker (``slot``: its GPUs)."""
-    if spec.backend == "sim":
+    if spec.backend is BackendKind.SIM:
         from slotune.tuner.backends.sim import SimBackend
 
         return SimBackend(spec.engine, spec.model, spec.gpu)
-    if spec.backend == "launch":
+    if spec.backend is BackendKind.LAUNCH:
         from slotune.tuner.backends.launch import LaunchBackend
 
         assert spec.command is not None  # StudySpec.validate
@@ -29,15 +36,16 @@ def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
             engine=spec.engine,
             model=spec.model,
             gpu=spec.gpu,
-            time_scale=spec.time_scale,
+            speedup=spec.speedup,
             slot=slot or GpuSlot(()),
         )
-    if spec.backend == "attach":
+    if spec.backend is BackendKind.ATTACH:
         from slotune.tuner.backends.attach import AttachBackend
 
         assert spec.endpoint is not None
         return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model)
-    raise ConfigError(f"--backend {spec.backend!r}: use one of {', '.join(BACKENDS)}")
+    names = ", ".join(b.value for b in BackendKind)
+    raise ConfigError(f"--backend {spec.backend!r}: use one of {names}")
 
 
-__all__ = ["BACKENDS", "Backend", "EngineSession", "TrialFailed", "make_backend"]
+__all__ = ["Backend", "BackendKind", "EngineSession", "TrialFailed", "make_backend"]

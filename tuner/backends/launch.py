@@ -8,7 +8,7 @@ flags, shell-quoted). Real engines on a GPU node::
 
 and the emulated engine here::
 
-    slotune emulate --model {model} --gpu {gpu} --port {port} --time-scale 20 {engine_args}
+    slotune emulate --model {model} --gpu {gpu} --port {port} --speedup 20 {engine_args}
 
 Per trial: start the process in its own process group with its output in a log file, wait for
 ``/health`` (failing fast when the process exits), warm up, serve the workload with the load
@@ -16,9 +16,9 @@ generator, scrape ``/metrics`` with the agent's parsers, then stop the whole gro
 then SIGKILL). A process that exits or never becomes healthy fails the trial with the
 engine's own error line from the log (``ValueError: ...``, ``CUDA out of memory``).
 
-``time_scale`` K: the emulated GPU runs K times faster than real time, so arrivals are sent K
-times faster and measured times multiplied by K: the summary is in real-GPU seconds and
-comparable to the SLOs and to the simulator.
+``speedup`` K: the emulated GPU runs K times faster than real time (``slotune emulate --speedup
+K`` in the template), so arrivals are sent K times faster and measured times multiplied by K: the
+summary is in real-GPU seconds and comparable to the SLOs and to the simulator.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from slotune.collector.agent.snapshot import scrape_snapshot
 from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
 from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.runner import run_benchmark
-from slotune.collector.errors import SourceError
+from slotune.collector.errors import ConfigError, SourceError
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
@@ -88,6 +88,40 @@ def failure_reason(log_text: str) -> str:
             if m:
                 return m.group(0)
     return lines[-1] if lines else "no output"
+
+
+def render_command(
+    template: str, *, model: str, gpu: str, port: int, engine_args: str
+) -> list[str]:
+    """The argv of a ``--command`` template with its placeholders filled in.
+
+    Raises:
+        ConfigError: an unknown placeholder, an unbalanced brace or quote, or no command.
+    """
+    try:
+        text = template.format(
+            model=model,
+            hf_model=get_model(model).hf_name,
+            gpu=gpu,
+            port=port,
+            engine_args=engine_args,
+        )
+    except (KeyError, IndexError) as e:
+        raise ConfigError(
+            f"--command has an unknown placeholder {e}; use {{model}}, "
+            "{hf_model}, {gpu}, {port}, {engine_args}"
+        ) from e
+    except ValueError as e:  # a lone "{" or "}"
+        raise ConfigError(f"--command: {e}; write a literal brace as {{{{ or }}}}") from e
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:  # an unclosed quote
+        raise ConfigError(f"--command: {e}; close every quote") from e
+    if not argv:
+        raise ConfigError(
+            "--command is empty; e.g. 'vllm serve {hf_model} --port {port} {engine_args}'"
+        )
+    return argv
 
 
 def write_trace(trace: Trace, path: Path) -> None:
@@ -216,11 +250,11 @@ class EndpointSession(EngineSession):
         self,
         url: str,
         kind: str,
-        time_scale: float,
+        speedup: float,
         workdir: Path,
         process: EngineProcess | None = None,
     ) -> None:
-        self._url, self._kind, self._k, self._dir = url, kind, time_scale, workdir
+        self._url, self._kind, self._k, self._dir = url, kind, speedup, workdir
         self._process = process
         self._runs = 0
 
@@ -280,13 +314,13 @@ class LaunchBackend(Backend):
         engine: str,
         model: str,
         gpu: str,
-        time_scale: float = 1.0,
+        speedup: float = 1.0,
         slot: GpuSlot = GpuSlot(()),
         health_timeout_s: float = HEALTH_TIMEOUT_S,
         log_root: Path | None = None,
     ) -> None:
         self.command, self.engine, self.model, self.gpu = command, engine, model, gpu
-        self.time_scale, self.slot, self.health_timeout_s = time_scale, slot, health_timeout_s
+        self.speedup, self.slot, self.health_timeout_s = speedup, slot, health_timeout_s
         self.log_root = log_root or Path(tempfile.gettempdir()) / "slotune-launch"
 
     def argv(self, config: Mapping[str, Value], port: int, workdir: Path) -> list[str]:
@@ -297,19 +331,11 @@ class LaunchBackend(Backend):
             options_path.write_text(yaml.safe_dump(extra_llm_api_options(engine_config)))
         engine_args = shlex.join(to_argv(engine_config, extra_options_path=str(options_path)))
         try:
-            text = self.command.format(
-                model=self.model,
-                hf_model=get_model(self.model).hf_name,
-                gpu=self.gpu,
-                port=port,
-                engine_args=engine_args,
+            return render_command(
+                self.command, model=self.model, gpu=self.gpu, port=port, engine_args=engine_args
             )
-        except (KeyError, IndexError) as e:
-            raise TrialFailed(
-                f"--command has an unknown placeholder {e}; use {{model}}, "
-                "{hf_model}, {gpu}, {port}, {engine_args}"
-            ) from e
-        return shlex.split(text)
+        except ConfigError as e:
+            raise TrialFailed(str(e)) from e
 
     @contextmanager
     def open(self, config: Mapping[str, Value]) -> Iterator[EngineSession]:
@@ -321,6 +347,6 @@ class LaunchBackend(Backend):
         )
         try:
             process.wait_healthy(self.health_timeout_s)
-            yield EndpointSession(process.url, self.engine, self.time_scale, workdir, process)
+            yield EndpointSession(process.url, self.engine, self.speedup, workdir, process)
         finally:
             process.stop()

@@ -30,6 +30,8 @@ from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
 
 
 class Engine(StrEnum):
+    """The serving engines slotune models and tunes (one enum for the whole product)."""
+
     VLLM = "vllm"
     TRTLLM = "trtllm"
 

@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.config import Engine
 from slotune.tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 DEFAULT_MAX_NUM_SEQS = 256
 _FP32_BYTES = 4
 _FP8_KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
-
-
-class Engine(StrEnum):
-    """Whose memory accounting to follow."""
-
-    VLLM = "vllm"
-    TRTLLM = "trtllm"
 
 
 @dataclass(frozen=True, slots=True)

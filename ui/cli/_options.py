@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -58,6 +58,11 @@ def _check_speedup(value: float) -> float:
     return value
 
 
+# The values of tuner.sim.config.Engine, spelled out: building the CLI must not load the tuner
+# (tests/ui/test_cli_imports.py checks that they match).
+EngineName = Literal["vllm", "trtllm"]
+
+EngineOption = Annotated[EngineName, typer.Option("--engine", help="Engine: vllm | trtllm.")]
 WorkloadOption = Annotated[
     str | None,
     typer.Option(

@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._options import NumRequestsOption, RateOption, SpeedupOption
 
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
@@ -15,13 +16,16 @@ if TYPE_CHECKING:
 # The tuner is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load Optuna, SQLAlchemy or numpy.
 
+DEMO_REQUESTS = 40
+DEMO_RATE = 4.0
+
 
 def demo(
     ctx: typer.Context,
     trials: Annotated[int, typer.Option(help="Tuning trials (trial 0 = vLLM defaults).")] = 6,
-    num_requests: Annotated[int, typer.Option(help="Requests per measurement.")] = 40,
-    time_scale: Annotated[float, typer.Option(help="Emulated GPU speed-up.")] = 2.0,
-    rate: Annotated[float, typer.Option(help="Offered load, req/s.")] = 4.0,
+    num_requests: NumRequestsOption = DEMO_REQUESTS,
+    speedup: SpeedupOption = 2.0,
+    rate: RateOption = DEMO_RATE,
     as_json: JsonOption = False,
 ) -> None:
     """Start an emulated engine and an agent, benchmark it, tune it, show what was found."""
@@ -45,8 +49,13 @@ def demo(
     def say(line: str) -> None:
         bar.console.print(f"[bold]›[/] {line}")
 
+    # The shared options are typed Optional (other commands default to None); here they
+    # always have a value.
     options = DemoOptions(
-        trials=trials, num_requests=num_requests, time_scale=time_scale, rate=rate
+        trials=trials,
+        num_requests=num_requests or DEMO_REQUESTS,
+        speedup=speedup,
+        rate=rate or DEMO_RATE,
     )
     with bar:
         result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)

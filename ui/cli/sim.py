@@ -12,6 +12,16 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from slotune.ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
+from slotune.ui.cli._options import (
+    EngineOption,
+    NumRequestsOption,
+    RateOption,
+    SeedOption,
+    SloOption,
+    TimeScaleOption,
+    TraceOption,
+    WorkloadOption,
+)
 
 if TYPE_CHECKING:
     from slotune.tuner.sim import SimResult
@@ -53,21 +63,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         model: Annotated[str | None, typer.Option(help="Catalog model id (--list-models).")] = None,
         gpu: Annotated[str | None, typer.Option(help="Catalog GPU id (--list-gpus).")] = None,
-        engine: Annotated[str, typer.Option(help="Engine to mirror: vllm or trtllm.")] = "vllm",
-        workload: Annotated[
-            str | None,
-            typer.Option(
-                help="Bundled trace: azure-code, "
-                "azure-conv, mooncake-conversation, mooncake-synthetic.",
-                rich_help_panel=_W,
-            ),
-        ] = None,
-        trace: Annotated[
-            Path | None,
-            typer.Option(
-                help="Trace file (canonical JSONL, Azure CSV, Mooncake JSONL).", rich_help_panel=_W
-            ),
-        ] = None,
+        engine: EngineOption = "vllm",
+        workload: WorkloadOption = None,
+        trace: TraceOption = None,
         input_len: Annotated[
             str | None,
             typer.Option(
@@ -79,23 +77,11 @@ def register(app: typer.Typer) -> None:
         output_len: Annotated[
             str | None, typer.Option(help="Synthetic output lengths.", rich_help_panel=_W)
         ] = None,
-        rate: Annotated[
-            float | None, typer.Option(help="Poisson arrivals at R req/s.", rich_help_panel=_W)
-        ] = None,
-        time_scale: Annotated[
-            float | None,
-            typer.Option(help="Multiply the trace's gaps (2 = half the rate).", rich_help_panel=_W),
-        ] = None,
-        num_requests: Annotated[
-            int | None,
-            typer.Option(
-                help="First N requests (synthetic: how many, default 1000).", rich_help_panel=_W
-            ),
-        ] = None,
-        slo: Annotated[
-            list[str] | None, typer.Option(help="SLO, e.g. ttft:p99<=500ms (repeat).")
-        ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of synthetic lengths and arrivals.")] = 0,
+        rate: RateOption = None,
+        time_scale: TimeScaleOption = None,
+        num_requests: NumRequestsOption = None,
+        slo: SloOption = None,
+        seed: SeedOption = 0,
         catalog: Annotated[
             list[Path] | None, typer.Option(help="Extra GPU/model catalog YAML (repeat).")
         ] = None,

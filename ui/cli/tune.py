@@ -2,21 +2,47 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._common import (
+    JsonOption,
+    cli_errors,
+    console,
+    db_url,
+    err_console,
+    print_json,
+    run,
+)
+from slotune.ui.cli._options import (
+    EngineOption,
+    NumRequestsOption,
+    RateOption,
+    SeedOption,
+    SloOption,
+    SpeedupOption,
+    TraceOption,
+    WorkloadOption,
+)
 
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
+# So the choices of BackendKind, ObjectiveKind and SamplerKind are spelled out here
+# (tests/ui/test_cli_imports.py checks that they match).
+BackendName = Literal["sim", "launch", "attach"]
+ObjectiveName = Literal["capacity", "goodput", "throughput", "pareto"]
+SamplerName = Literal["tpe", "optuna-tpe", "gp", "random"]
+PrescreenName = Literal["sim"]
 
 app = typer.Typer(
     help="Search engine parameters that serve the most traffic within the SLOs.",
@@ -56,35 +82,28 @@ def _progress(
 @app.callback()
 def tune_command(
     ctx: typer.Context,
-    backend: Annotated[str, typer.Option(help="sim | launch | attach")] = "sim",
-    engine: Annotated[str, typer.Option(help="vllm | trtllm")] = "vllm",
+    backend: Annotated[BackendName, typer.Option(help="Where trials run.")] = "sim",
+    engine: EngineOption = "vllm",
     model: Annotated[str, typer.Option(help="Catalog model id.")] = "llama-3.1-8b",
     gpu: Annotated[str, typer.Option(help="Catalog GPU id.")] = "h100-sxm",
-    workload: Annotated[str | None, typer.Option(help="Named workload (azure-conv, ...).")] = None,
-    trace: Annotated[
-        str | None, typer.Option(help="Trace file (JSONL / Azure CSV / Mooncake).")
-    ] = None,
-    rate: Annotated[
-        float | None,
-        typer.Option(
-            help="Offered rate req/s (default: trace "
-            "timestamps; capacity: where the search starts)."
-        ),
-    ] = None,
-    slo: Annotated[
-        list[str] | None, typer.Option(help="SLO, repeatable: 'ttft:p99<=500ms'.")
-    ] = None,
-    objective: Annotated[
-        str, typer.Option(help="capacity | goodput | throughput | pareto")
-    ] = "capacity",
-    trials: Annotated[int, typer.Option(help="Completed trials to run (trial 0 = default).")] = 30,
+    workload: WorkloadOption = None,
+    trace: TraceOption = None,
+    rate: RateOption = None,
+    num_requests: NumRequestsOption = None,
+    slo: SloOption = None,
+    objective: Annotated[ObjectiveName, typer.Option(help="What a trial maximises.")] = "capacity",
+    trials: Annotated[
+        int, typer.Option(min=1, help="Completed trials to run (trial 0 = default).")
+    ] = 30,
     study: Annotated[str | None, typer.Option(help="Study name (default: generated).")] = None,
-    workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 1,
     command: Annotated[
-        str | None, typer.Option(help="Launch template with {model} {port} {gpu} {engine_args}.")
+        str | None,
+        typer.Option(help="Launch template with {model} {hf_model} {port} {gpu} {engine_args}."),
     ] = None,
     endpoint: Annotated[str | None, typer.Option(help="Attach backend: base URL.")] = None,
-    space: Annotated[str | None, typer.Option(help="Search-space YAML file.")] = None,
+    speedup: SpeedupOption = 1.0,
+    space: Annotated[Path | None, typer.Option(help="Search-space YAML file.")] = None,
     param: Annotated[
         list[str] | None,
         typer.Option(
@@ -93,19 +112,22 @@ def tune_command(
             "x=512..8192:pow2 | x=4 | x=-"
         ),
     ] = None,
-    prescreen: Annotated[str | None, typer.Option(help="'sim': simulated study first.")] = None,
-    prescreen_k: Annotated[int, typer.Option(help="Prescreened configs to seed.")] = 3,
-    recheck: Annotated[int, typer.Option(help="Re-measure the best K configs (0: off).")] = 3,
-    time_scale: Annotated[float, typer.Option(help="Emulated-engine speed-up (launch).")] = 1.0,
-    num_requests: Annotated[int | None, typer.Option(help="First N requests of the trace.")] = None,
+    prescreen: Annotated[
+        PrescreenName | None, typer.Option(help="'sim': simulated study first.")
+    ] = None,
+    prescreen_k: Annotated[int, typer.Option(min=0, help="Prescreened configs to seed.")] = 3,
+    recheck: Annotated[
+        int, typer.Option(min=0, help="Re-measure the best K configs (0: off).")
+    ] = 3,
     sampler: Annotated[
-        str, typer.Option(help="tpe (slotune's own, see docs/tune.md) | optuna-tpe | gp | random")
+        SamplerName,
+        typer.Option(help="tpe (slotune's own, see docs/tune.md) | optuna-tpe | gp | random"),
     ] = "tpe",
-    seed: Annotated[int, typer.Option(help="Sampler and arrival seed.")] = 0,
+    seed: SeedOption = 0,
     heartbeat: Annotated[
         int,
         typer.Option(
-            help="Worker heartbeat (s); a trial silent for 3x this is failed and retried."
+            min=1, help="Worker heartbeat (s); a trial silent for 3x this is failed and retried."
         ),
     ] = 10,
     as_json: JsonOption = False,
@@ -113,35 +135,42 @@ def tune_command(
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slotune.tuner import RunOptions, spec_from_options, tune_study
+    from slotune.tuner import (
+        BackendKind,
+        Engine,
+        ObjectiveKind,
+        RunOptions,
+        SamplerKind,
+        StudySpec,
+        space_overrides,
+        tune_study,
+    )
 
-    spec = run(
-        spec_from_options,
-        name=study,
-        backend=backend,
-        engine=engine,
-        model=model,
-        gpu=gpu,
-        workload=workload,
-        trace_file=trace,
-        slos=slo or [],
-        objective=objective,
-        trials=trials,
-        rate=rate,
-        num_requests=num_requests,
-        command=command,
-        endpoint=endpoint,
-        time_scale=time_scale,
-        space_file=space,
-        params=param or [],
-        seed=seed,
-        sampler=sampler,
-        prescreen=prescreen,
-        heartbeat_s=heartbeat,
-    )
-    options = RunOptions(
-        workers=workers, prescreen_k=prescreen_k if prescreen else 0, recheck_k=recheck
-    )
+    with cli_errors():
+        engine_kind = Engine(engine)
+        spec = StudySpec(
+            name=study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}",
+            backend=BackendKind(backend),
+            engine=engine_kind,
+            model=model,
+            gpu=gpu,
+            workload=workload,
+            trace_file=str(trace.resolve()) if trace else None,
+            slos=tuple(slo or ()),
+            objective=ObjectiveKind(objective),
+            trials=trials,
+            rate=rate,
+            num_requests=num_requests,
+            command=command,
+            endpoint=endpoint,
+            speedup=speedup,
+            space=space_overrides(engine_kind, space, param or ()),
+            seed=seed,
+            sampler=SamplerKind(sampler),
+            heartbeat_s=heartbeat,
+            recheck_k=recheck,
+        )
+        options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
     with _progress(not as_json) as (on_progress, on_phase):
         report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
@@ -151,8 +180,11 @@ def tune_command(
 def resume_command(
     ctx: typer.Context,
     name: Name,
-    workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
-    recheck: Annotated[int, typer.Option(help="Re-check the best K.")] = 3,
+    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 1,
+    recheck: Annotated[
+        int | None,
+        typer.Option(min=0, help="Re-check the best K (default: as the study was started)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Continue a killed or unfinished study up to its trial target."""
@@ -163,9 +195,10 @@ def resume_command(
             resume_study,
             name,
             db_url(ctx),
-            RunOptions(workers=workers, recheck_k=recheck),
+            RunOptions(workers=workers),
             on_progress,
             on_phase,
+            recheck_k=recheck,
         )
     _render(report, as_json)
 

@@ -25,7 +25,7 @@ from slotune.collector.store import bucket_quantile, counter_increase, open_stor
 @pytest.fixture
 def emulated_engine(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     timings = tmp_path / "timings.jsonl"
-    with running_emulator(timings, time_scale=20) as url:
+    with running_emulator(timings, speedup=20) as url:
         yield url, timings
 
 

@@ -168,11 +168,11 @@ class RunningEmulator:
 def make_emulator(
     engine: str = "vllm",
     step_s: float = 0.01,
-    time_scale: float = 1.0,
+    speedup: float = 1.0,
     timings_file: Path | None = None,
 ) -> RunningEmulator:
     settings = ServerSettings(
-        host="127.0.0.1", port=0, engine=engine, time_scale=time_scale, timings_file=timings_file
+        host="127.0.0.1", port=0, engine=engine, speedup=speedup, timings_file=timings_file
     )
     model = ServedModel(
         MODEL,

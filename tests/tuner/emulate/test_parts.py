@@ -24,7 +24,7 @@ def test_server_flags_are_split_from_engine_flags() -> None:
             "9000",
             "--max-num-seqs",
             "64",
-            "--time-scale",
+            "--speedup",
             "20",
             "--enable-prefix-caching",
             "--engine",
@@ -33,7 +33,7 @@ def test_server_flags_are_split_from_engine_flags() -> None:
             "3",
         ]
     )
-    assert settings == ServerSettings(port=9000, time_scale=20.0, seed=3)
+    assert settings == ServerSettings(port=9000, speedup=20.0, seed=3)
     assert engine_argv == [
         "meta-llama/Llama-3.1-8B-Instruct",
         "--max-num-seqs",
@@ -43,8 +43,10 @@ def test_server_flags_are_split_from_engine_flags() -> None:
 
 
 def test_bad_server_flags_name_the_flag() -> None:
-    with pytest.raises(ConfigError, match="--time-scale must be > 0"):
-        parse_server_args(["--time-scale", "0"])
+    with pytest.raises(ConfigError, match="--speedup must be a finite number > 0"):
+        parse_server_args(["--speedup", "0"])
+    with pytest.raises(ConfigError, match="--speedup must be a finite number > 0"):
+        parse_server_args(["--speedup", "nan"])
     with pytest.raises(ConfigError, match="--engine"):
         parse_server_args(["--engine", "sglang"])
 

@@ -57,7 +57,7 @@ def vllm_server(tmp_path: Path) -> Iterator[ServerProcess]:
         "--max-num-seqs",
         "64",
         "--enable-prefix-caching",
-        "--time-scale",
+        "--speedup",
         "4",
         "--timings-file",
         str(tmp_path / "timings.jsonl"),

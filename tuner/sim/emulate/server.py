@@ -65,7 +65,7 @@ class Emulator:
         observers: list[EngineObserver] = [metrics, self.stats_log]
         if self._timings is not None:
             observers.append(self._timings)
-        self.engine = RealtimeEngine(core, new_request, settings.time_scale, observers)
+        self.engine = RealtimeEngine(core, new_request, settings.speedup, observers)
         self._reads = ReadTimes()
         self.app = create_app(self.engine, model, metrics, settings.seed, self._reads)
 

@@ -2,7 +2,7 @@
 :func:`tuner.sim.flags.parse_engine_flags`.
 
 Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine``
-(vllm | trtllm), ``--time-scale K`` (the emulated GPU runs K times faster than real time),
+(vllm | trtllm), ``--speedup K`` (the emulated GPU runs K times faster than real time),
 ``--timings-file PATH`` and ``--seed N``. ``--model`` (or the model given positionally, as in
 ``vllm serve MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag
 parser; ``--gpu`` defaults to ``h100-sxm``.
@@ -11,6 +11,7 @@ parser; ``--gpu`` defaults to ``h100-sxm``.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     engine: str = "vllm"
-    time_scale: float = 1.0
+    speedup: float = 1.0
     timings_file: Path | None = None
     seed: int = 0
 
@@ -58,7 +59,7 @@ def _parser() -> _Parser:
         help="whose flags, routes and metrics to emulate (default vllm)",
     )
     p.add_argument(
-        "--time-scale",
+        "--speedup",
         type=float,
         default=1.0,
         help="run the emulated GPU K times faster than real time (default 1)",
@@ -79,18 +80,18 @@ def parse_server_args(argv: Sequence[str]) -> tuple[ServerSettings, list[str]]:
     ``-h`` / ``--help`` prints the usage (server and engine flags) and exits.
 
     Raises:
-        ConfigError: a bad server flag value (e.g. ``--time-scale 0``).
+        ConfigError: a bad server flag value (e.g. ``--speedup 0``).
     """
     ns, engine_argv = _parser().parse_known_args(list(argv))
-    if ns.time_scale <= 0:
-        raise ConfigError(f"--time-scale must be > 0, got {ns.time_scale}")
+    if not (math.isfinite(ns.speedup) and ns.speedup > 0):
+        raise ConfigError(f"--speedup must be a finite number > 0, got {ns.speedup}")
     if not 0 <= ns.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {ns.port}")
     settings = ServerSettings(
         host=ns.host,
         port=ns.port,
         engine=ns.engine,
-        time_scale=ns.time_scale,
+        speedup=ns.speedup,
         timings_file=ns.timings_file,
         seed=ns.seed,
     )

@@ -1,4 +1,4 @@
-"""``slotune tune`` end to end: create or resume a study, run it, re-check, report, store.
+"""Studies end to end: create or resume one, run it, re-check, report, store.
 
 The store row (``tuning_study``) tracks status and the final report; the trials themselves
 are Optuna's, in the same database.
@@ -6,10 +6,9 @@ are Optuna's, in the same database.
 
 from __future__ import annotations
 
-import time
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from slotune.collector.errors import ConfigError
@@ -35,12 +34,12 @@ from slotune.tuner.prescreen import (
 )
 from slotune.tuner.report import study_report
 from slotune.tuner.robustness import recheck
-from slotune.tuner.space import load_space_file, parse_param_override
 from slotune.tuner.study import (
     ProgressFn,
     StudySpec,
-    _gpu_slot,
+    build_space,
     create,
+    gpu_slot,
     load,
     load_plan,
     load_spec,
@@ -57,16 +56,23 @@ class RunOptions:
         workers: local worker processes.
         prescreen_k: seed the study with the best k configurations of a simulated study
             first (0: no prescreen).
-        recheck_k: re-measure the best k configurations with other seeds (0: skip).
-        recheck_seeds: re-runs per re-checked configuration.
+        recheck_seeds: re-runs per re-checked configuration (how many is the spec's).
         prescreen_trials: trials of the simulated study (None: 4x the real one, >= 40).
     """
 
     workers: int = 1
     prescreen_k: int = 0
     prescreen_trials: int | None = None
-    recheck_k: int = 3
     recheck_seeds: int = 2
+
+    def validate(self) -> None:
+        """Raises ConfigError on a value no run can use."""
+        if self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if self.prescreen_k < 0:
+            raise ConfigError(f"--prescreen-k must be 0 or more, got {self.prescreen_k}")
+        if self.recheck_seeds < 1:
+            raise ConfigError(f"re-check seeds must be at least 1, got {self.recheck_seeds}")
 
 
 def resolve_url(url: str | None) -> str:
@@ -75,7 +81,7 @@ def resolve_url(url: str | None) -> str:
     return url or default_db_url()
 
 
-def tune(
+def tune_study(
     spec: StudySpec,
     url: str | None,
     options: RunOptions = RunOptions(),
@@ -95,6 +101,8 @@ def tune(
         The study report (:mod:`tuner.report`).
     """
     spec.validate()
+    options.validate()
+    build_space(spec, load_plan(spec))  # a bad --param stops here, before anything is stored
     db = resolve_url(url)
     store = open_store(url)
     try:
@@ -125,16 +133,25 @@ def tune(
         store.dispose()
 
 
-def resume(
+def resume_study(
     name: str,
     url: str | None,
     options: RunOptions = RunOptions(),
     progress: ProgressFn | None = None,
     phase: Callable[[str], None] | None = None,
+    *,
+    recheck_k: int | None = None,
 ) -> dict[str, Any]:
-    """Continue a study (after a kill, or with more workers) up to its trial target."""
+    """Continue a study (after a kill, or with more workers) up to its trial target.
+
+    ``recheck_k`` None keeps the re-check the study was started with.
+    """
+    options.validate()
     db = resolve_url(url)
     spec = load_spec(name, db)
+    if recheck_k is not None:
+        spec = dataclasses.replace(spec, recheck_k=recheck_k)
+        spec.validate()
     store = open_store(url)
     try:
         save_study(store, _info(spec, StudyStatus.RUNNING))
@@ -159,21 +176,21 @@ def _run(
         raise
     study = load(spec, db)
     if (
-        options.recheck_k > 0
+        spec.recheck_k > 0
         and spec.kind is not ObjectiveKind.PARETO
         and study_report(study, spec, details=False)["feasible"]
     ):
         _say(
             phase,
-            f"re-checking the best {options.recheck_k} configurations with "
+            f"re-checking the best {spec.recheck_k} configurations with "
             f"{options.recheck_seeds} other seeds",
         )
         plan = load_plan(spec)
-        with _gpu_slot(spec) as slot:
+        with gpu_slot(spec) as slot:
             runner = TrialRunner(
                 make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
             )
-            recheck(study, runner, top_k=options.recheck_k, num_seeds=options.recheck_seeds)
+            recheck(study, runner, top_k=spec.recheck_k, num_seeds=options.recheck_seeds)
     record_savings(study)
     report = study_report(study, spec)
     result = {k: v for k, v in report.items() if k != "trial_details"}
@@ -181,16 +198,16 @@ def _run(
     return report
 
 
-def show(name: str, url: str | None) -> dict[str, Any]:
+def show_study(name: str, url: str | None) -> dict[str, Any]:
     """The report of a stored study."""
     db = resolve_url(url)
     spec = load_spec(name, db)
     return study_report(load(spec, db), spec)
 
 
-def export(name: str, url: str | None, fmt: str) -> str:
+def export_study(name: str, url: str | None, fmt: str) -> str:
     """The best configuration of a study as a launch command / YAML."""
-    report = show(name, url)
+    report = show_study(name, url)
     best = report["best"]
     if best is None:
         raise ConfigError(
@@ -202,7 +219,7 @@ def export(name: str, url: str | None, fmt: str) -> str:
     )
 
 
-def list_all(url: str | None) -> list[dict[str, Any]]:
+def list_studies_report(url: str | None) -> list[dict[str, Any]]:
     """Every stored study, newest first, with its status and headline result."""
     store = open_store(url)
     try:
@@ -250,61 +267,3 @@ def _info(spec: StudySpec, status: StudyStatus, result: dict[str, Any] | None = 
 def _say(phase: Callable[[str], None] | None, text: str) -> None:
     if phase:
         phase(text)
-
-
-def spec_from_options(
-    *,
-    name: str | None,
-    backend: str,
-    engine: str,
-    model: str,
-    gpu: str,
-    workload: str | None,
-    trace_file: str | None,
-    slos: list[str],
-    objective: str,
-    trials: int,
-    rate: float | None,
-    num_requests: int | None,
-    command: str | None,
-    endpoint: str | None,
-    time_scale: float,
-    space_file: str | None,
-    params: list[str],
-    seed: int,
-    sampler: str,
-    prescreen: str | None,
-    heartbeat_s: int = 10,
-) -> StudySpec:
-    """Build and validate a study spec from command-line options."""
-    if prescreen not in (None, "sim"):
-        raise ConfigError(f"--prescreen {prescreen!r}: the only prescreen is 'sim'")
-    if (workload is None) == (trace_file is None):
-        raise ConfigError("give exactly one of --workload NAME or --trace FILE")
-    overrides: dict[str, Any] = load_space_file(space_file) if space_file else {}
-    overrides.update(parse_param_override(p) for p in params)
-    tp = overrides.get("tensor_parallel_size")
-    spec = StudySpec(
-        name=name or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}",
-        backend=backend,
-        engine=engine,
-        model=model,
-        gpu=gpu,
-        workload=workload,
-        trace_file=str(Path(trace_file).resolve()) if trace_file else None,
-        slos=tuple(slos),
-        objective=objective,
-        trials=trials,
-        rate=rate,
-        num_requests=num_requests,
-        command=command,
-        endpoint=endpoint,
-        time_scale=time_scale,
-        space=overrides,
-        seed=seed,
-        sampler=sampler,
-        heartbeat_s=heartbeat_s,
-        gpus_per_worker=tp if isinstance(tp, int) else 1,
-    )
-    spec.validate()
-    return spec
