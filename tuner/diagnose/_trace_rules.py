@@ -9,6 +9,8 @@ and fragmented; exposed communication means collectives are not hidden behind co
 
 from __future__ import annotations
 
+from typing import Any
+
 from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext, finding
 from slotune.tuner.diagnose._launch import LaunchStats
 from slotune.tuner.diagnose._split import TimeSplit
@@ -23,9 +25,13 @@ WARMUP_SHARE = 0.5  # one launch call holding this much of the host idle time is
 
 
 def trace_findings(
-    overall: TimeSplit, launch: LaunchStats, context: TuneContext | None = None
+    overall: TimeSplit, launch: LaunchStats | None, context: TuneContext | None = None
 ) -> list[Finding]:
-    """What the split and the launch figures say, most severe first."""
+    """What the split and the launch figures say, most severe first.
+
+    ``launch`` is None for a split without launch records (the simulator's): the launch rule
+    then rests on the host-idle time alone.
+    """
     out: list[Finding] = []
     share = overall.share
     compute_of_busy = overall.compute_ms / overall.busy_ms if overall.busy_ms > 0 else 0.0
@@ -53,7 +59,7 @@ def trace_findings(
             )
         )
     host_idle_ms = overall.host_idle_ms
-    if launch.longest_launch_ms >= WARMUP_SHARE * host_idle_ms and host_idle_ms > 0:
+    if launch is not None and launch.longest_launch_ms >= WARMUP_SHARE * host_idle_ms > 0:
         # One call holds most of the host idle: a first launch loading its module, not a
         # steady launch overhead. Say so, and judge the rest without it.
         out.append(
@@ -69,30 +75,31 @@ def trace_findings(
         )
         host_idle_ms = max(host_idle_ms - launch.longest_launch_ms, 0.0)
     host_idle = share(host_idle_ms)
-    short = launch.short_kernel_busy_share
+    short = launch.short_kernel_busy_share if launch is not None else 0.0
     if host_idle >= HOST_IDLE_SHARE or short >= SHORT_KERNEL_SHARE:
-        graphs = launch.num_graph_launches
+        graphs = launch.num_graph_launches if launch is not None else None
+        evidence: dict[str, Any] = {"host_idle_ms": host_idle_ms, "host_idle_share": host_idle}
+        if launch is not None:
+            evidence |= {
+                "short_kernel_busy_share": short,
+                "num_short_kernels": launch.num_short_kernels,
+                "num_kernels": launch.num_kernels,
+                "launch_cpu_ms": launch.launch_cpu_ms,
+                "launch_delay_p50_us": launch.launch_delay.p50_us,
+                "num_graph_launches": graphs,
+                "num_kernel_launches": launch.num_kernel_launches,
+            }
         out.append(
             finding(
                 "launch-bound",
                 Severity.CRITICAL if host_idle >= 2 * HOST_IDLE_SHARE else Severity.WARNING,
-                f"the GPU waits on kernel launches: {host_idle:.0%} of GPU time idle while the "
-                f"CPU launches or syncs, {short:.0%} of busy time in kernels < 10 µs",
-                {
-                    "host_idle_ms": host_idle_ms,
-                    "host_idle_share": host_idle,
-                    "short_kernel_busy_share": short,
-                    "num_short_kernels": launch.num_short_kernels,
-                    "num_kernels": launch.num_kernels,
-                    "launch_cpu_ms": launch.launch_cpu_ms,
-                    "launch_delay_p50_us": launch.launch_delay.p50_us,
-                    "num_graph_launches": graphs,
-                    "num_kernel_launches": launch.num_kernel_launches,
-                },
+                f"the GPU waits on the host: {host_idle:.0%} of GPU time idle while the CPU "
+                f"launches, syncs or schedules, {short:.0%} of busy time in kernels < 10 µs",
+                evidence,
                 "Work is too small and fragmented for the launch cost: capture CUDA graphs "
                 "(do not run with enforce_eager), batch more requests per step, and overlap "
                 "scheduling with execution (async_scheduling)."
-                + ("" if graphs else " No graph launches were recorded."),
+                + (" No graph launches were recorded." if graphs == 0 else ""),
                 ("enforce_eager", "async_scheduling", "max_num_seqs", "max_num_batched_tokens"),
                 context,
             )

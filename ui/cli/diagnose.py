@@ -76,6 +76,54 @@ def trace(
         console.print(f"report: {html}")
 
 
+@diagnose_app.command("live")
+def live(
+    ctx: typer.Context,
+    target: Annotated[str | None, typer.Option(help="One engine target, by name.")] = None,
+    pool: Annotated[str | None, typer.Option(help="Every engine target of a pool.")] = None,
+    window: Annotated[str, typer.Option(help="Window ending at --end, e.g. 15m.")] = "15m",
+    end: Annotated[
+        float | None, typer.Option(help="Window end, epoch seconds (default: now).")
+    ] = None,
+    no_store: NoStoreOption = False,
+    json_: JsonOption = False,
+) -> None:
+    """What the agent stored says about each engine: the GPU split (DCGM or NVML), queue /
+    prefill / decode time, KV usage, preemptions, prefix hits, and the findings they imply."""
+    from slotune.collector.errors import ConfigError
+    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.store import open_store, save_diagnosis
+    from slotune.tuner.diagnose import diagnose_live
+
+    with cli_errors():
+        if target is not None and pool is not None:
+            raise ConfigError("give --target or --pool, not both")
+        window_s = parse_duration_s(window, field_name="--window")
+        with open_store(db_url(ctx)) as store:
+            result = diagnose_live(store, target=target, pool=pool, window_s=window_s, end_ts=end)
+            data = result.to_dict()
+            if not no_store:
+                subject = target or (f"pool {pool}" if pool else "all engine targets")
+                inputs = {
+                    "target": target,
+                    "pool": pool,
+                    "window_s": window_s,
+                    "end_ts": result.end_ts,
+                }
+                save_diagnosis(store, "live", inputs, data, subject=subject)
+    if json_:
+        print_json(data)
+        return
+    for t in result.targets:
+        grid = Table(title=f"{t.target} (node {t.node}, GPU: {', '.join(t.gpu_targets) or 'none'})")
+        grid.add_column("figure")
+        grid.add_column("value", justify="right")
+        for key, value in t.figures.to_dict().items():
+            grid.add_row(key, _fmt(value))
+        console.print(grid)
+        _render_findings(t.findings)
+
+
 @diagnose_app.command("workload")
 def workload(
     ctx: typer.Context,
