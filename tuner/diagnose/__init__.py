@@ -5,6 +5,7 @@
   traffic, prefix reuse, and the simulator on both sides of the cache/batching settings.
 - :func:`diagnose_live`: engine targets from what the agent stored (GPU split, engine
   state), judged by the same rules as a simulated configuration.
+- :func:`diagnose_simulated`: a configuration through the simulator, in the same words.
 - Findings (:class:`Finding`) carry evidence, a remedy, the engine parameters and a ready
   ``slotune tune`` command; every diagnosis serialises to one documented JSON shape
   (docs/diagnose.md) that is stored in the ``diagnosis`` table.
@@ -17,6 +18,7 @@ from slotune.tuner.diagnose._runs import bench_run_trace
 from slotune.tuner.diagnose._settings import SimTarget
 from slotune.tuner.diagnose.html import trace_html
 from slotune.tuner.diagnose.live import LiveDiagnosis, diagnose_live
+from slotune.tuner.diagnose.simulated import SimDiagnosis, diagnose_simulated
 from slotune.tuner.diagnose.trace import TraceDiagnosis, diagnose_trace
 from slotune.tuner.diagnose.workload import WorkloadDiagnosis, diagnose_workload
 
@@ -25,6 +27,7 @@ __all__ = [
     "Finding",
     "LiveDiagnosis",
     "Severity",
+    "SimDiagnosis",
     "SimTarget",
     "TraceDiagnosis",
     "TraceFileError",
@@ -32,6 +35,7 @@ __all__ = [
     "WorkloadDiagnosis",
     "bench_run_trace",
     "diagnose_live",
+    "diagnose_simulated",
     "diagnose_trace",
     "diagnose_workload",
     "trace_html",

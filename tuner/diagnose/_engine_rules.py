@@ -13,6 +13,7 @@ from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext, fin
 
 KV_FULL = 0.90  # KV usage at which new requests wait for blocks
 PREEMPTIONS_PER_MIN = 1.0
+HEAVY_PREEMPTIONS_PER_MIN = 10.0
 GPU_BUSY_LOW = 0.60  # GPU busy share below which a loaded engine is host/launch-bound
 SM_OVER_GR_LOW = 0.50  # SM active over GR active: kernels too small to fill the GPU
 QUEUE_SHARE = 0.30  # queue time over a request's engine time
@@ -69,13 +70,17 @@ def engine_findings(f: EngineFigures, context: TuneContext | None = None) -> lis
     kv = f.kv_usage
     preempt = f.preemptions_per_min or 0.0
     evidence = {k: v for k, v in f.to_dict().items() if v is not None}
-    kv_bound = kv is not None and kv >= KV_FULL and (waiting > 0 or preempt >= PREEMPTIONS_PER_MIN)
+    # Preemption happens only when the KV cache runs out, so heavy preemption with a queue is
+    # KV-bound even when the window's average usage (ramp-up included) reads lower.
+    kv_bound = (
+        kv is not None and kv >= KV_FULL and (waiting > 0 or preempt >= PREEMPTIONS_PER_MIN)
+    ) or (preempt >= HEAVY_PREEMPTIONS_PER_MIN and waiting > 0)
     if kv_bound:
         out.append(
             finding(
                 "kv-bound",
                 Severity.CRITICAL if preempt >= PREEMPTIONS_PER_MIN else Severity.WARNING,
-                f"KV-bound: KV cache at {kv:.0%} with {waiting:.1f} requests waiting and "
+                f"KV-bound: KV cache at {kv or 0:.0%} with {waiting:.1f} requests waiting and "
                 f"{preempt:.1f} preemptions/min",
                 evidence,
                 "The KV cache is full: requests wait for blocks and running ones are preempted "

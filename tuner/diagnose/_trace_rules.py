@@ -94,7 +94,8 @@ def trace_findings(
                 "launch-bound",
                 Severity.CRITICAL if host_idle >= 2 * HOST_IDLE_SHARE else Severity.WARNING,
                 f"the GPU waits on the host: {host_idle:.0%} of GPU time idle while the CPU "
-                f"launches, syncs or schedules, {short:.0%} of busy time in kernels < 10 µs",
+                "launches, syncs or schedules"
+                + (f", {short:.0%} of busy time in kernels < 10 µs" if launch else ""),
                 evidence,
                 "Work is too small and fragmented for the launch cost: capture CUDA graphs "
                 "(do not run with enforce_eager), batch more requests per step, and overlap "

@@ -14,11 +14,19 @@ import typer
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, cli_errors, console, db_url, print_json
-from slotune.ui.cli._options import EngineOption, WorkloadOption
+from slotune.ui.cli._options import (
+    EngineOption,
+    NumRequestsOption,
+    RateOption,
+    TimeScaleOption,
+    TraceOption,
+    WorkloadOption,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.workload.traces import Trace
-    from slotune.tuner.diagnose import Finding, TraceDiagnosis, WorkloadDiagnosis
+    from slotune.tuner.diagnose import Finding, SimDiagnosis, TraceDiagnosis, WorkloadDiagnosis
+    from slotune.tuner.diagnose._split import TimeSplit
 
 diagnose_app = typer.Typer(
     help="Explain where GPU time goes (profiler traces, live metrics, the simulator) and "
@@ -122,6 +130,65 @@ def live(
             grid.add_row(key, _fmt(value))
         console.print(grid)
         _render_findings(t.findings)
+
+
+@diagnose_app.command(
+    "sim", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+def sim(
+    ctx: typer.Context,
+    workload_name: WorkloadOption = None,
+    trace: TraceOption = None,
+    rate: RateOption = None,
+    time_scale: TimeScaleOption = None,
+    num_requests: NumRequestsOption = None,
+    engine: EngineOption = "vllm",
+    model: ModelOption = "llama-3.1-8b",
+    gpu: GpuOption = "h100-sxm",
+    no_store: NoStoreOption = False,
+    json_: JsonOption = False,
+) -> None:
+    """Explain a configuration through the simulator, in the words of a measured one: the
+    GPU split and the engine state, with findings. Engine flags take the engine's own names
+    (e.g. --max-num-seqs 64 --enforce-eager), as `slotune sim` and `vllm serve` take them."""
+    from slotune.tuner.diagnose import TuneContext, diagnose_simulated
+    from slotune.tuner.sim import parse_engine_flags
+    from slotune.tuner.sim.simulator import load_workload
+
+    with cli_errors():
+        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
+        requests = load_workload(
+            workload=workload_name,
+            trace_file=trace,
+            num_requests=num_requests,
+            rate=rate,
+            time_scale=time_scale,
+        )
+        source = ("--workload", workload_name) if workload_name else ("--trace", str(trace))
+        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *source))
+        result = diagnose_simulated(config, requests, context=context)
+        data = result.to_dict()
+        if not no_store:
+            inputs = {"args": list(ctx.args), "workload": requests.name, "config": result.config}
+            _store(ctx, "simulated", inputs, data, f"{model} on {gpu}: {requests.name}")
+    if json_:
+        print_json(data)
+        return
+    _render_simulated(result)
+
+
+def _render_simulated(result: SimDiagnosis) -> None:
+    _render_splits(
+        f"simulated: {result.config.get('model')} on {result.config.get('gpu')}, {result.workload}",
+        (result.overall,),
+    )
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column()
+    grid.add_column(justify="right")
+    for key, value in result.figures.to_dict().items():
+        grid.add_row(key, _fmt(value))
+    console.print(grid)
+    _render_findings(result.findings)
 
 
 @diagnose_app.command("workload")
@@ -288,12 +355,12 @@ def _ms(value: float) -> str:
     return f"{value:,.3f}"
 
 
-def _render_trace(result: TraceDiagnosis) -> None:
-    table = Table(title=f"GPU time split: {result.source}")
+def _render_splits(title: str, splits: tuple[TimeSplit, ...]) -> None:
+    table = Table(title=title)
     columns = ("window", "total ms", "compute", "exposed memcpy", "exposed comm", "idle")
     for col in columns:
         table.add_column(col, justify="left" if col == "window" else "right")
-    for split in (result.overall, *result.windows):
+    for split in splits:
         pct = split.share
         table.add_row(
             split.name,
@@ -304,6 +371,10 @@ def _render_trace(result: TraceDiagnosis) -> None:
             f"{_ms(split.idle_ms)} ({pct(split.idle_ms):.1%})",
         )
     console.print(table)
+
+
+def _render_trace(result: TraceDiagnosis) -> None:
+    _render_splits(f"GPU time split: {result.source}", (result.overall, *result.windows))
     launch = result.launch
     delay = launch.launch_delay
     grid = Table.grid(padding=(0, 2))
