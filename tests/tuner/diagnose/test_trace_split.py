@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from slotune.tuner.diagnose import diagnose_trace
-from tests.tuner.diagnose.trace_builder import TraceBuilder
+from tests.tuner.diagnose.trace_builder import SPLIT_KEYS, TraceBuilder
 
 MEMCPY = "gpu_memcpy"
 
@@ -184,15 +184,7 @@ def test_kernel_categories_and_json_shape(tmp_path: Path) -> None:
     data = diagnose_trace(t.write(tmp_path / "t.json"), top=3).to_dict()
     for key in ("overall", "windows", "kernels", "findings"):
         assert key in data
-    for key in (
-        "total_ms",
-        "busy_ms",
-        "compute_ms",
-        "exposed_memcpy_ms",
-        "exposed_comm_ms",
-        "idle_ms",
-    ):
-        assert key in data["overall"]
+    assert data["overall"].keys() >= SPLIT_KEYS
     assert len(data["kernels"]) == 3
     assert data["kernels"][0]["name"] == "my_custom_thing"  # longest
     full = diagnose_trace(tmp_path / "t.json", top=10)

@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# What the issue requires of "overall" and of every window, in every kind of diagnosis.
+SPLIT_KEYS = {
+    "total_ms",
+    "busy_ms",
+    "compute_ms",
+    "exposed_memcpy_ms",
+    "exposed_comm_ms",
+    "idle_ms",
+}
+
 
 @dataclass
 class TraceBuilder:
