@@ -1,0 +1,39 @@
+"""``slotune metrics import``: load an OpenMetrics history file into the store (incident replay)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli.metrics import metrics_app
+
+
+def register(app: typer.Typer) -> None:
+    # ``metrics`` registers the group; this module adds a command to it.
+    metrics_app.command("import")(import_cmd)
+
+
+def import_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="OpenMetrics file with a timestamp on each sample.")],
+    target: Annotated[str, typer.Option(help="Target name the samples belong to.")],
+    kind: Annotated[str, typer.Option(help="vllm, sglang, trtllm or dcgm.")] = "vllm",
+    json: JsonOption = False,
+) -> None:
+    """Load a past incident (OpenMetrics with timestamps) as scrapes of one target."""
+    from slotune.collector.alerts.history import import_openmetrics
+    from slotune.collector.store import open_store
+
+    with run(open_store, db_url(ctx)) as store:
+        result = run(import_openmetrics, store, file, target, kind)
+    if json:
+        print_json(result.to_dict())
+    else:
+        console.print(
+            f"imported {result.num_samples} samples in {result.num_scrapes} scrapes of "
+            f"{result.target}",
+            highlight=False,
+        )
