@@ -51,7 +51,7 @@ def _workers(_store: Store, url: str | None) -> list[WorkerInfo]:
 def _report(url: str | None, name: str) -> dict[str, Any]:
     from slotune.tuner import show_study
 
-    return show_study(name, url)
+    return show_study(name, url).to_dict()
 
 
 @st.cache_data(ttl=LIVE_S, show_spinner=False)
@@ -225,6 +225,9 @@ def _trials(report: dict[str, Any]) -> None:
         column_config={
             "value": st.column_config.NumberColumn(report["value_names"][0], format="%.3g"),
             "feasible": st.column_config.CheckboxColumn("meets every SLO"),
+            "TTFT p99 (ms)": st.column_config.NumberColumn(format="%.1f"),
+            "ITL p99 (ms)": st.column_config.NumberColumn(format="%.1f"),
+            "duration (s)": st.column_config.NumberColumn(format="%.2f"),
         },
     )
 
