@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import httpx
 import pytest
+from _tools import SLOTUNE
 from route_helpers import MODEL, Engine, engines, fleet_yaml, running_proxy, wait_until
 
 from slotune.collector.agent.promtext import PromTextParser
 from slotune.collector.agent.vllm import VllmSource
+from slotune.collector.store import latest_value, open_store
 from slotune.tuner.fleet.policy import Decision, ReplicaState, RequestInfo
 
 
@@ -178,3 +182,28 @@ def test_max_in_flight_sheds_beyond_the_limit(two_engines: list[Engine]) -> None
         assert wait_until(lambda: proxy.proxy.in_flight == 0)
         r = client.post(proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
         assert r.status_code == 200
+
+
+def test_the_agent_scrapes_the_proxy_like_any_target(
+    two_engines: list[Engine], tmp_path: Path
+) -> None:
+    with (
+        running_proxy(fleet_yaml([e.url for e in two_engines])) as proxy,
+        httpx.Client(timeout=30) as client,
+    ):
+        for _ in range(3):
+            r = client.post(proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+            assert r.status_code == 200
+        db = f"sqlite:///{tmp_path / 'agent.db'}"
+        for argv in (
+            ["db", "upgrade"],
+            ["agent", "--once", "--target", f"vllm={proxy.url}", "--node", "n1"],
+        ):
+            r2 = subprocess.run(
+                [SLOTUNE, "--db", db, *argv], capture_output=True, text=True, timeout=120
+            )
+            assert r2.returncode == 0, r2.stderr
+    with open_store(db) as store:
+        target = f"vllm@127.0.0.1:{proxy.port}"
+        assert latest_value(store, target, "slotune_route_decisions_total") == 3
+        assert latest_value(store, target, "slotune_route_backend_up") == 2
