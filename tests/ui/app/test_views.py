@@ -1,0 +1,109 @@
+"""The read models behind the pages: batched grid reads agree with the one-series queries the
+command line uses, and the SLO maths on literal buckets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from ui_seed import seed
+
+from slotune.collector.agent import summarize_metrics
+from slotune.collector.store import (
+    SampleIn,
+    list_bench_runs,
+    open_store,
+    series_at,
+    upgrade,
+    write_samples,
+)
+from slotune.collector.views import fleet_table, slo_statuses
+from slotune.collector.views.bench import max_rate_curves
+from slotune.collector.views.slo_status import fraction_within
+
+INF = math.inf
+
+
+@pytest.mark.parametrize(
+    ("threshold", "expected"),
+    [
+        (0.1, 0.5),  # on a bound
+        (0.15, 0.7),  # halfway into (0.1, 0.2]: half of its 40 observations
+        (0.05, 0.25),  # inside the first bucket, from 0
+        (5.0, 0.9),  # beyond the last finite bound: only what is below it is known good
+    ],
+)
+def test_fraction_within_interpolates_inside_the_bucket(threshold: float, expected: float) -> None:
+    buckets = [(0.1, 50.0), (0.2, 90.0), (INF, 100.0)]
+    assert fraction_within(buckets, threshold) == pytest.approx(expected)
+
+
+def test_fraction_within_without_observations_is_none() -> None:
+    assert fraction_within([(0.1, 0.0), (INF, 0.0)], 0.1) is None
+
+
+def test_series_at_reads_every_series_on_the_grid_with_resets(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    with open_store(sqlite_url) as store:
+        values = [(0.0, 1.0), (10.0, 5.0), (20.0, 2.0), (30.0, 4.0)]  # reset at 20 (from 5)
+        write_samples(
+            store, [SampleIn("a", "reqs", "counter", {"k": "v"}, ts, v) for ts, v in values]
+        )
+        write_samples(store, [SampleIn("b", "reqs", "counter", {}, 25.0, 7.0)])
+        points = series_at(store, ["reqs"], [5.0, 15.0, 30.0])
+        assert [(p.target, p.values, p.resets) for p in points] == [
+            ("a", (1.0, 5.0, 4.0), (0.0, 0.0, 5.0)),
+            ("b", (None, None, 7.0), (0.0, 0.0, 0.0)),
+        ]
+        assert points[0].labels == {"k": "v"}
+        assert series_at(store, ["reqs"], [5.0], targets=["b"])[0].values == (None,)
+
+
+def test_fleet_table_agrees_with_metrics_summary(store_url: str) -> None:
+    end = seed(store_url)
+    with open_store(store_url) as store:
+        table = fleet_table(store, end - 300, end)
+        cli = {s.target: s for s in summarize_metrics(store, window_s=300, end_ts=end)}
+    for row in table.targets:
+        mine, theirs = row.summary, cli[row.summary.target]
+        for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+            for q in ("p50", "p90", "p99"):
+                assert getattr(mine, metric)[q] == pytest.approx(getattr(theirs, metric)[q])
+        for field in (
+            "request_throughput",
+            "output_token_throughput",
+            "preemption_rate",
+            "requests_running",
+            "requests_waiting",
+            "kv_usage",
+            "vram_used_bytes",
+            "power_watts",
+            "is_up",
+        ):
+            assert getattr(mine, field) == pytest.approx(getattr(theirs, field)), field
+    chat = next(r for r in table.pools if r.pool == "chat")
+    assert chat.num_targets == 2
+    assert chat.summary.request_throughput == pytest.approx(4.0)
+
+
+def test_slo_status_budget_and_burn(sqlite_url: str) -> None:
+    end = seed(sqlite_url)
+    with open_store(sqlite_url) as store:
+        by_name = {s.slo.name: s for s in slo_statuses(store, end_ts=end)}
+    chat, code = by_name["chat-ttft"], by_name["code-e2e"]
+    assert chat.targets == ("node-1/vllm", "node-2/vllm")
+    assert chat.attainment == pytest.approx(0.995)
+    assert chat.budget_left == pytest.approx(0.5)  # half of the 1 % allowed is spent
+    assert chat.state.value == "met"
+    assert code.attainment == pytest.approx(0.85)
+    assert code.burn_rates["1h"] == pytest.approx(1.5)
+    assert code.state.value == "breached"
+
+
+def test_max_rate_runs_form_one_curve(sqlite_url: str) -> None:
+    seed(sqlite_url)
+    with open_store(sqlite_url) as store:
+        curves = max_rate_curves(list_bench_runs(store))
+    assert [c.name for c in curves] == ["llama poisson"]
+    assert [p.rate for p in curves[0].points] == [2.0, 4.0, 8.0]
+    assert curves[0].max_rate == 4.0
