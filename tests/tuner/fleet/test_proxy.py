@@ -207,3 +207,24 @@ def test_the_agent_scrapes_the_proxy_like_any_target(
         target = f"vllm@127.0.0.1:{proxy.port}"
         assert latest_value(store, target, "slotune_route_decisions_total") == 3
         assert latest_value(store, target, "slotune_route_backend_up") == 2
+
+
+def test_slo_aware_sheds_by_predicted_wait_from_live_rates(two_engines: list[Engine]) -> None:
+    # a 1 ms TTFT budget: once the live rates are known, any long prompt is predicted late
+    text = fleet_yaml([e.url for e in two_engines], policy="slo-aware:least-requests:ttft=1")
+    with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
+        body = {"prompt": "context " * 2000, "max_tokens": 4}
+        statuses = []
+        for _ in range(200):  # bounded: the rates appear after two reads with traffic
+            r = client.post(proxy.url + "/v1/completions", json=body)
+            statuses.append(r.status_code)
+            if r.status_code == 429:
+                break
+        assert statuses[0] == 200  # nothing measured yet: admitted
+        assert statuses[-1] == 429, statuses
+        assert int(r.headers["Retry-After"]) >= 1
+        assert "exceeds the TTFT budget" in r.json()["error"]["message"]
+        assert set(statuses) <= {200, 429}
+        metrics = client.get(proxy.url + "/metrics").text
+        shed = _metric(metrics, "slotune_route_shed_total", reason="policy")
+        assert shed == 1
