@@ -7,7 +7,7 @@ MB) whatever the file size.
 - Fast path: the buffer's whole events are decoded in one call by ``msgspec`` into
   :class:`RawEvent` structs holding only the fields the analyses read (the rest, such as CPU
   operators' argument lists, is skipped without building Python objects). The buffer is cut
-  after its last ``},``, which is where Kineto ends an event.
+  after its last ``},`` at a line's end, which is where Kineto ends an event.
 - Slow path, where that cut is wrong (an object nested in an event ended there) and for the
   top-level object's other keys: the standard library's ``raw_decode``, one value at a time.
   Every error message (truncated file, bad JSON, a field of the wrong type) comes from here.
@@ -38,6 +38,7 @@ from slotune.collector.errors import ConfigError
 _CHUNK_CHARS = 1 << 21
 # One event larger than this is not a profiler event but a malformed file.
 _MAX_VALUE_CHARS = 1 << 26
+_BARE_CUT_TRIES = 4
 _SKIP = re.compile(r"[\s,]*")
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -134,16 +135,20 @@ class TraceStream:
             if len(self._buf) - self._pos < _CHUNK_CHARS:
                 self._fill(f)
             consumed = self._consumed
-            cut = self._buf.rfind("},", self._pos)
-            if cut > self._pos and consumed + cut > one_by_one_until:
+            cuts = [c for c in self._cuts() if consumed + c > one_by_one_until]
+            batch = None
+            for cut in cuts:
                 try:
                     batch = self._load_list("[" + self._buf[self._pos : cut + 1] + "]")
                 except msgspec.DecodeError:
-                    one_by_one_until = consumed + cut
-                else:
-                    self._pos = cut + 2
-                    yield batch
                     continue
+                self._pos = cut + 2
+                break
+            if batch is not None:
+                yield batch
+                continue
+            if cuts:
+                one_by_one_until = consumed + cuts[0]
             if self._peek(f) == "]":
                 self._pos += 1
                 return
@@ -151,6 +156,22 @@ class TraceStream:
             item = self._value(f)
             if isinstance(item, dict):
                 yield [self._event(item, start)]
+
+    def _cuts(self) -> list[int]:
+        """Where the buffer's whole events may end, best first: the last ``},`` at a line's
+        end (a JSON string holds no raw newline, so no kernel name ends there), else, for a
+        file on one line, the last few bare ``},``."""
+        cut = self._buf.rfind("},\n", self._pos)
+        if cut > self._pos:
+            return [cut]
+        cuts: list[int] = []
+        end = len(self._buf)
+        while len(cuts) < _BARE_CUT_TRIES:
+            end = self._buf.rfind("},", self._pos, end)
+            if end <= self._pos:
+                break
+            cuts.append(end)
+        return cuts
 
     def _event(self, item: dict[str, Any], offset: int) -> RawEvent:
         try:

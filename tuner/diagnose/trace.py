@@ -122,13 +122,15 @@ def _windows(dev: DeviceTrace) -> tuple[list[str], np.ndarray[Any, Any], np.ndar
         step_hi = np.array([w.end_us for w in dev.windows])
         step = np.searchsorted(step_lo, launched_at, side="right") - 1
         inside = (step >= 0) & (launched_at <= step_hi[np.maximum(step, 0)])
-        op_start, op_end = dev.op_start[linked][inside], dev.op_end[linked][inside]
-        for i, w in enumerate(dev.windows):
-            mine = step[inside] == i
-            if mine.any():
-                names.append(w.name)
-                lo.append(float(op_start[mine].min()))
-                hi.append(float(op_end[mine].max()))
+        owner = step[inside]
+        first = np.full(len(dev.windows), np.inf)
+        last = np.full(len(dev.windows), -np.inf)
+        np.minimum.at(first, owner, dev.op_start[linked][inside])
+        np.maximum.at(last, owner, dev.op_end[linked][inside])
+        for i in np.flatnonzero(np.isfinite(first)):
+            names.append(dev.windows[i].name)
+            lo.append(float(first[i]))
+            hi.append(float(last[i]))
     return names, np.array(lo), np.array(hi)
 
 
