@@ -19,6 +19,7 @@ from prometheus_client.metrics_core import Metric
 from slotune.collector.agent.base import MetricType, Scrape
 from slotune.collector.agent.canonical import CANONICAL
 from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.errors import ConfigError
 
 _UNIT_SUFFIX = {"s": "_seconds", "bytes": "_bytes"}
 _PROM_TYPES = {
@@ -47,7 +48,14 @@ class PrometheusExporter:
         self._latest: dict[str, tuple[TargetSpec, Scrape | None]] = {}
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
-        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        except (OSError, OverflowError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ConfigError(
+                f"--prometheus-port {port} on {host}: cannot listen ({reason}); pick a free "
+                "port from 1 to 65535 or another --prometheus-host"
+            ) from e
         self.host = host
 
     @property

@@ -9,6 +9,7 @@ import aiohttp
 
 from slotune.collector.agent.base import Response
 from slotune.collector.errors import SourceError
+from slotune.collector.redact import redact_url
 
 _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
 
@@ -49,19 +50,19 @@ class HttpFetcher:
             async with self._session.get(url) as resp:
                 if resp.status != 200:
                     raise SourceError(
-                        f"{url} answered HTTP {resp.status}; check the path "
+                        f"{redact_url(url)} answered HTTP {resp.status}; check the path "
                         "(engines serve /metrics) and that metrics are enabled"
                     )
                 text = await resp.text(errors="replace")
                 return Response(text, resp.headers.get("Content-Type", ""))
         except TimeoutError:
             raise SourceError(
-                f"{url} did not answer within {self.timeout_s:g} s; check the "
+                f"{redact_url(url)} did not answer within {self.timeout_s:g} s; check the "
                 "server's load or raise the scrape timeout"
             ) from None
         except aiohttp.ClientError as e:
             raise SourceError(
-                f"{url} is unreachable ({type(e).__name__}: {e}); check that "
+                f"{redact_url(url)} is unreachable ({type(e).__name__}: {e}); check that "
                 "the server runs and the host and port are right"
             ) from None
 

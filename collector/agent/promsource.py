@@ -8,6 +8,7 @@ from typing import ClassVar
 from slotune.collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
 from slotune.collector.agent.canonical import Rule, apply_rules
 from slotune.collector.agent.promtext import PromTextParser, reuse_unchanged
+from slotune.collector.redact import redact_url
 
 
 class PromTextSource(Source):
@@ -33,7 +34,9 @@ class PromTextSource(Source):
         skipped: list[SkippedLine] = []
         for url in self.urls:
             resp = await fetch.get(url)
-            parsed = self.parsers[url].parse(resp.text, content_type=resp.content_type, source=url)
+            parsed = self.parsers[url].parse(
+                resp.text, content_type=resp.content_type, source=redact_url(url)
+            )
             raw.extend(parsed.families)
             skipped.extend(parsed.skipped)
         return self.from_families(raw, skipped)

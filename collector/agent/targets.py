@@ -34,6 +34,7 @@ import yaml
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.errors import ConfigError
+from slotune.collector.redact import redact_url
 from slotune.collector.slo import parse_duration_s
 
 DEFAULT_INTERVAL_S = 5.0
@@ -90,9 +91,15 @@ def metrics_urls(kind: SourceKind, url: str) -> tuple[str, ...]:
     """The URLs to scrape for a target URL (known paths for a base URL, else as given)."""
     if kind is SourceKind.NVML:
         return ()
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as e:
+        raise ConfigError(
+            f"target URL {redact_url(url)!r} is not a URL ({e}); write http://host:port[/path]"
+        ) from e
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"target URL {url!r} must look like http://host:port[/path]")
+        raise ConfigError(f"target URL {redact_url(url)!r} must look like http://host:port[/path]")
     if parts.path not in ("", "/"):
         return (url,)
     base = f"{parts.scheme}://{parts.netloc}"
@@ -103,7 +110,8 @@ def default_name(kind: SourceKind, url: str, node: str) -> str:
     """``kind@host:port`` (``nvml@node`` for local GPUs)."""
     if kind is SourceKind.NVML:
         return f"nvml@{node}"
-    return f"{kind.value}@{urlsplit(url).netloc}"
+    netloc = urlsplit(url).netloc
+    return f"{kind.value}@{netloc.rpartition('@')[2]}"  # never the userinfo
 
 
 def make_target(
@@ -127,11 +135,12 @@ def make_target(
         )
     node = node or socket.gethostname()
     all_labels = {"node": node, **{str(k): str(v) for k, v in (labels or {}).items()}}
+    urls = metrics_urls(kind, url)  # first: it refuses what is not a URL
     return TargetSpec(
         name=name or default_name(kind, url, all_labels["node"]),
         kind=kind,
         url=url,
-        metrics_urls=metrics_urls(kind, url),
+        metrics_urls=urls,
         labels=all_labels,
         interval_s=interval_s,
     )

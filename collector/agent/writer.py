@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import TargetSpec
 from slotune.collector.errors import ConfigError, StoreError, StoreRejected
+from slotune.collector.redact import redact_url
 from slotune.collector.store import SampleIn, Store, open_store, register_target, write_samples
 
 log = logging.getLogger(__name__)
@@ -222,7 +223,7 @@ class StoreWriter:
         for name, t in self._targets.items():
             if name not in self._registered:
                 try:
-                    register_target(store, name, t.kind.value, t.url, dict(t.labels))
+                    register_target(store, name, t.kind.value, redact_url(t.url), dict(t.labels))
                 except StoreRejected as e:
                     # Its samples still register it (by name only) as they are written.
                     log.error("target %s: the store refused its description: %s", name, e)

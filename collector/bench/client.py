@@ -26,6 +26,7 @@ import aiohttp
 from slotune.collector.bench.sse import DONE, Chunk, ProtocolError, SSEDecoder, parse_chunk
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import UNTIMED_GAP_BOUNDS_S, RequestRecord, untimed_gap_bucket
+from slotune.collector.redact import redact_url
 from slotune.collector.workload.tokens import count_tokens
 
 # Enough for a 64k-token output streamed one token per chunk; an endless stream stops here.
@@ -107,7 +108,8 @@ def normalize_base_url(url: str) -> str:
     u = url.strip().rstrip("/")
     if not u.startswith(("http://", "https://")):
         raise ConfigError(
-            f"--url {url!r} must start with http:// or https://, e.g. http://127.0.0.1:8000"
+            f"--url {redact_url(url)!r} must start with http:// or https://, "
+            "e.g. http://127.0.0.1:8000"
         )
     return u[:-3] if u.endswith("/v1") else u
 
@@ -145,21 +147,22 @@ async def discover_model(
         ConfigError: the server cannot be reached or lists no model.
     """
     url = f"{base_url}/v1/models"
+    shown = redact_url(url)
     try:
         async with session.get(
             url, headers=headers(api_key), timeout=aiohttp.ClientTimeout(total=timeout_s)
         ) as resp:
             if resp.status != 200:
-                raise ConfigError(f"GET {url} answered HTTP {resp.status}; pass --model NAME")
+                raise ConfigError(f"GET {shown} answered HTTP {resp.status}; pass --model NAME")
             data = await resp.json(content_type=None)
     except (aiohttp.ClientError, TimeoutError) as e:
         raise ConfigError(
-            f"cannot reach {url} ({type(e).__name__}: {e}); check --url "
+            f"cannot reach {shown} ({type(e).__name__}: {e}); check --url "
             "and that the server is running"
         ) from e
     models = data.get("data") if isinstance(data, dict) else None
     if not models or not isinstance(models[0], dict) or "id" not in models[0]:
-        raise ConfigError(f"{url} lists no model; pass --model NAME")
+        raise ConfigError(f"{shown} lists no model; pass --model NAME")
     return str(models[0]["id"])
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
 from slotune.collector.bench.client import Endpoint, normalize_base_url
 from slotune.collector.errors import ConfigError
+from slotune.collector.redact import redact_url
 from slotune.collector.slo import SLO
 
 DEFAULT_NUM_REQUESTS = 100
@@ -129,7 +130,7 @@ class BenchConfig:
         """Settings as JSON, without the API key."""
         a = self.arrival
         return {
-            "url": self.url,
+            "url": redact_url(self.url),
             "model": self.model,
             "endpoint": self.endpoint.value,
             "workload": self.workload,

@@ -10,6 +10,7 @@ from typing import Any
 
 from slotune.collector.bench.result import BenchResult
 from slotune.collector.errors import ConfigError
+from slotune.collector.redact import redact_url
 from slotune.collector.store import (
     BenchRunInfo,
     BenchRunMeta,
@@ -49,7 +50,7 @@ def save_run(db: Store | str | None, result: BenchResult, name: str | None = Non
     config = {**result.config.to_dict(), "wall_offset_s": result.wall_offset_s}
     meta = BenchRunMeta(
         name=name or run_name(result),
-        url=result.config.url,
+        url=redact_url(result.config.url),
         model=result.model,
         workload=result.config.workload_name,
         started_at=result.started_at,

@@ -11,6 +11,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from slotune.collector.errors import StoreUnavailable
+from slotune.collector.redact import redact_url as redact_any_url
 
 DEFAULT_SQLITE_TIMEOUT_S = 10.0
 URL_FORMS = "sqlite:///path/to/slotune.db or postgresql+psycopg://user:password@host:5432/dbname"
@@ -27,23 +28,13 @@ def default_db_url() -> str:
 
 
 def redact_url(url: str | URL) -> str:
-    """The URL with its password masked, safe for logs and error messages."""
+    """The URL with its password (userinfo or a credential query parameter such as libpq's
+    ``?password=``) masked, safe for logs and error messages."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except (ArgumentError, ValueError):
-        return _redact_unparsed(str(url))
-    return parsed.render_as_string(hide_password=True)
-
-
-def _redact_unparsed(text: str) -> str:
-    # "scheme://user:secret@host" that SQLAlchemy cannot parse: mask what sits between
-    # the first ':' after '//' and the last '@'.
-    head, sep, rest = text.partition("://")
-    if not sep or "@" not in rest:
-        return text
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{head}://{user}:***@{host}" if ":" in creds else text
+        return redact_any_url(str(url))
+    return redact_any_url(parsed.render_as_string(hide_password=True))
 
 
 def parse_url(url: str) -> URL:

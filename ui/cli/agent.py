@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
@@ -35,7 +35,9 @@ def agent(
     once: Annotated[bool, typer.Option(help="Scrape every target once, then exit.")] = False,
     prometheus_port: Annotated[
         int | None,
-        typer.Option(help="Serve canonical series for Prometheus on this port (e.g. 9464)."),
+        typer.Option(
+            min=1, max=65535, help="Serve canonical series for Prometheus on this port (e.g. 9464)."
+        ),
     ] = None,
     prometheus_host: Annotated[
         str, typer.Option(help="Address the Prometheus endpoint binds.")
@@ -43,7 +45,7 @@ def agent(
     otlp_endpoint: Annotated[
         str | None, typer.Option(help="Push OTLP metrics here, e.g. http://127.0.0.1:4318.")
     ] = None,
-    otlp_protocol: Annotated[str, typer.Option(help="http or grpc.")] = "http",
+    otlp_protocol: Annotated[Literal["http", "grpc"], typer.Option(help="http or grpc.")] = "http",
     spool_dir: Annotated[
         Path | None, typer.Option(help="Where samples wait while the store is unreachable.")
     ] = None,

@@ -103,3 +103,45 @@ def test_scrape_snapshot_for_the_tuner(metrics_server: Server) -> None:
         scrape_snapshot("vllm", "http://127.0.0.1:9", timeout_s=1.0)
     with pytest.raises(ConfigError, match="unknown engine kind"):
         scrape_snapshot("tgi", engine.url)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "vllm=http://[/x]"], "target URL 'http://[/x]' is not a URL"),
+        (["--target", "vllm=[/x]"], "target URL '[/x]' must look like"),
+        (["--target", "vllm=http://127.0.0.1:1", "--spool-dir", "{file}"], "--spool-dir"),
+        (["--target", "vllm=http://127.0.0.1:1", "--prometheus-port", "{busy}"], "cannot listen"),
+    ],
+)
+def test_bad_agent_input_is_one_line(
+    agent_db: str, tmp_path: Path, args: list[str], message: str
+) -> None:
+    import socket
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        filled = [a.format(file=a_file, busy=port) for a in args]
+        code, _out, err = slotune(agent_db, "agent", "--once", *filled)
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_credentials_in_a_target_url_are_neither_printed_nor_stored(
+    agent_db: str, metrics_server: Server
+) -> None:
+    engine = metrics_server({"/metrics": lambda: vllm_exposition([1, 0, 0, 0, 0, 0, 0])})
+    host = engine.url.removeprefix("http://")
+    url = f"http://scraper:S3CRET@{host}/metrics?token=T0KEN"
+    code, out, err = slotune(agent_db, "agent", "--once", "--json", "--target", f"vllm={url}")
+    assert code == 0, err
+    code, listed, err = slotune(agent_db, "targets", "list", "--json")
+    assert code == 0, err
+    for text in (out, listed):
+        assert "S3CRET" not in text and "T0KEN" not in text
+    assert f"scraper:***@{host}/metrics?token=***" in listed
+    assert f"vllm@{host}" in listed

@@ -184,3 +184,35 @@ def test_exit_status_when_every_request_fails_and_on_a_missed_slo(
     )
     assert proc.returncode == 3
     assert "SLO missed: ttft-p99" in proc.stderr
+
+
+def test_credentials_in_the_url_are_neither_printed_nor_stored(
+    fake_engine: Callable[..., FakeEngine], sqlite_url: str, tmp_path: Path
+) -> None:
+    engine = fake_engine()
+    upgrade(sqlite_url)
+    host = engine.url.removeprefix("http://")
+    saved = tmp_path / "run.json"
+    proc = _slotune(
+        "--db",
+        sqlite_url,
+        "bench",
+        "--url",
+        f"http://user:PW-S3CRET@{host}",
+        "--input-len",
+        "8",
+        "--output-len",
+        "4",
+        "--rate",
+        "100",
+        "--num-requests",
+        "2",
+        "--json",
+        "--save",
+        str(saved),
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = _slotune("--db", sqlite_url, "bench", "list", "--json")
+    for text in (proc.stdout, proc.stderr, saved.read_text(), listed.stdout):
+        assert "PW-S3CRET" not in text
+    assert json.loads(listed.stdout)[0]["url"] == f"http://user:***@{host}"

@@ -105,3 +105,32 @@ def test_refused_data_is_told_apart_from_an_outage(store_url: str) -> None:
         with pytest.raises(StoreRejected, match="refused the data"):
             write_samples(store, [bad])
         assert write_samples(store, [SampleIn("t", "ok", "gauge", {}, 1.0, 1.0)]) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql+psycopg://u@h:1/db?password=SECRETPW",
+            "postgresql+psycopg://u@h:1/db?password=***",
+        ),
+        (
+            "postgresql+psycopg://u:pw@h/db?sslpassword=x&application_name=a",
+            "postgresql+psycopg://u:***@h/db?application_name=a&sslpassword=***",  # sorted
+        ),
+        (
+            "http://user:PW@host:8000/v1?api_key=k&x=1",
+            "http://user:***@host:8000/v1?api_key=***&x=1",
+        ),
+        ("http://host:8000/metrics?token=t", "http://host:8000/metrics?token=***"),
+    ],
+)
+def test_every_credential_of_a_url_is_masked(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_a_password_in_the_query_never_reaches_the_message() -> None:
+    url = f"postgresql+psycopg://u@127.0.0.1:{free_port()}/db?password=SECRETPW"
+    with pytest.raises(StoreUnavailable) as e:
+        open_store(url)
+    assert "SECRETPW" not in str(e.value) and "password=***" in str(e.value)
