@@ -67,6 +67,7 @@ _HOP_BY_HOP = frozenset(
 )
 _USAGE_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _MAX_BODY_BYTES = 64 * 1024 * 1024
+_MIN_POLL_TIMEOUT_S = 5.0
 
 
 def error_body(status: int, err_type: str, message: str) -> bytes:
@@ -138,8 +139,11 @@ class RouteProxy:
             auto_decompress=False,
         )
         interval = self.config.poll_interval_s
+        # generous: a busy engine serves /metrics late, and a late read must not eject it
+        # (a dead one refuses at once; a hung one is caught by the requests' own timeouts)
+        read_limit_s = max(_MIN_POLL_TIMEOUT_S, 4 * interval, timeouts.connect_s)
         pollers = [
-            asyncio.create_task(poll_forever(b, interval, max(2 * interval, timeouts.connect_s)))
+            asyncio.create_task(poll_forever(b, interval, read_limit_s))
             for b in self.backends.values()
         ]
         try:
