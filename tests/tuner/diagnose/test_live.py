@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _tools import running_emulator
 from typer.testing import CliRunner
 
 from slotune.collector.agent.base import SourceKind
@@ -17,6 +21,7 @@ from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import make_target
 from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from slotune.collector.store import list_diagnoses, open_store, upgrade
 from slotune.tuner.diagnose.live import diagnose_live
 from slotune.ui.cli import app
@@ -192,3 +197,69 @@ def test_cli_json_is_stored_and_bad_selectors_are_one_line(db: str, tmp_path: Pa
         assert expected in " ".join(bad.output.split()), bad.output
     with open_store(db) as store:
         assert [d.result for d in list_diagnoses(store, kind="live")] == [data]
+
+
+@pytest.fixture
+def emulated_engine(tmp_path: Path) -> Iterator[str]:
+    with running_emulator(tmp_path / "timings.jsonl", speedup=20) as url:
+        yield url
+
+
+def test_an_emulated_engine_under_light_load_is_healthy(
+    db: str, tmp_path: Path, emulated_engine: str
+) -> None:
+    dcgm = MetricsServer({"/metrics": lambda: dcgm_text(HEALTHY)}).start()
+    targets = [
+        make_target(SourceKind.VLLM, emulated_engine, name="emulated", node="n1", interval_s=0.25),
+        make_target(SourceKind.DCGM, dcgm.url, name="gpu-n1", node="n1", interval_s=0.25),
+    ]
+    writer = StoreWriter(db, Spool(tmp_path / "spool"), flush_interval_s=0.1)
+    agent = Agent(targets, writer, timeout_s=2.0)
+    stop = threading.Event()
+
+    def run_agent() -> None:
+        async def until_stopped() -> None:
+            task = asyncio.create_task(agent.run())
+            while not stop.is_set():
+                await asyncio.sleep(0.05)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(until_stopped())
+
+    runner = threading.Thread(target=run_agent)
+    runner.start()
+    try:
+        time.sleep(0.6)
+        start = time.time()
+        result = run_benchmark(
+            BenchConfig(
+                url=emulated_engine,
+                arrival=ArrivalSpec.from_rate(10.0),
+                input_len="256",
+                output_len="32",
+                num_requests=30,
+                cooldown=False,
+                seed=1,
+            )
+        )
+        time.sleep(0.6)  # two more scrapes after the last response
+        end = time.time()
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+        agent.close()
+        dcgm.stop()
+    assert result.summary.num_errors == 0
+    with open_store(db) as store:
+        d = diagnose_live(store, target="emulated", window_s=end - start, end_ts=end)
+    (t,) = d.targets
+    fig = t.figures
+    assert t.gpu_targets == ("gpu-n1",)
+    # phase times from the engine's own request histograms
+    assert fig.prefill_s is not None and fig.prefill_s > 0
+    assert fig.decode_s is not None and fig.decode_s > 0
+    assert fig.queue_s is not None and fig.queue_s >= 0
+    assert fig.iteration_tokens is not None and fig.iteration_tokens > 0
+    assert fig.kv_usage is not None and fig.kv_usage < 0.5
+    assert [f.code for f in t.findings] == ["healthy"]
