@@ -329,12 +329,19 @@ def load_slo_file(path: str | Path) -> list[SLO]:
     Raises:
         SLOSpecError: naming the file, line and field, with the accepted form.
     """
-    p = Path(path)
+    return parse_slo_yaml(read_text(path, "SLO file"), source=str(path))
+
+
+def read_text(path: str | Path, what: str, error: type[ConfigError] = SLOSpecError) -> str:
+    """A UTF-8 text file's content.
+
+    Raises:
+        ``error``: the file cannot be read, naming it and ``what`` it should be.
+    """
     try:
-        text = p.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise SLOSpecError(f"{p}: cannot read the SLO file ({e.strerror})") from e
-    return parse_slo_yaml(text, source=str(p))
+        raise error(f"{path}: cannot read the {what} ({e.strerror})") from e
 
 
 def read_yaml(
@@ -345,14 +352,28 @@ def read_yaml(
     Raises:
         ``error``: not valid YAML, naming ``source`` and the line.
     """
+    documents = read_yaml_documents(text, source=source, error=error)
+    return documents[0] if documents else (None, {})
+
+
+def read_yaml_documents(
+    text: str, *, source: str, error: type[ConfigError] = SLOSpecError
+) -> list[tuple[Any, dict[tuple[Any, ...], int]]]:
+    """Every document of a multi-document YAML text, each with the line of each key path.
+
+    Raises:
+        ``error``: not valid YAML, naming ``source`` and the line.
+    """
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        nodes = list(yaml.compose_all(text))
+        datas = list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise error(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
-    return data, (_line_map(node) if node is not None else {})
+    return [
+        (data, _line_map(node)) for node, data in zip(nodes, datas, strict=True) if node is not None
+    ]
 
 
 def parse_slo_yaml(text: str, *, source: str = "<string>") -> list[SLO]:

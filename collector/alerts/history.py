@@ -20,6 +20,7 @@ from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import parse_text
 from slotune.collector.agent.registry import SOURCES
 from slotune.collector.errors import ConfigError, SourceError
+from slotune.collector.slo import read_text
 from slotune.collector.store import SampleIn, Store, list_targets, register_target, write_samples
 
 IMPORT_KINDS = ("vllm", "sglang", "trtllm", "dcgm")
@@ -129,14 +130,10 @@ def import_openmetrics(
     """
     if kind not in IMPORT_KINDS:
         raise ConfigError(f"--kind {kind!r} is unknown; use one of {', '.join(IMPORT_KINDS)}")
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the file ({e.strerror})") from e
-    per_ts = parse_history(text, str(p))
+    text = read_text(path, "OpenMetrics file", ConfigError)
+    per_ts = parse_history(text, str(path))
     if not per_ts:
-        raise ConfigError(f"{p}: no sample with a timestamp; nothing to import")
+        raise ConfigError(f"{path}: no sample with a timestamp; nothing to import")
     source = SOURCES[SourceKind(kind)]()
     assert isinstance(source, PromTextSource)  # every kind of IMPORT_KINDS reads text
     encoder = SampleEncoder(heartbeat_s=0.0)

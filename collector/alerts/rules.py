@@ -29,7 +29,7 @@ from typing import Any
 
 from slotune.collector.alerts.metrics import metric_def
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import Selector, parse_duration_s, read_yaml
+from slotune.collector.slo import Selector, parse_duration_s, read_text, read_yaml
 from slotune.collector.store import AlertRuleInfo
 
 _SHORTHAND = re.compile(
@@ -152,12 +152,8 @@ def load_rules_file(path: str | Path) -> list[ThresholdRule]:
     Raises:
         ConfigError: naming the file, line and field.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the rules file ({e.strerror})") from e
-    return parse_rules_yaml(text, source=str(p))
+    text = read_text(path, "rules file", ConfigError)
+    return parse_rules_yaml(text, source=str(path))
 
 
 def parse_rules_yaml(text: str, *, source: str = "<string>") -> list[ThresholdRule]:

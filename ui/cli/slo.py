@@ -37,7 +37,12 @@ slo_app = typer.Typer(
 @slo_app.command("apply")
 def apply_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="SLO YAML file (see examples/slos.yaml).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="SLO YAML file (examples/slos.yaml) or OpenSLO v1 (examples/openslo.yaml)."
+        ),
+    ],
     scrape_interval: Annotated[
         str,
         typer.Option(
@@ -48,12 +53,13 @@ def apply_cmd(
     json: JsonOption = False,
 ) -> None:
     """Create or replace the SLOs of a YAML file and their alerts (all of them or none)."""
+    from slotune.collector.alerts.openslo import load_slo_documents
     from slotune.collector.alerts.slo_rules import apply_slos
-    from slotune.collector.slo import load_slo_file, parse_duration_s
+    from slotune.collector.slo import parse_duration_s
     from slotune.collector.store import open_store
 
     min_window_s = run(parse_duration_s, scrape_interval, field_name="--scrape-interval")
-    slos = run(load_slo_file, file)
+    slos = run(load_slo_documents, file)
     with run(open_store, db_url(ctx)) as store:
         notes = run(apply_slos, store, slos, min_window_s=min_window_s)
     for note in notes:
