@@ -36,6 +36,7 @@ def trace_html(result: TraceDiagnosis) -> str:
         "td:first-child,th:first-child{text-align:left}.f{margin:1em 0}</style></head><body>",
         f"<h1>GPU time: {escape(result.source)}</h1>",
         _split_table((result.overall, *result.windows)),
+        _split_bars_svg((result.overall, *result.windows)),
         "<h2>Timeline (first device)</h2>",
         _timeline_svg(result),
         _legend(),
@@ -44,7 +45,7 @@ def trace_html(result: TraceDiagnosis) -> str:
         "<h2>Findings</h2>",
     ]
     for f in result.findings:
-        evidence = ", ".join(f"{escape(k)}={escape(str(v))}" for k, v in f.evidence.items())
+        evidence = ", ".join(f"{escape(k)}={escape(_num(v))}" for k, v in f.evidence.items())
         parts.append(
             f"<div class='f'><b>{escape(f.severity.value)} {escape(f.code)}</b>: "
             f"{escape(f.title)}<br>evidence: {evidence}<br>remedy: {escape(f.remedy)}"
@@ -93,7 +94,8 @@ def _timeline_svg(result: TraceDiagnosis) -> str:
     if not ops:
         return "<p>no operations</p>"
     span = max(end for _, end, _ in ops) or 1.0
-    lanes = {k: i for i, k in enumerate(OpKind)}
+    present = sorted({kind for _, _, kind in ops})
+    lanes = {OpKind(k): i for i, k in enumerate(present)}
     height = _ROW * len(lanes) + 30
     rects = []
     for start, end, kind in ops:
@@ -120,6 +122,53 @@ def _timeline_svg(result: TraceDiagnosis) -> str:
     )
 
 
+_BAR_PARTS = (
+    ("compute", "#4c78a8"),
+    ("exposed comm", "#f58518"),
+    ("exposed memcpy", "#e45756"),
+    ("exposed memset", "#72b7b2"),
+    ("idle", "#dddddd"),
+)
+
+
+def _split_bars_svg(splits: tuple[TimeSplit, ...]) -> str:
+    """One stacked bar per window: where its time went, as shares (readable at any span)."""
+    label_w, bar_w, row = 160, 800, 20
+    rows = []
+    for i, s in enumerate(splits[:200]):
+        parts = (
+            s.compute_ms,
+            s.exposed_comm_ms,
+            s.exposed_memcpy_ms,
+            s.exposed_memset_ms or 0.0,
+            s.idle_ms,
+        )
+        x = float(label_w)
+        y = i * row
+        rows.append(f"<text x='0' y='{y + 14}' font-size='11'>{escape(s.name)}</text>")
+        for (name, color), ms in zip(_BAR_PARTS, parts, strict=True):
+            w = s.share(ms) * bar_w
+            if w > 0:
+                rows.append(
+                    f"<rect x='{x:.2f}' y='{y}' width='{w:.2f}' height='{row - 4}' fill='{color}'>"
+                    f"<title>{name}: {ms:,.3f} ms ({s.share(ms):.1%})</title></rect>"
+                )
+            x += w
+    legend = " ".join(f"<span style='color:{c}'>&#9632;</span> {n}" for n, c in _BAR_PARTS)
+    height = row * min(len(splits), 200)
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{label_w + bar_w}' height='{height}'>"
+        + "".join(rows)
+        + f"</svg><p>{legend}</p>"
+    )
+
+
+def _num(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
 def _legend() -> str:
     return (
         "<p>"
@@ -132,7 +181,7 @@ def _legend() -> str:
 
 def _kernel_table(result: TraceDiagnosis) -> str:
     rows = "".join(
-        f"<tr><td>{escape(k.name[:120])}</td><td>{k.category.value}</td><td>{k.count:,}</td>"
+        f"<tr><td>{escape(k.name[:90])}</td><td>{k.category.value}</td><td>{k.count:,}</td>"
         f"<td>{k.total_ms:,.3f}</td><td>{k.busy_share:.1%}</td></tr>"
         for k in result.kernels
     )
