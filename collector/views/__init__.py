@@ -15,10 +15,9 @@ from slotune.collector.views.bench import (
 )
 from slotune.collector.views.fleet import FleetRow, FleetTable, fleet_table, fleet_timeseries
 from slotune.collector.views.overview import Overview, firing_alerts, overview
-from slotune.collector.views.slo_status import BURN_WINDOWS, SLOState, SLOStatus, slo_statuses
+from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
 __all__ = [
-    "BURN_WINDOWS",
     "FleetRow",
     "FleetTable",
     "LatencySamples",

@@ -7,10 +7,23 @@ from typing import Any
 
 import streamlit as st
 
-from slotune.collector.views import BURN_WINDOWS, FleetRow, SLOStatus
+from slotune.collector.views import FleetRow, SLOStatus
+
+
+def burn_labels(statuses: Sequence[SLOStatus]) -> list[str]:
+    """The burn-rate windows of every SLO's policy, shortest first."""
+    labels: dict[str, None] = {}
+    for s in statuses:
+        labels.update(dict.fromkeys(s.burn_rates))
+    return sorted(labels, key=window_seconds)
+
+
+def window_seconds(label: str) -> float:
+    return float(label[:-1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[label[-1]]
 
 
 def slo_frame(statuses: Sequence[SLOStatus]) -> list[dict[str, Any]]:
+    windows = burn_labels(statuses)
     return [
         {
             "name": s.slo.name,
@@ -19,16 +32,16 @@ def slo_frame(statuses: Sequence[SLOStatus]) -> list[dict[str, Any]]:
             "attainment": None if s.attainment is None else s.attainment * 100,
             "objective": s.slo.objective * 100,
             "budget_left": None if s.budget_left is None else max(s.budget_left, 0.0) * 100,
-            **{f"burn_{w}": s.burn_rates.get(w) for w in BURN_WINDOWS},
+            **{f"burn_{w}": s.burn_rates.get(w) for w in windows},
+            "firing": ", ".join(s.firing),
             "window": f"{s.slo.window_s / 86400:g}d",
             "events": s.num_events,
-            "targets": len(s.targets),
         }
         for s in statuses
     ]
 
 
-def slo_columns() -> dict[str, Any]:
+def slo_columns(statuses: Sequence[SLOStatus]) -> dict[str, Any]:
     cc = st.column_config
     return {
         "attainment": cc.NumberColumn("attainment (SLO window)", format="%.3f %%"),
@@ -36,7 +49,11 @@ def slo_columns() -> dict[str, Any]:
         "budget_left": cc.ProgressColumn(
             "error budget left", format="%.1f %%", min_value=0, max_value=100
         ),
-        **{f"burn_{w}": cc.NumberColumn(f"burn rate {w}", format="%.2f×") for w in BURN_WINDOWS},
+        **{
+            f"burn_{w}": cc.NumberColumn(f"burn rate {w}", format="%.2f×")
+            for w in burn_labels(statuses)
+        },
+        "firing": cc.TextColumn("alerts firing"),
         "events": cc.NumberColumn("requests in window", format="%d"),
     }
 

@@ -53,6 +53,8 @@ def test_an_slo_saved_on_the_page_is_what_slo_list_shows(
     assert listed["chat-itl"]["window_s"] == 7 * 86400
     assert listed["chat-itl"]["selector"] == {"pool": "chat"}
     assert abs(listed["chat-itl"]["objective"] - 0.95) < 1e-12
+    with open_store(seeded_url) as store:  # its burn-rate alerts, as `slo apply` stores them
+        assert {"chat-itl:page", "chat-itl:ticket"} <= {r.name for r in list_alert_rules(store)}
 
 
 @pytest.mark.parametrize(
@@ -90,20 +92,54 @@ def test_deleting_an_slo_needs_the_confirmation(seeded_url: str, run_page: RunPa
     assert [s["name"] for s in _cli(seeded_url, "slo", "list")] == ["chat-ttft"]  # type: ignore[union-attr]
 
 
-def test_threshold_rule_form_checks_the_threshold(seeded_url: str, run_page: RunPage) -> None:
+def test_a_rule_added_on_the_page_uses_the_cli_shorthand(
+    seeded_url: str, run_page: RunPage
+) -> None:
     at = run_page("alerts", seeded_url)
-    at.text_input[0].input("kv-high")
-    at.text_input[1].input("90%")
+    at.text_input(key="rule_name").input("waiting")
+    at.text_input(key="rule_expr").input("requests_waiting >> 10")
     at = _click(at, "Save rule")
-    assert "field 'threshold': '90%' is not a number; give it in ratio" in at.error[0].value
+    assert "is not understood" in at.error[0].value
     with open_store(seeded_url) as store:
-        assert [r.name for r in list_alert_rules(store)] == ["chat-ttft-burn"]
-    at.text_input[1].input("0.9")
+        assert "waiting" not in [r.name for r in list_alert_rules(store)]
+    at.text_input(key="rule_expr").input("requests_waiting > 10 for 2m")
     at = _click(at, "Save rule")
     assert_clean(at)
     with open_store(seeded_url) as store:
-        rule = next(r for r in list_alert_rules(store) if r.name == "kv-high")
-    assert (rule.metric, rule.op, rule.threshold, rule.for_s) == ("kv_usage", ">", 0.9, 300.0)
+        rule = next(r for r in list_alert_rules(store) if r.name == "waiting")
+    assert (rule.metric, rule.op, rule.threshold, rule.for_s) == (
+        "requests_waiting",
+        ">",
+        10.0,
+        120.0,
+    )
+
+
+def test_silence_ack_and_test_notification(seeded_url: str, run_page: RunPage) -> None:
+    at = run_page("alerts", seeded_url)
+    at.selectbox(key="silence_rule").select("code-e2e:ticket")
+    at.text_input(key="silence_for").input("2 hours")
+    at = _click(at, "Silence")
+    assert "field 'for': '2 hours' is not a duration" in at.error[0].value
+    at.text_input(key="silence_for").input("2h")
+    at = _click(at, "Silence")
+    assert_clean(at)
+    at = _click(at, "Acknowledge")
+    assert_clean(at)
+    assert "acknowledged event 1" in at.success[0].value
+    at = _click(at, "Send test notification")
+    assert_clean(at)
+    assert "sent a test alert" in at.success[0].value
+    at.text_input(key="notify_spec").input("pager=nowhere")
+    at = _click(at, "Send test notification")
+    assert "give an http(s) URL" in at.error[0].value
+    at = run_page("alerts", seeded_url)
+    now, history = (d.value for d in at.dataframe)
+    silenced = dict(zip(now["rule"], now["silenced until"], strict=True))
+    assert silenced["code-e2e:ticket"] and not silenced["kv-full"]
+    assert history["acknowledged"][0]
+    listed = _cli(seeded_url, "alerts", "history")
+    assert listed[0]["acked_at"] is not None  # type: ignore[index]
 
 
 def _wait_for_worker(url: str, name: str, limit_s: float = 240) -> WorkerInfo:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
+from slotune.collector.alerts.rules import parse_rule
+from slotune.collector.alerts.slo_rules import apply_slos
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import parse_slo_yaml
 from slotune.collector.store import (
     AlertEventInfo,
-    AlertRuleInfo,
     AlertState,
     BenchRunMeta,
     SampleIn,
@@ -18,7 +19,6 @@ from slotune.collector.store import (
     save_alert_rule,
     save_bench_run,
     save_diagnosis,
-    save_slos,
     upgrade,
     write_samples,
 )
@@ -106,14 +106,12 @@ def seed(url: str, *, minutes: int = 10) -> float:
         for name, pool, _ in TARGETS:
             write_samples(store, _fleet_samples(name, pool == "code", now - 5.0 * steps, steps))
         slos = parse_slo_yaml(SLOS_YAML)
-        save_slos(store, slos)
-        save_alert_rule(
-            store, AlertRuleInfo(name="chat-ttft-burn", kind="slo_burn", slo_name="chat-ttft")
-        )
+        apply_slos(store, slos)  # the SLOs and their burn-rate rules, as `slo apply` does
+        save_alert_rule(store, parse_rule("kv_usage > 0.9 for 5m", name="kv-full").to_info())
         record_alert_event(
             store,
             AlertEventInfo(
-                "chat-ttft-burn", AlertState.FIRING, now - 60, 15.0, {}, "burn rate 15x over 1h"
+                "chat-ttft:page", AlertState.FIRING, now - 60, 15.0, {}, "burn rate 15x over 1h"
             ),
         )
         records = _records(5.0, 40, 0.3)

@@ -1,4 +1,5 @@
-"""Alerts: rules, what fires now, history; create threshold and burn-rate rules."""
+"""Alerts: every rule's state now, firing/resolved history with acknowledgements; add
+threshold rules, silence, acknowledge, send a test notification."""
 
 from __future__ import annotations
 
@@ -6,25 +7,21 @@ import time
 
 import streamlit as st
 
-from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.alerts.evaluator import RuleStatus, evaluate_all
+from slotune.collector.alerts.notify import make_notifier, test_alerts
+from slotune.collector.alerts.rules import SHORTHAND_FORM, parse_rule
+from slotune.collector.slo import parse_duration_s
 from slotune.collector.store import (
-    AlertEventInfo,
-    AlertRuleInfo,
+    AlertHistoryEntry,
     Store,
-    list_alert_events,
-    list_alert_rules,
-    list_slos,
+    ack_event,
+    alert_history,
     save_alert_rule,
-)
-from slotune.collector.views import firing_alerts
-from slotune.collector.views.forms import (
-    OPS,
-    burn_rule_from_fields,
-    threshold_rule_from_fields,
+    silence_rule,
 )
 from slotune.ui.app._common import (
+    LIVE_S,
     RANGES,
-    TTL_S,
     db_url,
     explain,
     guarded,
@@ -36,108 +33,146 @@ from slotune.ui.app._common import (
 )
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
-def _read(
-    _store: Store, url: str | None, since: float
-) -> tuple[list[AlertRuleInfo], list[AlertEventInfo], list[AlertEventInfo]]:
-    return (
-        list_alert_rules(_store),
-        firing_alerts(_store),
-        list_alert_events(_store, since_ts=since),
-    )
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _statuses(_store: Store, url: str | None, at: float) -> list[RuleStatus]:
+    return evaluate_all(_store, at)
 
 
-def _rule_row(r: AlertRuleInfo) -> dict[str, object]:
-    what = (
-        f"error budget burn of SLO {r.slo_name}"
-        if r.kind == "slo_burn"
-        else f"{r.metric} {r.op} {r.threshold:g} ({CANONICAL[r.metric].unit})"
-        if r.metric in CANONICAL and r.threshold is not None
-        else f"{r.metric} {r.op} {r.threshold}"
-    )
+@st.cache_data(ttl=LIVE_S, show_spinner=False)
+def _history(_store: Store, url: str | None, since: float) -> list[AlertHistoryEntry]:
+    return alert_history(_store, since_ts=since)
+
+
+def _clear() -> None:
+    _statuses.clear()
+    _history.clear()
+
+
+def _status_row(s: RuleStatus) -> dict[str, object]:
     return {
-        "name": r.name,
-        "kind": r.kind,
-        "condition": what,
-        "for (s)": r.for_s,
-        "severity": r.severity,
-        "enabled": r.enabled,
+        "rule": s.rule,
+        "kind": s.kind,
+        "severity": s.severity,
+        "state": s.state.value,
+        "value": s.value,
+        "target": s.labels.get("target") or s.labels.get("slo") or "",
+        "silenced until": when(s.silenced_until) if s.silenced_until else "",
+        "message": s.message,
     }
 
 
-def _forms(s: Store) -> None:
-    kind = st.radio("New rule", ["threshold on a metric", "SLO burn rate"], horizontal=True)
-    with st.form("rule_form"):
-        name = st.text_input("name", placeholder="kv-usage-high")
-        if kind == "threshold on a metric":
-            c1, c2, c3, c4 = st.columns(4)
-            metric = c1.selectbox(
-                "metric", sorted(CANONICAL), index=sorted(CANONICAL).index("kv_usage")
-            )
-            op = c2.selectbox("op", OPS)
-            threshold = c3.text_input("threshold (in the metric's unit)", placeholder="0.9")
-            for_ = c4.text_input("for", value="5m")
-        else:
-            slos = [x.name for x in list_slos(s)]
-            slo_name = st.selectbox("SLO", slos)
+def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry]) -> None:
+    rules = sorted({x.rule for x in statuses})
+    add, silence, ack, test = st.tabs(
+        ["Add a threshold rule", "Silence", "Acknowledge", "Test notification"]
+    )
+    with add, st.form("rule_form"):
+        c1, c2, c3 = st.columns([1, 2, 1])
+        name = c1.text_input("name", key="rule_name", placeholder="kv-full")
+        expr = c2.text_input("condition", key="rule_expr", placeholder=SHORTHAND_FORM)
+        severity = c3.selectbox("severity", ["warning", "ticket", "page"], key="rule_severity")
         if st.form_submit_button("Save rule"):
             try:
-                rule = (
-                    threshold_rule_from_fields(
-                        name=name, metric=metric, op=op, threshold=threshold, for_=for_
-                    )
-                    if kind == "threshold on a metric"
-                    else burn_rule_from_fields(name=name, slo_name=slo_name or "", known_slos=slos)
-                )
-                save_alert_rule(s, rule)
+                rule = parse_rule(expr.strip(), name=name.strip(), severity=severity)
+                if not rule.name:
+                    raise ValueError("field 'name' is required (e.g. kv-full)")
+                save_alert_rule(s, rule.to_info())
+            except Exception as e:
+                st.error(explain(e) if not isinstance(e, ValueError) else str(e))
+            else:
+                _clear()
+                st.success(f"saved rule {rule.name}: {rule.expr}")
+    with silence, st.form("silence_form"):
+        c1, c2, c3 = st.columns(3)
+        rule_name = c1.selectbox("rule", rules, key="silence_rule")
+        length = c2.text_input("for", value="1h", key="silence_for")
+        comment = c3.text_input("comment", key="silence_comment")
+        if st.form_submit_button("Silence"):
+            try:
+                if rule_name is None:
+                    raise ValueError("no rule to silence yet")
+                until = time.time() + parse_duration_s(length, field_name="field 'for'")
+                silence_rule(s, rule_name, until, comment)
+            except Exception as e:
+                st.error(explain(e) if not isinstance(e, ValueError) else str(e))
+            else:
+                _clear()
+                st.success(f"silenced {rule_name} until {when(until)}")
+    open_events = [h for h in history if h.event.state.value == "firing" and h.acked_at is None]
+    with ack, st.form("ack_form"):
+        labels = {f"#{h.id} {h.event.rule} ({when(h.event.ts)})": h.id for h in open_events}
+        picked = st.selectbox("firing event", list(labels), key="ack_event")
+        comment = st.text_input("comment", key="ack_comment", placeholder="who is on it")
+        if st.form_submit_button("Acknowledge"):
+            if picked is None:
+                st.error("no unacknowledged firing event in this range")
+            else:
+                try:
+                    ack_event(s, labels[picked], comment)
+                except Exception as e:
+                    st.error(explain(e))
+                else:
+                    _clear()
+                    st.success(f"acknowledged event {labels[picked]}")
+    with test, st.form("test_form"):
+        spec = st.text_input(
+            "receiver",
+            value="log",
+            key="notify_spec",
+            help="log, alertmanager=http://host:9093 or slack=https://hooks.slack.com/…",
+        )
+        if st.form_submit_button("Send test notification"):
+            try:
+                failures = test_alerts(make_notifier(spec.strip()))
             except Exception as e:
                 st.error(explain(e))
             else:
-                _read.clear()
-                st.success(f"saved rule {rule.name}")
+                if failures:
+                    st.error("; ".join(failures))
+                else:
+                    st.success("sent a test alert and its resolve")
 
 
 st.title("Alerts")
-history = query_choice("history", list(RANGES), "7d")
-history = st.selectbox("History", list(RANGES), index=list(RANGES).index(history))
-set_query("history", history)
+history_key = query_choice("history", list(RANGES), "7d")
+history_key = st.selectbox("History", list(RANGES), index=list(RANGES).index(history_key))
+set_query("history", history_key)
 with guarded():
     s = store()
-    rules, firing, events = _read(s, db_url(), float(int(time.time()) - RANGES[history]))
-st.subheader("Firing now")
-if firing:
+    now = float(int(time.time() // LIVE_S) * LIVE_S)
+    statuses = _statuses(s, db_url(), now)
+    history = _history(s, db_url(), now - RANGES[history_key])
+firing = [x for x in statuses if x.state.value == "firing"]
+st.subheader(f"Firing now ({len(firing)})")
+st.caption(f"every enabled rule evaluated at {when(now)}")
+if statuses:
+    rows = sorted(statuses, key=lambda x: (x.state.value != "firing", x.rule))
     st.dataframe(
-        [
-            {"rule": e.rule, "since": when(e.ts), "value": e.value, "message": e.message}
-            for e in firing
-        ],
+        [_status_row(x) for x in rows],
         hide_index=True,
+        column_config={"value": st.column_config.NumberColumn(format="%.3g")},
     )
 else:
-    st.write("No alert is firing.")
-st.subheader("Rules")
-if rules:
-    st.dataframe([_rule_row(r) for r in rules], hide_index=True)
-else:
-    st.write("No alert rule yet.")
-st.subheader(f"History, last {history}")
-if events:
+    st.write("No alert rule yet: SLOs bring their burn-rate rules; add threshold rules below.")
+st.subheader(f"History, last {history_key}")
+if history:
     st.dataframe(
         [
             {
-                "time": when(e.ts),
-                "rule": e.rule,
-                "state": e.state.value,
-                "value": e.value,
-                "message": e.message,
+                "id": h.id,
+                "time": when(h.event.ts),
+                "rule": h.event.rule,
+                "state": h.event.state.value,
+                "value": h.event.value,
+                "acknowledged": when(h.acked_at) if h.acked_at else "",
+                "message": h.event.message,
             }
-            for e in reversed(events)
+            for h in reversed(history)
         ],
         hide_index=True,
     )
 else:
     st.write("No firing or resolved event in this range.")
 if not is_read_only():
-    st.subheader("Create a rule")
     with guarded():
-        _forms(s)
+        _forms(s, statuses, history)

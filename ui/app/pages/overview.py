@@ -62,7 +62,7 @@ def live() -> None:
         )
     st.subheader("SLOs")
     if o.slos:
-        st.dataframe(slo_frame(o.slos), column_config=slo_columns(), hide_index=True)
+        st.dataframe(slo_frame(o.slos), column_config=slo_columns(o.slos), hide_index=True)
     else:
         st.write("No SLO declared yet: see the SLOs page.")
     st.subheader("Firing alerts")

@@ -7,9 +7,10 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
+from slotune.collector.alerts.slo_rules import apply_slos
 from slotune.collector.slo import SLO
-from slotune.collector.store import Store, delete_slo, list_slos, save_slos
-from slotune.collector.views import BURN_WINDOWS, SLOStatus, slo_statuses
+from slotune.collector.store import Store, delete_slo, list_slos
+from slotune.collector.views import SLOStatus, slo_statuses
 from slotune.collector.views.forms import FORM_SOURCE, slo_from_fields
 from slotune.ui.app._common import (
     LIVE_S,
@@ -22,7 +23,7 @@ from slotune.ui.app._common import (
     strip_source,
     when,
 )
-from slotune.ui.app.tables import slo_columns, slo_frame
+from slotune.ui.app.tables import burn_labels, slo_columns, slo_frame
 
 NEW = "(new SLO)"
 
@@ -34,11 +35,12 @@ def _statuses(_store: Store, url: str | None, end: float) -> list[SLOStatus]:
 
 def _burn_chart(statuses: list[SLOStatus]) -> go.Figure:
     fig = go.Figure()
+    windows = burn_labels(statuses)
     for s in statuses:
         fig.add_bar(
             name=s.slo.name,
-            x=[f"burn rate {w}" for w in BURN_WINDOWS],
-            y=[s.burn_rates.get(w) for w in BURN_WINDOWS],
+            x=[f"burn rate {w}" for w in windows],
+            y=[s.burn_rates.get(w) for w in windows],
         )
     fig.add_hline(
         y=1.0, line_dash="dot", annotation_text="1× spends the budget by the window's end"
@@ -118,12 +120,14 @@ def _form(s: Store, existing: list[SLO]) -> None:
                     target=target,
                     description=description,
                 )
-                save_slos(s, [slo])
+                notes = apply_slos(s, [slo])
             except Exception as e:
                 st.error(strip_source(explain(e), FORM_SOURCE))
             else:
                 _statuses.clear()
-                st.success(f"saved SLO {slo.name} ({slo.spec})")
+                st.success(f"saved SLO {slo.name} ({slo.spec}) and its burn-rate alerts")
+                for note in notes:
+                    st.caption(note)
     with st.form("slo_delete"):
         victim = st.selectbox(
             key="slo_victim", label="SLO to delete", options=[x.name for x in existing]
@@ -149,7 +153,7 @@ with guarded():
     statuses = _statuses(s, db_url(), end)
 st.caption(f"as of {when(end)}; attainment and budget over each SLO's window")
 if statuses:
-    st.dataframe(slo_frame(statuses), column_config=slo_columns(), hide_index=True)
+    st.dataframe(slo_frame(statuses), column_config=slo_columns(statuses), hide_index=True)
     c1, c2 = st.columns(2)
     c1.plotly_chart(_budget_chart(statuses), width="stretch")
     c2.plotly_chart(_burn_chart(statuses), width="stretch")
