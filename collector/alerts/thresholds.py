@@ -49,6 +49,7 @@ class ThresholdReader:
         self._series: dict[str, list[SeriesRef]] = {}
         self._points: dict[tuple[str, float], dict[int, tuple[float, float]]] = {}
         self._stats: dict[tuple[str, float], dict[int, GaugeStats]] = {}
+        self._inc: dict[tuple[str, float], dict[int, float | None]] = {}
 
     def series(self, name: str) -> list[SeriesRef]:
         if name not in self._series:
@@ -142,11 +143,15 @@ class ThresholdReader:
     def _increase(
         self, rule: ThresholdRule, name: str, t: float, window: float
     ) -> dict[str, float]:
-        refs = self._refs(rule, name)
-        inc = increases(self.store, [r.id for r in refs], t, [t - window]) if refs else {}
+        key = (name, t)
+        if key not in self._inc:  # every target's at once: rules share them
+            ids = [r.id for r in self.series(name)]
+            found = increases(self.store, ids, t, [t - window]) if ids else {}
+            self._inc[key] = {sid: v[0] for sid, v in found.items()}
+        inc = self._inc[key]
         out: dict[str, float] = {}
-        for r in refs:
-            v = inc.get(r.id, [None])[0]
+        for r in self._refs(rule, name):
+            v = inc.get(r.id)
             if v is not None:
                 out[r.target] = out.get(r.target, 0.0) + v
         return out
