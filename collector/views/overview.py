@@ -5,12 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from slotune.collector.store import AlertEventInfo, AlertState, Store, list_alert_events
+from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
+from slotune.collector.store import Store
 from slotune.collector.views.fleet import FleetTable, fleet_table
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
-
-# How far back alert history is read to find the rules firing now.
-ALERT_LOOKBACK_S = 30 * 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +19,7 @@ class Overview:
     window_s: float
     fleet: FleetTable
     slos: tuple[SLOStatus, ...]
-    firing: tuple[AlertEventInfo, ...]
+    firing: tuple[RuleStatus, ...]
 
     @property
     def num_up(self) -> int:
@@ -35,14 +33,10 @@ class Overview:
         return sum(s.state is state for s in self.slos)
 
 
-def firing_alerts(store: Store, *, end_ts: float | None = None) -> list[AlertEventInfo]:
-    """The newest event of every rule whose newest event is ``firing``."""
-    end = time.time() if end_ts is None else end_ts
-    newest: dict[str, AlertEventInfo] = {}
-    for e in list_alert_events(store, since_ts=end - ALERT_LOOKBACK_S):
-        if e.ts <= end:
-            newest[e.rule] = e
-    return sorted((e for e in newest.values() if e.state is AlertState.FIRING), key=lambda e: -e.ts)
+def firing_alerts(store: Store, *, end_ts: float | None = None) -> list[RuleStatus]:
+    """Every alert instance firing at ``end_ts`` (now when None), as the evaluator sees it."""
+    statuses = evaluate_all(store, time.time() if end_ts is None else end_ts)
+    return [s for s in statuses if s.state is RuleState.FIRING]
 
 
 def overview(store: Store, *, window_s: float = 300.0, end_ts: float | None = None) -> Overview:

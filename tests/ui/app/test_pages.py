@@ -20,7 +20,7 @@ def test_overview_counts_targets_slos_and_alerts(seeded_url: str, run_page: RunP
     assert abs(slos["attainment"][0] - 99.5) < 1e-6
     assert abs(slos["budget_left"][0] - 50.0) < 1e-6
     assert slos["budget_left"][1] == 0.0  # overspent shows as an empty bar
-    assert list(at.dataframe[1].value["rule"]) == ["chat-ttft:page"]
+    assert list(at.dataframe[1].value["rule"]) == ["code-e2e:ticket"]
 
 
 def test_fleet_groups_targets_into_pools_and_drills_down(

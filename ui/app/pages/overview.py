@@ -69,7 +69,7 @@ def live() -> None:
     if o.firing:
         st.dataframe(
             [
-                {"rule": e.rule, "since": when(e.ts), "value": e.value, "message": e.message}
+                {"rule": e.rule, "severity": e.severity, "value": e.value, "message": e.message}
                 for e in o.firing
             ],
             hide_index=True,
