@@ -4,7 +4,9 @@ The load comes from the engine's own ``/metrics``, read by the agent's source fo
 (vLLM, SGLang, TensorRT-LLM names mapped onto ``requests_running``, ``requests_waiting``,
 ``kv_usage``, ``generation_tokens``). Between two reads the proxy adds the requests it sent
 since the last read to ``num_waiting``: the engine has not reported them yet, and without
-them a burst arriving between reads would all go to the replica that looked idlest.
+them a burst arriving between reads would all go to the replica that looked idlest. And the
+load is never below the proxy's own requests in flight there (a read can come before the
+engine registered a request just sent).
 
 Rates for predicted queueing delay (``slo-aware``), measured as the fleet simulator measures
 its replicas: ``throughput_tps`` is prompt plus generated tokens per second between two
@@ -62,7 +64,9 @@ class Backend:
             pool=self.spec.pool,
             model=self.spec.model,
             num_running=self.num_running,
-            num_waiting=self.num_waiting + self.num_sent_since_poll,
+            num_waiting=max(
+                self.num_waiting + self.num_sent_since_poll, self.in_flight - self.num_running
+            ),
             kv_usage=self.kv_usage,
             healthy=self.can_send(),
             throughput_tps=self.throughput_tps,
