@@ -3,7 +3,7 @@
 The store holds ``--days`` of scrapes of ``--targets`` vLLM-like targets in 10 pools, laid out
 as retention leaves it: 5-second raw samples for the last ``--raw-hours``, one sample a minute
 before that (``metric_series.rollup_until_ts`` marks the boundary; gauges also get their
-``sample_rollup`` min / max / sum / count rows). 20 series per target: ``ttft_bucket`` (le 0.1,
+``sample_rollup`` min / max / sum / count rows). 19 series per target: ``ttft_bucket`` (le 0.1,
 0.25, 0.5, 1, +Inf), ``e2e_bucket`` (5, 10, +Inf), ``requests_finished`` (stop, abort),
 ``kv_usage``, ``requests_waiting``, ``up``, ``vram_used``, ``vram_total``,
 ``temperature_celsius``, ``preemptions``, ``prefix_hits``, ``prefix_queries``. The samples
