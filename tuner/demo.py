@@ -8,7 +8,10 @@
    emulated engine with the trial's flags, exactly as a GPU node would start ``vllm serve``,
    and measures its goodput under the SLOs at the same offered load (one run per trial, to
    stay short; ``slotune tune`` defaults to the capacity objective);
-5. reports the best configuration against the default under the SLOs, and where it is stored.
+5. states the gain as capacity under the SLOs: the highest rate at which the default and the
+   best configuration each meet every SLO on the simulator, each confirmed by one run at that
+   rate on the emulated engine;
+6. prints where it is stored and the ``slotune ui`` line that opens it.
 
 Every process it starts lives in its own process group and is stopped on the way out, also on
 Ctrl-C or SIGTERM.
@@ -16,6 +19,7 @@ Ctrl-C or SIGTERM.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import signal
@@ -34,13 +38,16 @@ from slotune.collector.bench.runner import run_benchmark
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize
-from slotune.tuner.backends import BackendKind
+from slotune.tuner.backends import BackendKind, make_backend
 from slotune.tuner.backends.base import TrialFailed
 from slotune.tuner.backends.launch import EngineProcess, free_port, scale_record
+from slotune.tuner.backends.sim import SimBackend
 from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.report import StudyReport
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.studies import RunOptions, tune_study
-from slotune.tuner.study import ProgressFn, StudySpec
+from slotune.tuner.study import ProgressFn, StudySpec, load_plan
+from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 MODEL = "llama-3.1-8b"
 GPU = "h100-sxm"
@@ -76,6 +83,46 @@ class DemoOptions:
     num_requests: int = 40
     speedup: float = 2.0
     rate: float = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """One configuration's capacity under the SLOs.
+
+    Attributes:
+        label: ``default`` or ``best``.
+        number: its trial in the study.
+        config: the engine configuration.
+        sim_rate: the highest rate (req/s) at which every SLO holds on the simulator (0: none).
+        confirmed: whether every SLO held on the emulated engine at ``sim_rate`` (None: not
+            run, the simulator found no such rate).
+        slo_attainment: the emulated run's SLO attainment.
+    """
+
+    label: str
+    number: int
+    config: dict[str, Any]
+    sim_rate: float
+    confirmed: bool | None
+    slo_attainment: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    """What the demo found and where it is stored."""
+
+    study: str
+    db: str
+    report: StudyReport
+    bench: dict[str, Any]
+    capacities: list[Capacity]
+    logs: str
+    rate: float
+    duration_s: float
+    ui_command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def slotune_argv() -> list[str]:
@@ -117,7 +164,7 @@ def run_demo(
     say: Callable[[str], None] = print,
     progress: ProgressFn | None = None,
     workdir: Path | None = None,
-) -> dict[str, Any]:
+) -> DemoResult:
     """Run the demo; returns what it found and where it is stored.
 
     Args:
@@ -205,15 +252,53 @@ def run_demo(
             recheck_k=1,
         )
         report = tune_study(spec, db_url, RunOptions(recheck_seeds=1), progress, say)
-    return {
-        "study": name,
-        "db": url,
-        "report": report,
-        "bench": bench,
-        "logs": str(logs),
-        "rate": options.rate,
-        "duration_s": time.monotonic() - started,
-    }
+        capacities = _capacities(spec, report, say)
+    return DemoResult(
+        study=name,
+        db=url,
+        report=report,
+        bench=bench,
+        capacities=capacities,
+        logs=str(logs),
+        rate=options.rate,
+        duration_s=time.monotonic() - started,
+        ui_command=shlex.join([*cli, "--db", url, "ui"]),
+    )
+
+
+def _capacities(spec: StudySpec, report: StudyReport, say: Callable[[str], None]) -> list[Capacity]:
+    """Capacity under the SLOs of the default and the best configuration: the highest rate at
+    which every SLO holds on the simulator, then one run at that rate on the emulated engine.
+
+    Goodput at one offered rate can rank a failing default close to the best (it counts
+    requests one by one, an SLO needs its percentile); the rate each one sustains cannot.
+    """
+    picked = [("default", report.default), ("best", report.best)]
+    entries = [(label, e.number, e.config) for label, e in picked if e is not None]
+    if not entries:
+        return []
+    say("capacity under the SLOs: the simulator's max-rate search, confirmed on the engine")
+    plan = load_plan(spec)
+    slos = tuple(parse_slos(spec.slos))
+    sim = TrialRunner(
+        SimBackend(spec.engine, spec.model, spec.gpu),
+        WorkloadPlan(plan.trace, spec.rate),
+        slos,
+        ObjectiveKind.CAPACITY,
+    )
+    out = []
+    for label, number, config in entries:
+        rate = sim.measure(config).values[0]
+        confirmed = None
+        attainment: list[dict[str, Any]] = []
+        if rate > 0:
+            emulated = TrialRunner(
+                make_backend(spec), WorkloadPlan(plan.trace, rate), slos, ObjectiveKind.GOODPUT
+            ).measure(config)
+            confirmed = emulated.is_feasible
+            attainment = list((emulated.summary or {}).get("slo_attainment", []))
+        out.append(Capacity(label, number, config, rate, confirmed, attainment))
+    return out
 
 
 def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:

@@ -55,11 +55,12 @@ class ObjectiveKind(StrEnum):
 
     @property
     def value_names(self) -> list[str]:
+        """Names of the values, as the run summary names them (``capacity``: req/s)."""
         return {
-            ObjectiveKind.CAPACITY: ["capacity_rps"],
-            ObjectiveKind.GOODPUT: ["goodput_rps"],
+            ObjectiveKind.CAPACITY: ["capacity"],
+            ObjectiveKind.GOODPUT: ["goodput"],
             ObjectiveKind.THROUGHPUT: ["output_token_throughput"],
-            ObjectiveKind.PARETO: ["output_token_throughput", "ttft_p99_ms"],
+            ObjectiveKind.PARETO: ["output_token_throughput", "ttft_ms.p99"],
         }[self]
 
     @property

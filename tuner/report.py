@@ -1,69 +1,210 @@
-"""What a study found: trials, best vs default, Pareto front, parameter importance.
+"""What a study found: trials, best vs default, Pareto front, importance, and why nothing held.
 
-The report is plain JSON-able data, the same for ``slotune tune --json``, ``tune show --json``
-and the dashboard. Keys:
+:func:`study_report` returns a frozen :class:`StudyReport`; ``to_dict()`` is its JSON form, the
+same for ``slotune tune --json``, ``tune show --json``, the store row and the dashboard:
 
 - ``trials`` / ``feasible`` / ``failed``: completed trials, those meeting every SLO, those
   whose engine did not start or crashed.
 - ``best``: the best feasible trial (after the robustness re-check when it ran: worst value
   over its re-runs; a configuration that broke an SLO on a re-run is out), with ``params``
-  (the sampled parameters), ``config`` (everything the engine was started with), ``value``.
+  (the parameters as the engine got them), ``config`` (everything it was started with),
+  ``value``.
 - ``default``: trial 0, the engine's default configuration; ``gain`` = best / default value
   (None when the default broke an SLO, ``gain_note`` says so).
+- ``infeasibility`` (only when no trial met every SLO): the closest trial (smallest SLO
+  shortfall), each SLO's attainment against its objective in that trial's run at the lowest
+  rate tried, with the per-request percentile the SLO counts next to the run's pooled one, and
+  the parameters that moved the shortfall most.
 - ``pareto_front`` (objective ``pareto``), ``importance`` (fANOVA over feasible trials),
   ``trial_details`` (every trial: state, params, measurement, constraints, failure reason).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from slotune.tuner.objectives import ObjectiveKind
+from slotune.collector.slo import SLI, parse_slo
+from slotune.tuner.objectives import LAUNCH_CONSTRAINT, ObjectiveKind
+from slotune.tuner.space import SearchSpace
 from slotune.tuner.study import (
     CONFIG_ATTR,
     FORCED_ATTR,
     MEASUREMENT_ATTR,
     SOURCE_ATTR,
     StudySpec,
+    build_space,
     is_feasible,
+    load_plan,
 )
 
 ROBUSTNESS_ATTR = "robustness"
 PRESCREEN_ATTR = "prescreen"
+_MOVERS = 3
 
 
-def trial_params(t: FrozenTrial) -> dict[str, Any]:
-    """The sampled parameters as the engine got them (stepped floats rounded)."""
-    config = t.user_attrs.get(CONFIG_ATTR, {})
+@dataclass(frozen=True, slots=True)
+class TrialReport:
+    """One trial as the report shows it (values as the engine ran them, not Optuna's indexes)."""
+
+    number: int
+    state: str
+    source: str
+    params: dict[str, Any]
+    config: dict[str, Any]
+    values: list[float | None] | None
+    feasible: bool
+    constraints: dict[str, float]
+    failure: str | None
+    rate: float | None
+    measurement: dict[str, Any]
+    curve: list[Any]
+    engine: dict[str, Any]
+    duration_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class BestTrial:
+    """The best feasible configuration (``robust``: its value is the worst over re-runs)."""
+
+    number: int
+    params: dict[str, Any]
+    config: dict[str, Any]
+    value: float
+    robust: bool
+    values_by_seed: dict[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultTrial:
+    """Trial 0: the engine's default configuration."""
+
+    number: int
+    params: dict[str, Any]
+    config: dict[str, Any]
+    value: float | None
+    feasible: bool
+    failure: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SloShortfall:
+    """One SLO in one run.
+
+    Attributes:
+        spec: the SLO's shorthand.
+        attainment: share of requests within the threshold.
+        objective: the share it needs.
+        met: whether it held.
+        per_request_ms: the percentile over requests of each request's own value (what the
+            SLO counts; for ``itl`` each request's own pQ gap).
+        pooled_ms: the run's pooled percentile (``itl``: over every token of every request),
+            which can be far lower than ``per_request_ms``.
+    """
+
+    spec: str
+    attainment: float
+    objective: float
+    met: bool
+    per_request_ms: float | None
+    pooled_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Infeasibility:
+    """Why no configuration met every SLO.
+
+    Attributes:
+        closest: the trial with the smallest SLO shortfall.
+        rate: the offered rate of that trial's reported run (capacity: the lowest tried).
+        slos: each SLO in that run.
+        movers: parameter -> share of the shortfall's variation it explains (largest first).
+    """
+
+    closest: int
+    rate: float | None
+    slos: tuple[SloShortfall, ...]
+    movers: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class StudyReport:
+    """What a study found (see the module docstring)."""
+
+    name: str
+    backend: str
+    engine: str
+    model: str
+    gpu: str
+    workload: str
+    slos: list[str]
+    objective: str
+    value_names: list[str]
+    target_trials: int
+    trials: int
+    feasible: int
+    failed: int
+    running: int
+    best: BestTrial | None
+    default: DefaultTrial | None
+    gain: float | None
+    gain_note: str | None
+    robustness: list[dict[str, Any]]
+    prescreen: dict[str, Any] | None
+    importance: dict[str, float]
+    infeasibility: Infeasibility | None = None
+    pareto_front: list[dict[str, Any]] | None = None
+    trial_details: list[TrialReport] = field(default_factory=list)
+
+    def to_dict(self, *, details: bool = True) -> dict[str, Any]:
+        """The JSON form (``details`` False leaves out ``trial_details``)."""
+        out = dataclasses.asdict(self)
+        if not details:
+            out.pop("trial_details")
+        return out
+
+
+def trial_params(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Any]:
+    """The parameters as the engine got them: the configuration's values for the searched
+    names (an ordered choice is an index to Optuna), plus values passed outside the space.
+
+    A trial that failed before its configuration was recorded is read through ``space``.
+    """
+    config = t.user_attrs.get(CONFIG_ATTR) or {}
     forced = t.user_attrs.get(FORCED_ATTR) or {}
-    return {**{k: config.get(k, v) for k, v in t.params.items()}, **forced}
+    params = space.engine_values(t.params) if space is not None else dict(t.params)
+    return {**{k: config.get(k, v) for k, v in params.items()}, **forced}
 
 
-def trial_detail(t: FrozenTrial) -> dict[str, Any]:
-    m = t.user_attrs.get(MEASUREMENT_ATTR) or {}
-    summary = m.get("summary") or {}
-    return {
-        "number": t.number,
-        "state": t.state.name.lower(),
-        "source": t.user_attrs.get(SOURCE_ATTR, "sampler"),
-        "params": trial_params(t),
-        "config": t.user_attrs.get(CONFIG_ATTR, {}),
-        "values": _json_values(t.values),
-        "feasible": t.state is TrialState.COMPLETE and is_feasible(t),
-        "constraints": dict(t.constraints),
-        "failure": m.get("failure"),
-        "rate": m.get("rate"),
-        "measurement": _brief(summary),
-        "curve": m.get("curve", []),
-        "engine": m.get("engine", {}),
-        "duration_s": t.duration.total_seconds() if t.duration else None,
-    }
+def _measurement(t: FrozenTrial) -> dict[str, Any]:
+    return dict(t.user_attrs.get(MEASUREMENT_ATTR) or {})
+
+
+def trial_report(t: FrozenTrial, space: SearchSpace | None = None) -> TrialReport:
+    m = _measurement(t)
+    return TrialReport(
+        number=t.number,
+        state=t.state.name.lower(),
+        source=t.user_attrs.get(SOURCE_ATTR, "sampler"),
+        params=trial_params(t, space),
+        config=t.user_attrs.get(CONFIG_ATTR, {}),
+        values=_json_values(t.values),
+        feasible=t.state is TrialState.COMPLETE and is_feasible(t),
+        constraints=dict(t.constraints),
+        failure=m.get("failure"),
+        rate=m.get("rate"),
+        measurement=_brief(m.get("summary") or {}),
+        curve=m.get("curve", []),
+        engine=m.get("engine", {}),
+        duration_s=t.duration.total_seconds() if t.duration else None,
+    )
 
 
 def _json_values(values: Sequence[float] | None) -> list[float | None] | None:
@@ -112,109 +253,144 @@ def _pareto_front(done: list[FrozenTrial]) -> list[FrozenTrial]:
     return sorted(front, key=lambda t: -t.values[0])
 
 
-def _importance(study: optuna.Study, done: list[FrozenTrial]) -> dict[str, float]:
-    feasible = [t for t in done if is_feasible(t)]
-    if len(feasible) < 3:
+def _importance(
+    study: optuna.Study, trials: list[FrozenTrial], target: Callable[[FrozenTrial], float]
+) -> dict[str, float]:
+    """fANOVA importance of the parameters for ``target`` over ``trials`` ({} when too few)."""
+    if len(trials) < 3 or len({target(t) for t in trials}) < 2:
         return {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            imp = optuna.importance.get_param_importances(
-                study, target=lambda t: t.values[0] if is_feasible(t) else 0.0
-            )
+            imp = optuna.importance.get_param_importances(study, target=target)
     except (RuntimeError, ValueError):
         # Too few distinct values (e.g. every trial had one config) to fit the evaluator.
         return {}
     return {k: float(v) for k, v in imp.items()}
 
 
-def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> dict[str, Any] | None:
-    robust_ok = [r for r in robust if r["feasible"]]
+def shortfall(t: FrozenTrial) -> float:
+    """How far a trial is from meeting every SLO: the sum of its broken SLO constraints."""
+    return sum(max(0.0, v) for k, v in t.constraints.items() if k != LAUNCH_CONSTRAINT)
+
+
+def _ran(t: FrozenTrial) -> bool:
+    return t.constraints.get(LAUNCH_CONSTRAINT, 0.0) <= 0
+
+
+def _infeasibility(study: optuna.Study, done: list[FrozenTrial]) -> Infeasibility | None:
+    ran = [t for t in done if _ran(t) and _measurement(t).get("summary")]
+    if not ran:
+        return None
+    closest = min(ran, key=lambda t: (shortfall(t), t.number))
+    m = _measurement(closest)
+    summary: dict[str, Any] = m["summary"]
+    slos = tuple(_slo_shortfall(a, summary) for a in summary.get("slo_attainment", []))
+    numbers = {t.number for t in ran}
+    movers = _importance(study, ran, lambda t: -shortfall(t) if t.number in numbers else 0.0)
+    top = dict(sorted(movers.items(), key=lambda kv: -kv[1])[:_MOVERS])
+    return Infeasibility(closest.number, m.get("rate"), slos, top)
+
+
+def _slo_shortfall(att: Mapping[str, Any], summary: Mapping[str, Any]) -> SloShortfall:
+    slo = parse_slo(str(att["spec"]))
+    pooled = None
+    if slo.sli is not SLI.ERROR_RATE and slo.percentile is not None:
+        pooled = (summary.get(f"{slo.sli.value}_ms") or {}).get(f"p{slo.percentile:g}")
+    return SloShortfall(
+        spec=str(att["spec"]),
+        attainment=float(att["attainment"]),
+        objective=float(att["objective"]),
+        met=bool(att["met"]),
+        per_request_ms=att.get("value"),
+        pooled_ms=pooled,
+    )
+
+
+def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> BestTrial | None:
     if robust:
+        robust_ok = [r for r in robust if r["feasible"]]
         if not robust_ok:
             return None
         r = max(robust_ok, key=lambda r: r["worst_value"])
-        return {
-            "number": r["number"],
-            "params": r["params"],
-            "config": r["config"],
-            "value": r["worst_value"],
-            "values_by_seed": r["values_by_seed"],
-            "robust": True,
-        }
+        return BestTrial(
+            r["number"], r["params"], r["config"], r["worst_value"], True, r["values_by_seed"]
+        )
     if best is None:
         return None
-    return {
-        "number": best.number,
-        "params": trial_params(best),
-        "config": best.user_attrs.get(CONFIG_ATTR, {}),
-        "value": best.values[0],
-        "robust": False,
-    }
+    return BestTrial(
+        best.number, trial_params(best), best.user_attrs.get(CONFIG_ATTR, {}), best.values[0], False
+    )
 
 
-def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) -> dict[str, Any]:
-    """Summarise a study (see the module docstring for the keys)."""
+def _default_entry(default: FrozenTrial | None) -> DefaultTrial | None:
+    if default is None:
+        return None
+    return DefaultTrial(
+        number=default.number,
+        params=trial_params(default),
+        config=default.user_attrs.get(CONFIG_ATTR, {}),
+        value=(_json_values(default.values) or [None])[0],
+        feasible=is_feasible(default),
+        failure=_measurement(default).get("failure"),
+    )
+
+
+def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) -> StudyReport:
+    """Summarise a study (see the module docstring)."""
+    space = build_space(spec, load_plan(spec)) if details else None
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state is TrialState.COMPLETE]
-    default = next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None)
-    robust = list(study.user_attrs.get(ROBUSTNESS_ATTR, []))
-    best = _best_entry(_best_trial(done), robust)
-    default_entry = None
-    if default is not None:
-        default_entry = {
-            "number": default.number,
-            "params": trial_params(default),
-            "config": default.user_attrs.get(CONFIG_ATTR, {}),
-            "value": (_json_values(default.values) or [None])[0],
-            "feasible": is_feasible(default),
-            "failure": (default.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure"),
-        }
-    gain, note = _gain(best, default_entry)
-    kind = spec.kind
-    out: dict[str, Any] = {
-        "name": spec.name,
-        "backend": spec.backend,
-        "engine": spec.engine,
-        "model": spec.model,
-        "gpu": spec.gpu,
-        "workload": spec.workload_name,
-        "slos": list(spec.slos),
-        "objective": spec.objective,
-        "value_names": kind.value_names,
-        "target_trials": spec.trials,
-        "trials": len(done),
-        "feasible": sum(is_feasible(t) for t in done),
-        "failed": sum(
-            bool((t.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure")) for t in done
-        ),
-        "running": sum(t.state is TrialState.RUNNING for t in trials),
-        "best": best,
-        "default": default_entry,
-        "gain": gain,
-        "gain_note": note,
-        "robustness": robust,
-        "prescreen": study.user_attrs.get(PRESCREEN_ATTR),
-        "importance": _importance(study, done),
-    }
-    if kind is ObjectiveKind.PARETO:
-        out["pareto_front"] = [
+    default = _default_entry(
+        next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None)
+    )
+    best = _best_entry(_best_trial(done), list(study.user_attrs.get(ROBUSTNESS_ATTR, [])))
+    gain, note = _gain(best, default)
+    num_feasible = sum(is_feasible(t) for t in done)
+    feasible_numbers = {t.number for t in done if is_feasible(t)}
+    return StudyReport(
+        name=spec.name,
+        backend=spec.backend.value,
+        engine=spec.engine.value,
+        model=spec.model,
+        gpu=spec.gpu,
+        workload=spec.workload_name,
+        slos=list(spec.slos),
+        objective=spec.objective.value,
+        value_names=spec.kind.value_names,
+        target_trials=spec.trials,
+        trials=len(done),
+        feasible=num_feasible,
+        failed=sum(not _ran(t) for t in done),
+        running=sum(t.state is TrialState.RUNNING for t in trials),
+        best=best,
+        default=default,
+        gain=gain,
+        gain_note=note,
+        robustness=list(study.user_attrs.get(ROBUSTNESS_ATTR, [])),
+        prescreen=study.user_attrs.get(PRESCREEN_ATTR),
+        importance=_importance(
+            study, done, lambda t: t.values[0] if t.number in feasible_numbers else 0.0
+        )
+        if num_feasible >= 3
+        else {},
+        infeasibility=_infeasibility(study, done) if done and not num_feasible else None,
+        pareto_front=[
             {"number": t.number, "params": trial_params(t), "values": list(t.values)}
             for t in _pareto_front(done)
         ]
-    if details:
-        out["trial_details"] = [trial_detail(t) for t in trials]
-    return out
+        if spec.kind is ObjectiveKind.PARETO
+        else None,
+        trial_details=[trial_report(t, space) for t in trials] if details else [],
+    )
 
 
-def _gain(
-    best: dict[str, Any] | None, default: dict[str, Any] | None
-) -> tuple[float | None, str | None]:
+def _gain(best: BestTrial | None, default: DefaultTrial | None) -> tuple[float | None, str | None]:
     if best is None:
         return None, "no configuration met every SLO"
     if default is None:
         return None, "the default configuration has not been measured yet"
-    if not default["feasible"] or not default["value"]:
-        why = default.get("failure") or "it broke an SLO"
+    if not default.feasible or not default.value:
+        why = default.failure or "it broke an SLO"
         return None, f"the default configuration is infeasible ({why})"
-    return best["value"] / default["value"], None
+    return best.value / default.value, None

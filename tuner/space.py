@@ -286,6 +286,16 @@ class SearchSpace:
             and p.contains(config[p.name])
         }
 
+    def engine_values(self, params: Mapping[str, Value]) -> dict[str, Value]:
+        """The engine values of Optuna parameters (an ordered choice is stored as its index)."""
+        by_name = {p.name: p for p in self.params}
+        out: dict[str, Value] = {}
+        for name, v in params.items():
+            p = by_name.get(name)
+            ordinal = p is not None and p.kind is ParamKind.ORDINAL
+            out[name] = p.choices[int(v)] if p is not None and ordinal else v
+        return out
+
     def with_overrides(self, overrides: Mapping[str, Any]) -> SearchSpace:
         """Narrow, fix, remove or add parameters (the YAML file / ``--param`` forms)."""
         params = {p.name: p for p in self.params}

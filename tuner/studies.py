@@ -32,7 +32,7 @@ from slotune.tuner.prescreen import (
     seed_study,
     trials_to_reach,
 )
-from slotune.tuner.report import study_report
+from slotune.tuner.report import StudyReport, study_report
 from slotune.tuner.robustness import recheck
 from slotune.tuner.study import (
     ProgressFn,
@@ -44,6 +44,7 @@ from slotune.tuner.study import (
     load_plan,
     load_spec,
     run_workers,
+    study_lock,
 )
 from slotune.tuner.trial import TrialRunner
 
@@ -87,7 +88,7 @@ def tune_study(
     options: RunOptions = RunOptions(),
     progress: ProgressFn | None = None,
     phase: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> StudyReport:
     """Create a study, run it to ``spec.trials`` completed trials, re-check and report.
 
     Args:
@@ -98,12 +99,24 @@ def tune_study(
         phase: called with a short description when a new phase starts.
 
     Returns:
-        The study report (:mod:`tuner.report`).
+        The study report.
     """
     spec.validate()
     options.validate()
     build_space(spec, load_plan(spec))  # a bad --param stops here, before anything is stored
     db = resolve_url(url)
+    with study_lock(db, spec, options.workers):
+        return _create_and_run(spec, db, url, options, progress, phase)
+
+
+def _create_and_run(
+    spec: StudySpec,
+    db: str,
+    url: str | None,
+    options: RunOptions,
+    progress: ProgressFn | None,
+    phase: Callable[[str], None] | None,
+) -> StudyReport:
     store = open_store(url)
     try:
         if get_study(store, spec.name) is not None:
@@ -141,7 +154,7 @@ def resume_study(
     phase: Callable[[str], None] | None = None,
     *,
     recheck_k: int | None = None,
-) -> dict[str, Any]:
+) -> StudyReport:
     """Continue a study (after a kill, or with more workers) up to its trial target.
 
     ``recheck_k`` None keeps the re-check the study was started with.
@@ -154,8 +167,9 @@ def resume_study(
         spec.validate()
     store = open_store(url)
     try:
-        save_study(store, _info(spec, StudyStatus.RUNNING))
-        return _run(spec, db, store, options, progress, phase)
+        with study_lock(db, spec, options.workers):
+            save_study(store, _info(spec, StudyStatus.RUNNING))
+            return _run(spec, db, store, options, progress, phase)
     finally:
         store.dispose()
 
@@ -167,7 +181,7 @@ def _run(
     options: RunOptions,
     progress: ProgressFn | None,
     phase: Callable[[str], None] | None,
-) -> dict[str, Any]:
+) -> StudyReport:
     _say(phase, f"study {spec.name}: {spec.trials} trials on the {spec.backend} backend")
     try:
         run_workers(spec, db, options.workers, progress)
@@ -178,7 +192,7 @@ def _run(
     if (
         spec.recheck_k > 0
         and spec.kind is not ObjectiveKind.PARETO
-        and study_report(study, spec, details=False)["feasible"]
+        and study_report(study, spec, details=False).feasible
     ):
         _say(
             phase,
@@ -193,12 +207,11 @@ def _run(
             recheck(study, runner, top_k=spec.recheck_k, num_seeds=options.recheck_seeds)
     record_savings(study)
     report = study_report(study, spec)
-    result = {k: v for k, v in report.items() if k != "trial_details"}
-    save_study(store, _info(spec, StudyStatus.COMPLETE, result))
+    save_study(store, _info(spec, StudyStatus.COMPLETE, report.to_dict(details=False)))
     return report
 
 
-def show_study(name: str, url: str | None) -> dict[str, Any]:
+def show_study(name: str, url: str | None) -> StudyReport:
     """The report of a stored study."""
     db = resolve_url(url)
     spec = load_spec(name, db)
@@ -208,14 +221,13 @@ def show_study(name: str, url: str | None) -> dict[str, Any]:
 def export_study(name: str, url: str | None, fmt: str) -> str:
     """The best configuration of a study as a launch command / YAML."""
     report = show_study(name, url)
-    best = report["best"]
-    if best is None:
+    if report.best is None:
         raise ConfigError(
             f"study {name!r} has no configuration that met every SLO; "
             "relax the SLOs or run more trials before exporting"
         )
     return export_config(
-        best["config"], engine=report["engine"], model=report["model"], gpu=report["gpu"], fmt=fmt
+        report.best.config, engine=report.engine, model=report.model, gpu=report.gpu, fmt=fmt
     )
 
 

@@ -18,7 +18,9 @@ share a GPU, whether they come from one ``--workers N`` or from separate command
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
+import hashlib
 import json
 import math
 import multiprocessing
@@ -28,10 +30,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
+from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from slotune.collector.errors import ConfigError
@@ -237,7 +241,9 @@ def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.sto
     if url.startswith("sqlite"):
         # Several worker processes write to one SQLite file: wait for the lock, not fail.
         engine_kwargs["connect_args"] = {"timeout": 60}
-    with quiet_optuna():
+    # Optuna creates its tables when it opens a storage; two processes doing it at once on a
+    # fresh SQLite file race ("table studies already exists"), so one does it at a time.
+    with quiet_optuna(), _file_lock(_sqlite_sibling(url, "optuna-schema.lock")):
         return optuna.storages.RDBStorage(
             url,
             heartbeat_interval=heartbeat_s,
@@ -247,6 +253,59 @@ def open_storage(url: str, heartbeat_s: int = DEFAULT_HEARTBEAT_S) -> optuna.sto
             ),
             engine_kwargs=engine_kwargs,
         )
+
+
+def _sqlite_sibling(url: str, suffix: str) -> Path | None:
+    """A file next to a SQLite database file (None for other databases and in-memory SQLite)."""
+    parsed = make_url(url)
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    db = Path(str(parsed.database))
+    return db.with_name(f"{db.name}.{suffix}")
+
+
+@contextmanager
+def _file_lock(path: Path | None, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` for the block (nothing when ``path`` is None).
+
+    Yields whether the lock is held (False only with ``wait=False`` when another process has
+    it). The kernel releases it when the process dies.
+    """
+    if path is None:
+        yield True
+        return
+    with path.open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+@contextmanager
+def study_lock(url: str, spec: StudySpec, workers: int) -> Iterator[None]:
+    """Run a study's workers alone on a SQLite store.
+
+    Concurrent workers on one SQLite study were seen to run more trials than the target,
+    repeat configurations and fail to record trials; PostgreSQL handles them. So on SQLite a
+    second process running the same study, or ``--workers`` above 1, is refused.
+
+    Raises:
+        ConfigError: naming PostgreSQL as the store for several workers.
+    """
+    digest = hashlib.sha256(spec.name.encode()).hexdigest()[:16]
+    path = _sqlite_sibling(url, f"study-{digest}.lock")
+    fix = "use PostgreSQL (--db postgresql+psycopg://…) to run a study with several workers"
+    if path is not None and workers > 1:
+        raise ConfigError(f"--workers {workers} on a SQLite store: {fix}")
+    with _file_lock(path, wait=False) as held:
+        if not held:
+            raise ConfigError(
+                f"study {spec.name!r} is already being run by another process on this SQLite "
+                f"store; wait for it to finish, or {fix}"
+            )
+        yield
 
 
 def create(spec: StudySpec, url: str) -> optuna.Study:

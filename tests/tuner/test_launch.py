@@ -124,10 +124,14 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
             }
         )
     )
-    report = resume_study("launched", sqlite_url, RunOptions(recheck_seeds=1), recheck_k=1)
+    report = resume_study(
+        "launched", sqlite_url, RunOptions(recheck_seeds=1), recheck_k=1
+    ).to_dict()
 
     with quiet_optuna():
-        trials = optuna.load_study(study_name="launched", storage=open_storage(sqlite_url)).get_trials()
+        trials = optuna.load_study(
+            study_name="launched", storage=open_storage(sqlite_url)
+        ).get_trials()
     assert [t.state for t in trials].count(TrialState.COMPLETE) == 4
     details = {t["number"]: t for t in report["trial_details"]}
     crashed = details[1]
@@ -140,7 +144,7 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     # Server-side figures scraped from the engine's /metrics after the run.
     assert default["engine"]["prefix_hit_rate"] is not None
     assert report["default"]["value"] > 0
-    assert show_study("launched", sqlite_url)["trials"] == 4
+    assert show_study("launched", sqlite_url).trials == 4
     assert export_study("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
     assert engines_left() == []
     # The best configuration was re-measured with another seed through a fresh engine.

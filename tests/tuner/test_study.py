@@ -83,7 +83,7 @@ def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
     killed = [t for t in before if t.state is TrialState.RUNNING]
     assert len(killed) == 1
 
-    report = resume_study("killed", sqlite_url)
+    report = resume_study("killed", sqlite_url).to_dict()
 
     after = trials_of(sqlite_url, "killed")
     numbers = [t.number for t in after]
@@ -134,5 +134,57 @@ def test_two_workers_share_one_postgres_study(pg_url):
     assert TrialState.RUNNING not in states and TrialState.WAITING not in states
     # Each worker checks the target before it starts a trial: at most one extra per worker.
     assert 6 <= states.count(TrialState.COMPLETE) <= 7
-    report = show_study("shared", pg_url)
+    report = show_study("shared", pg_url).to_dict()
     assert report["default"]["number"] == 0 and report["best"] is not None
+
+
+def test_two_studies_started_together_on_a_fresh_sqlite_store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(url)  # the store's own schema; Optuna's tables do not exist yet
+    procs = [
+        subprocess.Popen(
+            [SLOTUNE, "--db", url, "tune", *SIM_ARGS, "--trials", "2", "--study", f"s{i}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err
+    assert sorted(s.study_name for s in optuna.get_all_study_summaries(open_storage(url))) == [
+        "s0",
+        "s1",
+    ]
+
+
+def test_a_second_worker_on_a_sqlite_study_is_refused_with_the_fix(sqlite_url):
+    upgrade(sqlite_url)
+    proc = subprocess.Popen(
+        [SLOTUNE, "--db", sqlite_url, "tune", *SIM_ARGS, "--trials", "40", "--study", "busy"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: mid_trial(sqlite_url, "busy"), 60)
+        second = subprocess.run(
+            [SLOTUNE, "--db", sqlite_url, "tune", "resume", "busy"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert second.returncode == 1
+    assert "already being run by another process" in second.stderr
+    assert "PostgreSQL" in second.stderr and "Traceback" not in second.stderr
+    many = subprocess.run(
+        [SLOTUNE, "--db", sqlite_url, "tune", "resume", "busy", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert many.returncode == 1 and "--workers 2 on a SQLite store" in many.stderr

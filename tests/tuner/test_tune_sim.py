@@ -17,6 +17,7 @@ from slotune.tuner import (
     StudySpec,
     export_study,
     list_studies_report,
+    resume_study,
     show_study,
     tune_study,
 )
@@ -56,7 +57,7 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
         sim_spec("s", objective=ObjectiveKind.CAPACITY, rate=None, trials=4, recheck_k=2),
         db,
         RunOptions(recheck_seeds=1),
-    )
+    ).to_dict()
     assert report["trials"] == 4
     assert report["default"]["number"] == 0
     assert report["default"]["params"]["max_num_seqs"] == 1024
@@ -73,7 +74,7 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
     info = get_study(store, "s")
     store.dispose()
     assert info is not None and info.status == "complete" and info.result["trials"] == 4
-    assert show_study("s", db)["best"] == best
+    assert show_study("s", db).to_dict()["best"] == best
     assert export_study("s", db, "vllm").startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
     assert [s["name"] for s in list_studies_report(db)] == ["s"]
 
@@ -83,7 +84,7 @@ def test_prescreen_seeds_the_study_with_simulated_best(db):
         sim_spec("p", trials=4),
         db,
         RunOptions(prescreen_k=2, prescreen_trials=6),
-    )
+    ).to_dict()
     sources = [t["source"] for t in report["trial_details"]]
     assert sources[0] == "default" and sources.count("prescreen") >= 1
     assert report["prescreen"]["study"] == "p-prescreen"
@@ -95,8 +96,8 @@ def test_pareto_objective_reports_a_front(db):
         sim_spec("f", objective=ObjectiveKind.PARETO, rate=4.0, trials=4, slos=("ttft:p99<=2s",)),
         db,
         RunOptions(),
-    )
-    assert report["value_names"] == ["output_token_throughput", "ttft_p99_ms"]
+    ).to_dict()
+    assert report["value_names"] == ["output_token_throughput", "ttft_ms.p99"]
     front = report["pareto_front"]
     assert front and all(len(p["values"]) == 2 for p in front)
 
@@ -164,3 +165,29 @@ def test_cli_tune_json_show_export_list(db):
     assert [r["name"] for r in json.loads(listed.stdout)] == ["cli"]
     missing = runner.invoke(app, ["--db", db, "tune", "show", "nope"])
     assert missing.exit_code == 1 and "tune list" in missing.output
+
+
+def test_no_feasible_configuration_is_explained(db):
+    report = tune_study(
+        sim_spec("none", trials=4, slos=("itl:p99<=1ms", "ttft:p99<=2s"), rate=2.0), db
+    )
+    assert report.feasible == 0 and report.best is None
+    why = report.infeasibility
+    assert why is not None
+    closest = next(t for t in report.trial_details if t.number == why.closest)
+    assert why.rate == closest.rate == 2.0
+    itl, ttft = why.slos
+    assert itl.spec == "itl:p99<=1ms" and not itl.met and itl.attainment < itl.objective
+    # The SLO counts each request's own p99 gap; the pooled p99 over every token is a
+    # different number, shown next to it.
+    assert itl.per_request_ms is not None and itl.pooled_ms is not None
+    assert ttft.met and ttft.pooled_ms == closest.measurement["ttft_ms"]["p99"]
+    assert set(why.movers) <= set(closest.params)
+    assert report.to_dict()["infeasibility"]["closest"] == why.closest
+
+
+def test_resume_keeps_the_recheck_the_study_was_started_with(db):
+    tune_study(sim_spec("kept", trials=2, recheck_k=0), db)
+    assert resume_study("kept", db).robustness == []
+    again = resume_study("kept", db, recheck_k=1)
+    assert again.best is None or len(again.robustness) == 1

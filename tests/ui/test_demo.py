@@ -42,10 +42,14 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     )
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "vLLM default configuration" in demo.stdout
+    assert "req/s under the SLOs" in demo.stdout or "at no rate tried" in demo.stdout
     assert "gain over default" in demo.stdout or "no configuration met every SLO" in demo.stdout
     match = re.search(r"as study (demo-\S+)", demo.stdout)
     assert match, demo.stdout
-    assert str(tmp_path / "data" / "slotune" / "slotune.db") in demo.stdout
+    db = tmp_path / "data" / "slotune" / "slotune.db"
+    assert str(db) in demo.stdout
+    # The last line opens the results in the dashboard.
+    assert demo.stdout.strip().splitlines()[-1].strip().endswith(f"--db sqlite:///{db} ui")
     assert _leftover_processes(marker) == []
 
     show = subprocess.run(

@@ -1,10 +1,11 @@
-"""``slotune demo``: emulated engine + agent + benchmark + tuning study, in about two minutes."""
+"""``slotune demo``: emulated engine + agent + benchmark + tuning study + capacity, in minutes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
@@ -12,6 +13,8 @@ from slotune.ui.cli._options import NumRequestsOption, RateOption, SpeedupOption
 
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
+    from slotune.tuner.demo import Capacity, DemoResult
+    from slotune.tuner.report import StudyReport
 
 # The tuner is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load Optuna, SQLAlchemy or numpy.
@@ -60,63 +63,61 @@ def demo(
     with bar:
         result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)
     if as_json:
-        print_json(result)
+        print_json(result.to_dict())
         return
     _render(result)
 
 
-def _render(result: dict[str, Any]) -> None:
-    r = result["report"]
-    best, default = r["best"], r["default"]
+def _render(result: DemoResult) -> None:
+    r = result.report
     console.print()
     console.print(
-        f"[bold]SLOs[/]: {', '.join(r['slos'])}; goodput = requests/s meeting "
-        f"every SLO at {result['rate']:g} req/s offered"
+        f"[bold]SLOs[/]: {', '.join(r.slos)}. Capacity = the highest request rate at which a "
+        "configuration meets every SLO (simulator's max-rate search, then one run at that "
+        "rate on the emulated engine)"
     )
-    details = {t["number"]: t for t in r["trial_details"]}
-    if default:
-        # Goodput counts requests one by one, an SLO needs its percentile: a default that
-        # breaks a p99 target can still show a goodput close to the best configuration's.
-        state = (
-            ""
-            if default["feasible"]
-            else "  [red](breaks an SLO: too few requests within a target, see below)[/]"
-        )
-        console.print(f"vLLM default configuration: goodput {_v(default['value'])} req/s{state}")
-        console.print("    " + _params(default["params"]))
-        console.print("    " + _attainment(details[default["number"]]))
-    if best:
-        console.print(
-            f"best configuration found:   goodput {_v(best['value'])} req/s "
-            f"(trial {best['number']}, every SLO held)"
-        )
-        console.print("    " + _params(best["params"]))
-        console.print("    " + _attainment(details[best["number"]]))
-    else:
+    for c in result.capacities:
+        name = "vLLM default configuration" if c.label == "default" else "best configuration found"
+        console.print(f"{name} (trial {c.number}): {_capacity(c)}")
+        console.print("    " + escape(_params(c.config, r)))
+        if c.slo_attainment:
+            console.print("    on the emulated engine: " + _attainment(c.slo_attainment))
+    if r.best is None:
         console.print("[red]no configuration met every SLO[/]")
-    if r["gain"] is not None:
-        console.print(f"[bold green]gain over default: {r['gain']:.2f}×[/]")
-    elif best and default and not default["feasible"]:
-        console.print(
-            f"[bold green]gain over default: the default breaks an SLO at "
-            f"{result['rate']:g} req/s, the best configuration meets every one[/]"
-        )
-    elif r["gain_note"]:
-        console.print(f"gain over default: - ({r['gain_note']})")
+    by_label = {c.label: c for c in result.capacities}
+    default, best = by_label.get("default"), by_label.get("best")
+    if default and best and best.sim_rate > 0:
+        if default.sim_rate > 0:
+            console.print(
+                f"[bold green]gain over default: {best.sim_rate / default.sim_rate:.2f}x the "
+                f"capacity under the SLOs[/] ({default.sim_rate:.2f} -> {best.sim_rate:.2f} req/s)"
+            )
+        else:
+            console.print(
+                "[bold green]gain over default: the default meets the SLOs at no rate tried, "
+                f"the best configuration up to {best.sim_rate:.2f} req/s[/]"
+            )
     console.print(
-        f"\nstored in {result['db']} as study [bold]{result['study']}[/] "
-        f"(and benchmark run {result['bench']['run_id']}, agent samples)"
+        f"\nstored in {escape(result.db)} as study [bold]{escape(result.study)}[/] "
+        f"(and benchmark run {result.bench['run_id']}, agent samples)"
     )
     console.print(
-        f"  slotune tune show {result['study']}\n"
-        f"  slotune tune export {result['study']} --format vllm\n"
-        f"  engine and agent logs: {result['logs']}"
+        f"  slotune tune show {escape(result.study)}\n"
+        f"  slotune tune export {escape(result.study)} --format vllm\n"
+        f"  engine and agent logs: {escape(result.logs)}"
     )
-    console.print(f"demo took {result['duration_s']:.0f} s")
+    console.print(f"demo took {result.duration_s:.0f} s; open the results in the dashboard:")
+    console.print(f"  {escape(result.ui_command)}", highlight=False, soft_wrap=True)
 
 
-def _attainment(trial: dict[str, Any]) -> str:
-    atts = trial["measurement"].get("slo_attainment", [])
+def _capacity(c: Capacity) -> str:
+    if c.sim_rate <= 0:
+        return "[red]meets every SLO at no rate tried[/]"
+    held = {True: "every SLO held", False: "[red]an SLO broke[/]", None: "not run"}[c.confirmed]
+    return f"{c.sim_rate:.2f} req/s under the SLOs (emulated engine at that rate: {held})"
+
+
+def _attainment(atts: list[dict[str, Any]]) -> str:
     return "; ".join(
         f"{a['spec']}: {a['attainment']:.0%} of requests within "
         f"(needs {a['objective']:.0%}), observed {a['value']:.0f} ms"
@@ -124,12 +125,11 @@ def _attainment(trial: dict[str, Any]) -> str:
     )
 
 
-def _params(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())
-
-
-def _v(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def _params(config: dict[str, Any], report: StudyReport) -> str:
+    # Only the searched parameters: the rest is the same in every configuration.
+    entry = report.best or report.default
+    searched = set(entry.params) if entry else set(config)
+    return " ".join(f"{k}={v}" for k, v in config.items() if k in searched)
 
 
 def register(app: typer.Typer) -> None:

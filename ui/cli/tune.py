@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -34,6 +35,7 @@ from slotune.ui.cli._options import (
 
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
+    from slotune.tuner.report import Infeasibility, StudyReport, TrialReport
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
@@ -210,9 +212,9 @@ def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) ->
 
     report = run(show_study, name, db_url(ctx))
     if as_json:
-        print_json(report)
+        print_json(report.to_dict())
         return
-    console.print(_trials_table(report["trial_details"]))
+    console.print(_trials_table(report.trial_details))
     _render(report, False)
 
 
@@ -264,59 +266,85 @@ def _gain(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}×"
 
 
-def _trials_table(details: list[dict[str, Any]]) -> Table:
+def _trials_table(details: list[TrialReport]) -> Table:
     table = Table("#", "state", "source", "value", "feasible", "params / failure")
     for t in details:
-        vals = t["values"] or []
-        shown = t["failure"] or " ".join(f"{k}={v}" for k, v in t["params"].items())
+        shown = t.failure or " ".join(f"{k}={v}" for k, v in t.params.items())
         table.add_row(
-            str(t["number"]),
-            t["state"],
-            t["source"],
-            " / ".join(_num(v) for v in vals),
-            "yes" if t["feasible"] else "no",
+            str(t.number),
+            t.state,
+            t.source,
+            " / ".join(_num(v) for v in t.values or []),
+            "yes" if t.feasible else "no",
             shown,
         )
     return table
 
 
-def _render(report: dict[str, Any], as_json: bool) -> None:
+def _render(report: StudyReport, as_json: bool) -> None:
     if as_json:
-        print_json(report)
+        print_json(report.to_dict())
         return
-    unit = report["value_names"][0]
-    best, default = report["best"], report["default"]
+    unit = report.value_names[0]
+    best, default = report.best, report.default
     console.print(
-        f"[bold]{report['name']}[/]: {report['trials']} trials, "
-        f"{report['feasible']} feasible, {report['failed']} failed to run; "
-        f"SLOs {', '.join(report['slos'])}"
+        f"[bold]{escape(report.name)}[/]: {report.trials} trials, "
+        f"{report.feasible} feasible, {report.failed} failed to run; "
+        f"SLOs {', '.join(report.slos)}"
     )
     if default:
         console.print(
-            f"default  ({unit}): {_num(default['value'])}"
-            + ("" if default["feasible"] else "  [red](breaks an SLO)[/]")
+            f"default  ({unit}): {_num(default.value)}"
+            + ("" if default.feasible else "  [red](breaks an SLO)[/]")
         )
     if best:
         console.print(
-            f"best     ({unit}): {_num(best['value'])}  trial {best['number']}"
-            + ("  (worst of re-runs)" if best.get("robust") else "")
+            f"best     ({unit}): {_num(best.value)}  trial {best.number}"
+            + ("  (worst of re-runs)" if best.robust else "")
         )
-        console.print("         " + " ".join(f"{k}={v}" for k, v in best["params"].items()))
+        console.print("         " + escape(" ".join(f"{k}={v}" for k, v in best.params.items())))
     console.print(
-        f"gain over default: {_gain(report['gain'])}"
-        + (f"  ({report['gain_note']})" if report["gain_note"] else "")
+        f"gain over default: {_gain(report.gain)}"
+        + (f"  ({escape(report.gain_note)})" if report.gain_note else "")
     )
-    if report.get("pareto_front"):
-        console.print(f"Pareto front: {len(report['pareto_front'])} configurations")
-    if report.get("prescreen"):
-        p = report["prescreen"]
+    if report.infeasibility:
+        _render_infeasibility(report.infeasibility)
+    if report.pareto_front:
+        console.print(f"Pareto front: {len(report.pareto_front)} configurations")
+    if report.prescreen:
+        p = report.prescreen
         console.print(
             f"prescreen: seeded {p['seeded']} configs from {p['study']}; "
             f"trials saved (estimate): {p.get('trials_saved')}"
         )
-    if report["importance"]:
-        top = sorted(report["importance"].items(), key=lambda kv: -kv[1])[:4]
+    if report.importance:
+        top = sorted(report.importance.items(), key=lambda kv: -kv[1])[:4]
         console.print("importance: " + ", ".join(f"{k} {v:.2f}" for k, v in top))
+
+
+def _render_infeasibility(why: Infeasibility) -> None:
+    rate = "the trace's timestamps" if why.rate is None else f"{why.rate:.3g} req/s"
+    console.print(
+        f"[yellow]no configuration met every SLO[/]; closest: trial {why.closest}, at {rate} "
+        "(the lowest rate tried):"
+    )
+    for s in why.slos:
+        # The SLO counts requests by their own value; the pooled percentile (over every
+        # token for itl) is what a dashboard shows, and can look far better.
+        observed = (
+            f"per request {_num(s.per_request_ms)} ms, pooled {_num(s.pooled_ms)} ms"
+            if s.pooled_ms is not None
+            else f"observed {_num(s.per_request_ms)}"
+        )
+        console.print(
+            f"  {escape(s.spec)}: {s.attainment:.1%} of requests within (needs "
+            f"{s.objective:.1%}{', met' if s.met else ''}); {observed}"
+        )
+    if why.movers:
+        console.print(
+            "  parameters that moved the shortfall most: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in why.movers.items())
+        )
 
 
 def register(root: typer.Typer) -> None:
