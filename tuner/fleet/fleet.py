@@ -43,6 +43,7 @@ class Fleet:
         self, pools: Sequence[PoolSpec], policy: RoutingPolicy, *, known_output: bool = False
     ) -> None:
         self.pools = {p.name: p for p in pools}
+        self._configs = {p.name: p.resolved() for p in pools}
         self.policy = policy
         self.known_output = known_output
         self.estimator = OutputLengthEstimator()
@@ -55,14 +56,14 @@ class Fleet:
         for pool in pools:
             for _ in range(pool.replicas):
                 self.add_replica(pool.name, 0.0)
-        self.default_model = pools[0].resolved().model.id
+        self.default_model = self._configs[pools[0].name].model.id
 
     # the fleet's shape
-    def add_replica(self, pool: str, ready_s: float) -> Replica:
-        """Start one more replica of ``pool``, serving from ``ready_s`` on."""
+    def add_replica(self, pool: str, ready_s: float, started_s: float | None = None) -> Replica:
+        """Launch one more replica of ``pool`` at ``started_s``, serving from ``ready_s`` on."""
         i = self._counts[pool]
         self._counts[pool] += 1
-        replica = Replica(f"{pool}-{i}", pool, self.pools[pool].resolved(), ready_s)
+        replica = Replica(f"{pool}-{i}", pool, self._configs[pool], ready_s, started_s)
         self.replicas.append(replica)
         return replica
 
@@ -103,7 +104,7 @@ class Fleet:
         live = [r for r in self.replicas if r.ready_s <= now_s and not r.draining]
         serving = [r for r in live if r.model == model] or live
         by_name = {r.name: r for r in serving}
-        decision = self.policy.choose(info, [r.state() for r in serving])
+        decision = self.policy.choose(info, [r.state(now_s) for r in serving])
         if decision.replica is None:
             self.shed[request.request_id] = decision.shed_reason
             return

@@ -45,6 +45,8 @@ class ReplicaState:
     num_waiting_tokens: int = 0
     # prompt tokens per second the replica computes while it has a queue (0 = unknown)
     prefill_tps: float = 0.0
+    # requests per second the replica has lately taken from its queue (0 = unknown)
+    start_rate_rps: float = 0.0
 
     @property
     def load(self) -> int:

@@ -69,8 +69,8 @@ def parse_pool(text: str, *, engine: str = "vllm") -> PoolSpec:
         replicas = int(count)
     except ValueError:
         replicas = -1
-    if replicas < 1:
-        raise ConfigError(f"--pool {name}: REPLICAS {count!r} should be a whole number >= 1")
+    if replicas < 0:
+        raise ConfigError(f"--pool {name}: REPLICAS {count!r} should be a whole number >= 0")
     argv = _config_argv(parts[4]) if len(parts) == 5 else []
     try:
         config = parse_engine_flags(argv, engine=engine, model=model, gpu=gpu)
@@ -95,13 +95,18 @@ def _config_argv(config: str) -> list[str]:
 
 
 def check_unique(pools: list[PoolSpec]) -> None:
-    """Raises ConfigError when two pools share a name."""
+    """Raises ConfigError when two pools share a name, or no pool has a replica.
+
+    A pool may start with 0 replicas: the autoscaler can grow it.
+    """
     names = [p.name for p in pools]
     for name in names:
         if names.count(name) > 1:
             raise ConfigError(f"--pool {name} is given twice; give each pool its own name")
     if not pools:
         raise ConfigError("give at least one --pool NAME:REPLICAS:MODEL:GPU")
+    if not sum(p.replicas for p in pools):
+        raise ConfigError("every --pool has 0 replicas; start at least one")
 
 
 def pool_from_study(study: str, url: str | None, name: str | None = None) -> PoolSpec:
@@ -114,12 +119,12 @@ def pool_from_study(study: str, url: str | None, name: str | None = None) -> Poo
     from slotune.tuner.studies import show_study
 
     report = show_study(study, url)
-    best = report["best"]
+    best = report.best
     if best is None:
         raise ConfigError(
             f"--study {study}: no configuration met every SLO; run more trials or relax the SLOs"
         )
-    config = config_from_params(report["engine"], report["model"], report["gpu"], best["config"])
+    config = config_from_params(report.engine, report.model, report.gpu, best.config)
     spec = PoolSpec(name or study, 1, config)
     spec.resolved()
     return spec

@@ -19,6 +19,8 @@ from slotune.tuner.sim import EngineCore, ResolvedConfig, ResolvedVllm, SimReque
 
 # Weight of the newest step in the live throughput averages (about the last 50 steps).
 _EWMA = 0.02
+# Time constant of the live start rate (what slo-aware's queue prediction reads).
+_START_TAU_S = 10.0
 
 
 class Replica:
@@ -27,9 +29,17 @@ class Replica:
     pool: its pool's name.
     config: the resolved engine configuration.
     ready_s: when it can serve (a cold start delays this).
+    started_s: when it was launched (default ``ready_s``).
     """
 
-    def __init__(self, name: str, pool: str, config: ResolvedConfig, ready_s: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        pool: str,
+        config: ResolvedConfig,
+        ready_s: float = 0.0,
+        started_s: float | None = None,
+    ) -> None:
         self.name = name
         self.pool = pool
         self.model = config.model.id
@@ -37,7 +47,8 @@ class Replica:
         self.core = EngineCore.create(config)
         self.clock_s = ready_s
         self.ready_s = ready_s
-        self.started_s = ready_s
+        # GPU time counts from the launch: loading the model holds the GPU too
+        self.started_s = ready_s if started_s is None else started_s
         self.stopped_s: float | None = None
         self.draining = False
         self.step_end_s: list[float] = []
@@ -55,9 +66,11 @@ class Replica:
         # the rate a queue drains at, from the cost model until steps measure it
         self.prefill_tps = budget / self.core.cost.step_time_s(budget, budget * budget / 2, 0, 0, 1)
         self.throughput_tps = 0.0
+        self._start_rate = 0.0
+        self._last_start_s = ready_s
 
     # routing
-    def state(self) -> ReplicaState:
+    def state(self, now_s: float) -> ReplicaState:
         s = self.core.stats
         return ReplicaState(
             name=self.name,
@@ -69,6 +82,7 @@ class Replica:
             throughput_tps=self.throughput_tps,
             num_waiting_tokens=self._num_waiting_tokens,
             prefill_tps=self.prefill_tps,
+            start_rate_rps=self.start_rate_rps(now_s),
         )
 
     def admit(self, request: SimRequest, now_s: float) -> None:
@@ -117,6 +131,7 @@ class Replica:
                 self._extend(rid, j, j + 1)
             for rid in result.started:
                 self._started[rid] = start
+                self._count_start(start)
                 self._num_waiting_tokens -= self._waiting_tokens.pop(rid, 0)
             finished += result.finished
             queued = core.stats.num_waiting > 0
@@ -126,6 +141,16 @@ class Replica:
         if not core.has_unfinished() and until_s != math.inf:
             self.clock_s = max(self.clock_s, until_s)  # idle until then
         return finished
+
+    def _count_start(self, at_s: float) -> None:
+        # an exponentially decayed count of starts: a rate over about the last _START_TAU_S
+        decay = math.exp(-(at_s - self._last_start_s) / _START_TAU_S)
+        self._start_rate = self._start_rate * decay + 1.0 / _START_TAU_S
+        self._last_start_s = at_s
+
+    def start_rate_rps(self, now_s: float) -> float:
+        """Requests per second taken from the queue lately."""
+        return self._start_rate * math.exp(-max(now_s - self._last_start_s, 0.0) / _START_TAU_S)
 
     def _extend(self, rid: str, j: int, end: int) -> None:
         runs = self._runs[rid]

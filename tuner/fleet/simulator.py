@@ -74,8 +74,9 @@ class FleetResult:
     Attributes:
         policy: the policy's name.
         summary: the fleet's summary (shed requests count as errors of kind ``shed``), with
-            ``prefix_hit_rate``, ``preemptions``, ``shed``, ``shed_share`` and ``gpu_hours``
-            as extra fields.
+            ``prefix_hit_rate``, ``preemptions``, ``shed``, ``shed_share``,
+            ``slo_violations`` (completed but missing an SLO) and ``gpu_hours`` as extra
+            fields.
         replicas: per replica, in start order.
         records: one per request, in trace order.
     """
@@ -99,7 +100,8 @@ def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO])
 
     The long pool is the one named ``long``, else the last of two or more. The threshold
     gives the long pools the share of the trace's tokens that their share of the fleet's
-    GPUs x memory bandwidth (what decode speed scales with) can carry.
+    GPUs x memory bandwidth (what decode speed scales with) can carry (a pool starting empty
+    counts as one replica).
     """
     long: frozenset[str] = frozenset()
     names = [p.name for p in pools]
@@ -110,7 +112,8 @@ def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO])
     threshold = None
     if long and len(long) < len(pools) and len(trace):
         weight = {
-            p.name: p.replicas * p.gpus_per_replica * p.resolved().gpu.mem_bw_bytes_s for p in pools
+            p.name: max(p.replicas, 1) * p.gpus_per_replica * p.resolved().gpu.mem_bw_bytes_s
+            for p in pools
         }
         share = sum(weight[n] for n in long) / sum(weight.values())
         totals = [r.input_tokens + r.output_tokens for r in trace.requests]
@@ -222,11 +225,15 @@ def _summary(
     hits = sum(r.core.stats.prefix_hits for r in everyone)
     queries = sum(r.core.stats.prefix_queries for r in everyone)
     num_shed = Counter(r.error for r in records)[SHED_ERROR]
+    per_request = [s for s in slos if s.sli is not SLI.ERROR_RATE]
+    num_good = sum(1 for r in records if r.is_ok and all(s.is_good(r) for s in per_request))
     extra = {
         "prefix_hit_rate": hits / queries if queries else 0.0,
         "preemptions": sum(r.preemptions for r in replicas),
         "shed": num_shed,
         "shed_share": num_shed / len(records) if records else 0.0,
+        # completed requests that missed a per-request SLO
+        "slo_violations": sum(1 for r in records if r.is_ok) - num_good,
         "gpu_hours": sum(r.gpu_hours for r in replicas),
     }
     return summarize(records, slos, extra=extra)

@@ -1,7 +1,9 @@
 """``slo-aware``: admission on top of any policy, by predicted queueing delay vs the TTFT budget.
 
 A request waits behind the prompt tokens already queued on its replica; at the replica's
-live prefill rate that takes ``(waiting tokens + own prompt) / prefill_tps`` seconds. When
+live prefill rate that takes ``(waiting tokens + own prompt) / prefill_tps`` seconds, and
+behind the requests queued ahead, which leave at the rate the replica starts them
+(``(waiting + 1) / start_rate_rps``); the prediction is the longer of the two. When
 the inner policy's pick would exceed ``margin x`` the TTFT budget, the replica of the same pool
 with the shortest predicted wait is tried; when every replica would, the request is shed (HTTP 429)
 with ``Retry-After`` = the predicted excess. The threshold follows each replica's measured
@@ -19,13 +21,21 @@ DEFAULT_MARGIN = 1.0
 
 
 def predicted_wait_s(request: RequestInfo, replica: ReplicaState) -> float:
-    """Seconds before the request's prefill is done on ``replica`` (0 when it cannot tell)."""
+    """Seconds before the request's prefill is done on ``replica`` (0 when it cannot tell).
+
+    The longer of two waits: computing the prompts queued ahead at the prefill rate, and,
+    when requests wait, the queue ahead leaving at the rate the replica has lately been
+    starting requests (which covers waits for a free sequence slot or KV blocks too).
+    """
     rate = replica.prefill_tps or replica.throughput_tps
-    if rate <= 0.0:
-        return 0.0
-    # without a token count, assume the waiting requests are as long as this one
-    queued = replica.num_waiting_tokens or replica.num_waiting * request.input_tokens
-    return (queued + request.input_tokens) / rate
+    wait = 0.0
+    if rate > 0.0:
+        # without a token count, assume the waiting requests are as long as this one
+        queued = replica.num_waiting_tokens or replica.num_waiting * request.input_tokens
+        wait = (queued + request.input_tokens) / rate
+    if replica.num_waiting and replica.start_rate_rps > 0.0:
+        wait = max(wait, (replica.num_waiting + 1) / replica.start_rate_rps)
+    return wait
 
 
 class SloAware:

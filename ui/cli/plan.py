@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -202,3 +202,205 @@ def _render_capacity(plan: CapacityPlan) -> None:
         console.print(f"the split pays: ${saved:.2f}/h less than one pool")
     else:
         console.print("the split does not pay: one pool costs no more")
+
+
+@plan_app.command("autoscale")
+def autoscale(
+    ctx: typer.Context,
+    pool: PoolOption = None,
+    routing: Annotated[
+        str, typer.Option(help="Routing policy in front of the fleet (as fleet simulate).")
+    ] = "least-requests",
+    scaling: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Scaling policy, repeatable: waiting:N (waiting requests per replica), "
+            "kv:F (KV usage), ttft:300ms (predicted queueing), schedule:SECONDS=N,… "
+            "(default: waiting:4, kv:0.8, ttft:half the TTFT SLO)."
+        ),
+    ] = None,
+    cold_start: Annotated[str, typer.Option(help="Replica start-up delay (model load).")] = "120s",
+    cooldown: Annotated[str, typer.Option(help="Scale-down stabilisation window.")] = "300s",
+    interval: Annotated[str, typer.Option(help="How often the autoscaler decides.")] = "15s",
+    min_replicas: Annotated[int, typer.Option(min=1, help="Fewest replicas per group.")] = 1,
+    max_replicas: Annotated[int, typer.Option(min=1, help="Most replicas per group.")] = 64,
+    days: Annotated[int, typer.Option(min=1, help="Replay the trace this many times.")] = 1,
+    diurnal: Annotated[
+        float, typer.Option(help="Day curve amplitude in [0, 1): night 1-A, midday 1+A.")
+    ] = 0.0,
+    flash_crowd: Annotated[
+        list[str] | None,
+        typer.Option(help="AT_S:DURATION_S:FACTOR, repeatable (seconds of the replay)."),
+    ] = None,
+    shedding: Annotated[
+        bool, typer.Option(help="Also find the load-shedding margin (needs a TTFT SLO).")
+    ] = True,
+    burst: Annotated[str, typer.Option(help="Burst length of the shedding analysis.")] = "120s",
+    engine: EngineOption = "vllm",
+    workload: WorkloadOption = None,
+    trace: TraceOption = None,
+    input_len: InputLenOption = None,
+    output_len: OutputLenOption = None,
+    rate: RateOption = None,
+    time_scale: TimeScaleOption = None,
+    num_requests: NumRequestsOption = None,
+    slo: SloOption = None,
+    seed: SeedOption = 0,
+    gpu_price: GpuPriceOption = None,
+    no_store: NoStoreOption = False,
+    json_: JsonOption = False,
+) -> None:
+    """Replay a (repeated, day-curved, flash-crowded) trace against scaling policies with a
+    real start-up delay; report SLO violations, shed requests, GPU-hours and the grow/shrink
+    order per policy, and the load-shedding margin that protects TTFT without cutting bursts.
+
+    Example: slotune plan autoscale --pool a:2:llama-3.1-8b:h100-sxm --workload azure-conv
+    --time-scale 0.25 --days 2 --diurnal 0.6 --flash-crowd 1300:60:3 --slo ttft:p99<=1s
+    """
+    from slotune.collector.slo import parse_duration_s
+    from slotune.tuner.fleet.autoscale import ScalingPolicy, ScalingSettings
+    from slotune.tuner.fleet.autoscale_plan import plan_autoscale
+    from slotune.tuner.fleet.prices import gpu_prices
+    from slotune.tuner.fleet.replay_trace import (
+        FlashCrowd,
+        inject_flash_crowd,
+        repeat_days,
+    )
+    from slotune.tuner.fleet.replay_trace import (
+        diurnal as day_curve,
+    )
+    from slotune.tuner.fleet.shedding import plan_shedding
+
+    with cli_errors():
+        pools, base, slos = load_inputs(
+            pool,
+            engine=engine,
+            workload=workload,
+            trace=trace,
+            input_len=input_len,
+            output_len=output_len,
+            rate=rate,
+            time_scale=time_scale,
+            num_requests=num_requests,
+            slo=slo,
+            seed=seed,
+        )
+        settings = ScalingSettings(
+            cold_start_s=parse_duration_s(cold_start, field_name="--cold-start"),
+            cooldown_s=parse_duration_s(cooldown, field_name="--cooldown"),
+            interval_s=parse_duration_s(interval, field_name="--interval"),
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+        )
+        crowds = [FlashCrowd.parse(c) for c in flash_crowd or ()]
+        ttft = [s.threshold for s in slos if s.sli.value == "ttft"]
+        specs = scaling or ["waiting:4", "kv:0.8", f"ttft:{(min(ttft) if ttft else 1.0) / 2:g}s"]
+        policies = [ScalingPolicy.parse(s) for s in specs]
+        day_s = base.duration_s
+        replay = day_curve(repeat_days(base, days), day_s, diurnal)
+        for crowd in crowds:
+            replay = inject_flash_crowd(replay, crowd, seed)
+        say = None if json_ else lambda what: err_console.print(f"replaying {what}…")
+        plan = plan_autoscale(
+            pools,
+            replay,
+            policies,
+            settings,
+            gpu_prices(gpu_price or []),
+            routing=routing,
+            slos=slos,
+            day_s=day_s,
+            seed=seed,
+            progress=say,
+        )
+        shed_plan = (
+            plan_shedding(
+                pools,
+                replay,
+                slos,
+                routing=routing,
+                burst_s=parse_duration_s(burst, field_name="--burst"),
+                seed=seed,
+                progress=say,
+            )
+            if shedding and ttft
+            else None
+        )
+        data = {
+            "autoscale": plan.to_dict(),
+            "shedding": None if shed_plan is None else shed_plan.to_dict(),
+        }
+        if not no_store:
+            inputs = {
+                "pools": pool or [],
+                "routing": routing,
+                "scaling": specs,
+                "workload": workload or (str(trace) if trace else None),
+                "time_scale": time_scale,
+                "days": days,
+                "diurnal": diurnal,
+                "flash_crowd": flash_crowd or [],
+                "cold_start": cold_start,
+                "cooldown": cooldown,
+                "slo": slo or [],
+            }
+            store_result(ctx, "fleet-autoscale", inputs, data)
+    if json_:
+        print_json(data)
+        return
+    _render_autoscale(data)
+
+
+def _render_autoscale(data: dict[str, Any]) -> None:
+    auto = data["autoscale"]
+    table = Table(title=f"autoscaling under {auto['routing']}", title_justify="left")
+    table.add_column("scaling", no_wrap=True)
+    for col in ("SLO violations", "shed", "GPU-h", "max replicas", "goodput"):
+        table.add_column(col, justify="right")
+    table.add_column("grows / shrinks")
+    for r in auto["policies"]:
+        table.add_row(
+            r["scaling"],
+            f"{r['slo_violations']:,}",
+            f"{r['shed']:,}",
+            f"{r['gpu_hours']:.2f}",
+            str(r["max_replicas"]),
+            f"{r['goodput']:.2f}",
+            f"{' > '.join(r['grow_order']) or '-'} / {' > '.join(r['shrink_order']) or '-'}",
+        )
+    console.print(table)
+    costs = ", ".join(
+        f"{c['pool']} ${c['cost_per_request'] * 1e3:.4f}/1k req" for c in auto["pool_costs"]
+    )
+    console.print(f"cost per SLO-met request (grow cheapest first): {costs}", highlight=False)
+    shed = data["shedding"]
+    if shed is None:
+        return
+    normal = (
+        "the fleet misses the SLOs even without a burst"
+        if shed["absorbable_factor"] is None
+        else f"normal burst x{shed['absorbable_factor']:g}"
+    )
+    st = Table(
+        title=f"load shedding (slo-aware over {shed['routing']}, TTFT budget "
+        f"{shed['ttft_budget_s'] * 1000:.0f} ms): {normal}, overload "
+        f"x{shed['overload_factor']:g}, bursts of {shed['burst_s']:.0f}s",
+        title_justify="left",
+    )
+    for col in ("margin", "burst wrongly shed", "overload shed", "admitted TTFT ok", "goodput"):
+        st.add_column(col, justify="right")
+    for m in shed["margins"]:
+        st.add_row(
+            f"{m['margin']:g}",
+            f"{m['burst_shed_share']:.2%}",
+            f"{m['overload_shed_share']:.1%}",
+            "yes" if m["overload_ttft_met"] else "no",
+            f"{m['overload_goodput']:.2f}",
+        )
+    console.print(st)
+    margin = shed["recommended_margin"]
+    console.print(
+        f"recommended: slo-aware:{shed['routing']}:margin={margin:g}"
+        if margin is not None
+        else "no margin both protects TTFT under overload and sheds < 1 % of a normal burst"
+    )

@@ -90,7 +90,7 @@ def test_compare_ranks_by_goodput_and_rejects_bad_specs_before_running() -> None
     ("spec", "message"),
     [
         ("a:2:llama-3.1-70b:l4", "--pool a: CUDA out of memory"),
-        ("a:0:llama-3.1-8b:h100-sxm", "REPLICAS '0'"),
+        ("a:-1:llama-3.1-8b:h100-sxm", "REPLICAS '-1'"),
         ("a:1:llama-3.1-8b", "NAME:REPLICAS:MODEL:GPU"),
         ("a:1:llama-3.1-8b:h100-sxm:--max-num-seq 4", "--pool a: unrecognized arguments"),
         ("a:1:nope:h100-sxm", "--pool a: unknown model 'nope'"),

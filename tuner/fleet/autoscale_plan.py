@@ -1,0 +1,172 @@
+"""Compare scaling policies on one replayed trace: SLO violations, shed, GPU-hours, order.
+
+Each policy (and ``static``, the starting fleet kept as it is) replays the same trace on
+the fleet simulator with the same routing policy; the pools' order — cheapest capacity per
+SLO-met request first — is measured once, from each pool's simulated capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slotune.collector.slo import SLO
+from slotune.collector.workload import Trace
+from slotune.tuner.fleet.autoscale import Autoscaler, ScaleEvent, ScalingPolicy, ScalingSettings
+from slotune.tuner.fleet.capacity import replica_capacity
+from slotune.tuner.fleet.pools import PoolSpec, check_unique
+from slotune.tuner.fleet.prices import GpuPrices
+from slotune.tuner.fleet.registry import policy_from_name
+from slotune.tuner.fleet.simulator import FleetResult, policy_context, simulate_fleet
+
+STATIC = "static"
+_SAMPLE_REQUESTS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class PoolCost:
+    """What one SLO-met request costs on a pool: GPU price per hour / one replica's capacity."""
+
+    pool: str
+    cost_per_hour: float
+    capacity_rps: float
+
+    @property
+    def cost_per_request(self) -> float:
+        return self.cost_per_hour / self.capacity_rps / 3600 if self.capacity_rps else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "cost_per_hour": self.cost_per_hour,
+            "capacity_rps": self.capacity_rps,
+            "cost_per_request": self.cost_per_request,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscaleResult:
+    """One scaling policy's replay."""
+
+    scaling: str
+    fleet: FleetResult
+    events: tuple[ScaleEvent, ...]
+    max_replicas: int
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.fleet.summary
+        return {
+            "scaling": self.scaling,
+            "slo_violations": s.extra["slo_violations"],
+            "shed": s.extra["shed"],
+            "gpu_hours": s.extra["gpu_hours"],
+            "max_replicas": self.max_replicas,
+            "goodput": s.goodput,
+            "slos_met": s.all_slos_met,
+            "ttft_ms": s.ttft_ms.to_dict(),
+            "grow_order": _order(self.events, +1),
+            "shrink_order": _order(self.events, -1),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+def _order(events: Sequence[ScaleEvent], change: int) -> list[str]:
+    """Pools in the order they first grew (or shrank)."""
+    out: list[str] = []
+    for e in events:
+        if e.change == change and e.pool not in out:
+            out.append(e.pool)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscalePlan:
+    routing: str
+    day_s: float
+    costs: tuple[PoolCost, ...]
+    results: tuple[AutoscaleResult, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "routing": self.routing,
+            "day_s": self.day_s,
+            "pool_costs": [c.to_dict() for c in self.costs],
+            "policies": [r.to_dict() for r in self.results],
+        }
+
+
+def pool_costs(
+    pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO], prices: GpuPrices, seed: int = 0
+) -> list[PoolCost]:
+    """Each pool's cost per SLO-met request, cheapest first."""
+    costs = []
+    for p in pools:
+        capacity = (
+            replica_capacity(p, trace, slos, sample_requests=_SAMPLE_REQUESTS, seed=seed)
+            if slos
+            else 1.0  # without SLOs, price per replica-hour alone orders the pools
+        )
+        costs.append(PoolCost(p.name, p.gpus_per_replica * prices.of(p.gpu), capacity))
+    return sorted(costs, key=lambda c: c.cost_per_request)
+
+
+def plan_autoscale(
+    pools: Sequence[PoolSpec],
+    trace: Trace,
+    scaling: Sequence[ScalingPolicy],
+    settings: ScalingSettings,
+    prices: GpuPrices,
+    *,
+    routing: str = "least-requests",
+    slos: Sequence[SLO] = (),
+    day_s: float | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> AutoscalePlan:
+    """Replay ``trace`` under each scaling policy and under the static starting fleet.
+
+    Args:
+        pools: the starting fleet (each pool's ``replicas``) and what can be added.
+        trace: the replayed arrivals (already shaped: days, day curve, flash crowds).
+        scaling: the scaling policies to compare.
+        settings: cold start, cool-down, tick and bounds.
+        prices: GPU prices, for the grow/shrink order.
+        routing: the routing policy spec in front of the fleet.
+        slos: SLOs for violations and goodput.
+        day_s: one day of the trace (schedules repeat daily); default the whole trace.
+        seed: seed of the capacity measurements.
+        progress: told what runs.
+
+    Raises:
+        ConfigError: a bad pool, routing policy or price.
+    """
+    check_unique(list(pools))
+    context = policy_context(pools, trace, slos)
+    policy_from_name(routing, context)  # a bad spec fails before anything runs
+    if progress is not None:
+        progress("pool costs per SLO-met request")
+    costs = pool_costs(pools, trace, slos, prices, seed)
+    order = [c.pool for c in costs]
+    groups = [[p] for p in order] if routing.split(":")[0] == "length-pools" else [order]
+    day = day_s if day_s is not None else max(trace.duration_s, 1.0)
+    results = []
+    for spec in [None, *scaling]:
+        name = STATIC if spec is None else spec.text
+        if progress is not None:
+            progress(name)
+        controller = None if spec is None else Autoscaler(spec, settings, groups, day)
+        fleet = simulate_fleet(
+            pools, trace, policy_from_name(routing, context), slos=slos, controller=controller
+        )
+        events = tuple(controller.events) if controller is not None else ()
+        results.append(AutoscaleResult(name, fleet, events, _max_replicas(pools, events)))
+    return AutoscalePlan(routing, day, tuple(costs), tuple(results))
+
+
+def _max_replicas(pools: Sequence[PoolSpec], events: Sequence[ScaleEvent]) -> int:
+    n = best = sum(p.replicas for p in pools)
+    for e in events:
+        n += e.change
+        best = max(best, n)
+    return best
