@@ -42,6 +42,14 @@ def is_read_only() -> bool:
     return os.environ.get(READ_ONLY_ENV, "") == "1"
 
 
+def login_required() -> bool:
+    """Whether Streamlit's OIDC login is configured (``[auth]`` in secrets.toml)."""
+    try:
+        return "auth" in st.secrets
+    except (FileNotFoundError, KeyError, st.errors.StreamlitSecretNotFoundError):
+        return False
+
+
 def _dispose(s: Store) -> None:
     s.dispose()
 

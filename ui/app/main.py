@@ -6,9 +6,16 @@ from pathlib import Path
 
 import streamlit as st
 
+from slotune.ui.app._common import login_required
+
 PAGES = Path(__file__).parent / "pages"
 
 st.set_page_config(page_title="slotune", page_icon=":material/speed:", layout="wide")
+if login_required() and not st.user.get("is_logged_in"):
+    # An [auth] section in .streamlit/secrets.toml turns on OIDC login (docs/ui.md).
+    st.title("slotune")
+    st.button("Log in", on_click=st.login, type="primary")
+    st.stop()
 page = st.navigation(
     [
         st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", default=True),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import RunPage
+import pytest
+from conftest import PAGES, RunPage
+from streamlit.testing.v1 import AppTest
 from ui_pages import assert_clean, texts
 
 
@@ -109,3 +111,25 @@ def test_read_only_hides_every_writing_control(seeded_url: str, run_page: RunPag
         assert_clean(at)
         assert not at.form, page
         assert not at.button, page
+
+
+def test_an_auth_section_in_secrets_asks_for_login_first(
+    seeded_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLOTUNE_DB", seeded_url)
+    main = str(PAGES.parent / "main.py")
+    at = AppTest.from_file(main, default_timeout=120).run()
+    assert_clean(at)
+    assert [t.value for t in at.title] == ["Overview"]
+    at = AppTest.from_file(main, default_timeout=120)
+    at.secrets["auth"] = {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+        "cookie_secret": "a-long-random-string",
+        "client_id": "slotune",
+        "client_secret": "from-the-identity-provider",
+        "server_metadata_url": "https://idp.example/.well-known/openid-configuration",
+    }
+    at.run()
+    assert_clean(at)
+    assert [b.label for b in at.button] == ["Log in"]
+    assert not at.dataframe  # nothing of the store before login
