@@ -28,17 +28,19 @@ class Severity(StrEnum):
     CRITICAL = "critical"
 
 
-# The default vLLM search space of `slotune tune` (tuner/space.py), and the parameters the
-# tuner can add to it with --param NAME=choices. Others (async_scheduling) are advice only.
-_SEARCHED = (
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "enable_chunked_prefill",
-    "enable_prefix_caching",
-    "gpu_memory_utilization",
-    "long_prefill_token_threshold",
-)
-_ADDABLE = {"enforce_eager": "true,false", "tensor_parallel_size": "1,2,4,8"}
+# Parameters the tuner can add to its default space with --param NAME=choices; others
+# (async_scheduling) are advice only.
+_ADDABLE = {
+    "vllm": {"enforce_eager": "true,false", "tensor_parallel_size": "1,2,4,8"},
+    "trtllm": {"tensor_parallel_size": "1,2,4,8"},
+}
+# The rules speak vLLM's names; TensorRT-LLM's for the same knob.
+_TRTLLM_NAMES = {
+    "max_num_seqs": "max_batch_size",
+    "max_num_batched_tokens": "max_num_tokens",
+    "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction",
+    "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class TuneContext:
     model, GPU), put in front of the parameter restriction."""
 
     flags: tuple[str, ...] = field(default_factory=tuple)
+    engine: str = "vllm"
 
 
 def finding(
@@ -89,28 +92,36 @@ def finding(
     parameters: Sequence[str] = (),
     context: TuneContext | None = None,
 ) -> Finding:
-    """A finding whose tune command is derived from its parameters."""
+    """A finding whose parameters are named as ``context``'s engine names them, with the tune
+    command derived from them."""
+    context = context or TuneContext()
+    names = tuple(_TRTLLM_NAMES.get(p, p) if context.engine == "trtllm" else p for p in parameters)
     return Finding(
         code=code,
         severity=severity,
         title=title,
         evidence=evidence,
         remedy=remedy,
-        parameters=tuple(parameters),
-        tune_command=tune_command(parameters, context or TuneContext()),
+        parameters=names,
+        tune_command=tune_command(names, context),
     )
 
 
 def tune_command(parameters: Sequence[str], context: TuneContext) -> str | None:
     """``slotune tune`` searching only ``parameters`` (None when the tuner can tune none)."""
-    tunable = [p for p in parameters if p in _SEARCHED or p in _ADDABLE]
+    from slotune.tuner.space import default_space
+
+    # The default space of `slotune tune` for the engine (its ranges; no catalog needed).
+    searched = default_space(context.engine, {}, max_model_len=4096).names()
+    addable = _ADDABLE.get(context.engine, {})
+    tunable = [p for p in parameters if p in searched or p in addable]
     if not tunable:
         return None
     args = ["slotune", "tune", *context.flags]
-    for name in _SEARCHED:
+    for name in searched:
         if name not in tunable:
             args += ["--param", f"{name}=-"]
     for name in tunable:
-        if name in _ADDABLE:
-            args += ["--param", f"{name}={_ADDABLE[name]}"]
+        if name in addable:
+            args += ["--param", f"{name}={addable[name]}"]
     return shlex.join(args)

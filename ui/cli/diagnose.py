@@ -165,7 +165,7 @@ def sim(
             time_scale=time_scale,
         )
         source = ("--workload", workload_name) if workload_name else ("--trace", str(trace))
-        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *source))
+        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *source), engine)
         result = diagnose_simulated(config, requests, context=context)
         data = result.to_dict()
         if not no_store:
@@ -219,7 +219,7 @@ def workload(
 
     with cli_errors():
         requests, flags = _workload_input(ctx, trace, workload_name, run_id)
-        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *flags))
+        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *flags), engine)
         result = diagnose_workload(
             requests,
             target=SimTarget(engine, model, gpu),

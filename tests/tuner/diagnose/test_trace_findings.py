@@ -83,3 +83,28 @@ def test_exposed_communication(tmp_path: Path) -> None:
     assert f.parameters == ("tensor_parallel_size",)
     assert f.tune_command is not None
     _accepted_by_tune(f.tune_command)
+
+
+def test_tensorrt_llm_findings_use_its_names_and_its_tune_space() -> None:
+    from slotune.collector.workload.traces import named_workload
+    from slotune.tuner.diagnose import SimTarget, diagnose_workload
+
+    context = TuneContext(("--engine", "trtllm", "--workload", "mooncake-conversation"), "trtllm")
+    d = diagnose_workload(
+        named_workload("mooncake-conversation"),
+        target=SimTarget("trtllm"),
+        num_sim_requests=40,
+        context=context,
+    )
+    f = next(f for f in d.findings if f.code == "prefix-caching-helps")
+    assert f.parameters == (
+        "kv_cache_config.enable_block_reuse",
+        "kv_cache_config.free_gpu_memory_fraction",
+    )
+    assert f.tune_command is not None
+    args = shlex.split(f.tune_command)
+    params = [args[i + 1] for i, a in enumerate(args) if a == "--param"]
+    overrides = space_overrides(Engine.TRTLLM, None, params)
+    defaults = engine_defaults(Engine.TRTLLM, "llama-3.1-8b", "h100-sxm", max_model_len=4096)
+    check_overrides(Engine.TRTLLM, overrides, defaults)
+    assert "max_batch_size=-" in f.tune_command
