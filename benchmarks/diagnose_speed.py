@@ -18,37 +18,39 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 SHARED = Path(__file__).resolve().parents[1] / "tests" / "data" / "gputraces"
 TRACE = SHARED / "hta_alexnet_a100_trace.json.gz"
 
+# Each tool runs in a child process that prints: wall seconds, CPU seconds (its own and its
+# worker processes': HTA parses in a process pool), peak RSS bytes (HTA: the largest process).
 _ANALYSE = """
-import sys, time, resource
+import os, sys, time, resource
 from pathlib import Path
 from slotune.tuner.diagnose import diagnose_trace
-t, c = time.perf_counter(), time.process_time()
-d = diagnose_trace(Path(sys.argv[1]))
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-      len(d.windows), d.launch.num_kernels, time.process_time() - c)
+t, c = time.perf_counter(), sum(os.times()[:4])
+diagnose_trace(Path(sys.argv[1]))
+print(time.perf_counter() - t, sum(os.times()[:4]) - c,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 _HTA = """
-import sys, time, warnings, logging
+import os, sys, time, resource, warnings, logging
 warnings.filterwarnings("ignore")
 logging.disable(logging.CRITICAL)
 from hta.trace_analysis import TraceAnalysis
-t = time.perf_counter()
+t, c = time.perf_counter(), sum(os.times()[:4])
 a = TraceAnalysis(trace_dir=sys.argv[1])
 a.get_temporal_breakdown(visualize=False)
 a.get_cuda_kernel_launch_stats(visualize=False)
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, sum(os.times()[:4]) - c,
+      max(resource.getrusage(who).ru_maxrss for who in
+          (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) * 1024)
 """
 
 
@@ -93,60 +95,55 @@ def write_replicated(path: Path, size_bytes: int) -> int:
     return copies
 
 
+def measure(tool: str, python: str, script: str, trace: Path, size: int) -> None:
+    """Run one tool on one trace in a child process and print its figures."""
+    res = subprocess.run([python, "-c", script, str(trace)], capture_output=True, text=True)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"  {tool}: failed ({last})")
+        return
+    wall, cpu, rss = (float(x) for x in res.stdout.split()[-3:])
+    print(
+        f"  {tool}: {wall:.2f} s wall ({size / 1e6 / wall:,.0f} MB/s), {cpu:.2f} s CPU "
+        f"({size / 1e6 / cpu:,.0f} MB/s of CPU time, which other load on the machine does not "
+        f"change), peak RSS {rss / 1e6:,.0f} MB ({rss / size:.0%} of the trace)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mb", type=float, default=100.0, help="Trace size (MB).")
     parser.add_argument("--hta-python", help="Python of a venv with HolisticTraceAnalysis.")
+    parser.add_argument(
+        "--hta-size-mb",
+        type=float,
+        default=50.0,
+        help="Size of the replicated trace HTA also runs on (it loads the whole trace).",
+    )
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="diagnose-speed-") as tmp:
+        shared = Path(tmp) / "shared" / "rank-0.json.gz"
+        shared.parent.mkdir()
+        shared.write_bytes(TRACE.read_bytes())
+        unzipped = len(gzip.decompress(shared.read_bytes()))
+        print(f"shared trace {TRACE.name}: {unzipped / 1e6:.2f} MB uncompressed")
+        measure("slotune", sys.executable, _ANALYSE, shared, unzipped)
+        if args.hta_python:
+            measure("HTA 0.5", args.hta_python, _HTA, shared.parent, unzipped)
+            small = Path(tmp) / "hta-size" / "rank-0.json"
+            small.parent.mkdir()
+            copies = write_replicated(small, int(args.hta_size_mb * 1e6))
+            size = small.stat().st_size
+            print(f"replicated trace: {size / 1e6:,.0f} MB, {copies:,} copies")
+            measure("slotune", sys.executable, _ANALYSE, small, size)
+            measure("HTA 0.5", args.hta_python, _HTA, small.parent, size)
+            small.unlink()
         path = Path(tmp) / "replicated.json"
         copies = write_replicated(path, int(args.size_mb * 1e6))
         size = path.stat().st_size
-        print(f"trace: {size / 1e6:,.0f} MB, {copies:,} copies of {TRACE.name}")
-        out = subprocess.run(
-            [sys.executable, "-c", _ANALYSE, str(path)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        seconds, rss, cpu = float(out[0]), int(out[1]), float(out[4])
-        print(
-            f"slotune diagnose trace: {seconds:.1f} s wall, {size / 1e6 / seconds:,.0f} MB/s; "
-            f"{cpu:.1f} s CPU, {size / 1e6 / cpu:,.0f} MB/s of CPU time (what other load on "
-            f"the machine does not change); "
-            f"peak RSS {rss / 1e6:,.0f} MB ({rss / size:.0%} of the file), "
-            f"{out[2]} steps, {int(out[3]):,} kernels"
-        )
-        small = Path(tmp) / "shared.json.gz"
-        small.write_bytes(TRACE.read_bytes())
-        t = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-c", _ANALYSE, str(small)], check=True, capture_output=True
-        )
-        print(
-            f"slotune on the shared trace ({TRACE.name}): {time.perf_counter() - t:.2f} s "
-            "wall including interpreter start"
-        )
-        if args.hta_python:
-            hta_dir = Path(tmp) / "hta"
-            hta_dir.mkdir()
-            (hta_dir / "rank-0.json.gz").write_bytes(TRACE.read_bytes())
-            t = time.perf_counter()
-            res = subprocess.run(
-                [args.hta_python, "-c", _HTA, str(hta_dir)], capture_output=True, text=True
-            )
-            wall = time.perf_counter() - t
-            if res.returncode == 0:
-                print(
-                    f"HTA 0.5 on the shared trace: {float(res.stdout.split()[-1]):.2f} s "
-                    f"analysis, {wall:.2f} s wall including interpreter start"
-                )
-            else:
-                print(f"HTA 0.5 failed on the shared trace: {res.stderr.strip().splitlines()[-1]}")
-    print(
-        f"benchmark process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB"
-    )
+        print(f"replicated trace: {size / 1e6:,.0f} MB, {copies:,} copies")
+        measure("slotune", sys.executable, _ANALYSE, path, size)
 
 
 if __name__ == "__main__":
