@@ -62,8 +62,11 @@ def trace(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """Split GPU time of a PyTorch profiler (Kineto) trace: compute / memcpy / communication /
-    idle per profiler step, launch overhead, top kernels, and what to change."""
+    """Where the GPU time of a PyTorch profiler (Kineto) trace goes, and what to change.
+
+    Per profiler step and overall: compute, memcpy and communication (exposed or overlapped),
+    idle; launch overhead; top kernels by category; findings.
+    """
     from slotune.collector.errors import ConfigError
     from slotune.tuner.diagnose import diagnose_trace, trace_html
 
@@ -96,8 +99,11 @@ def live(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """What the agent stored says about each engine: the GPU split (DCGM or NVML), queue /
-    prefill / decode time, KV usage, preemptions, prefix hits, and the findings they imply."""
+    """What the stored metrics say about each engine, and what to change.
+
+    GPU split (DCGM or NVML), queue / prefill / decode time, KV usage, preemptions, prefix
+    hits, and the findings they imply.
+    """
     from slotune.collector.errors import ConfigError
     from slotune.collector.slo import parse_duration_s
     from slotune.collector.store import open_store, save_diagnosis
@@ -148,9 +154,11 @@ def sim(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """Explain a configuration through the simulator, in the words of a measured one: the
-    GPU split and the engine state, with findings. Engine flags take the engine's own names
-    (e.g. --max-num-seqs 64 --enforce-eager), as `slotune sim` and `vllm serve` take them."""
+    """A configuration explained through the simulator, in the words of a measured one.
+
+    Engine flags take the engine's own names (e.g. --max-num-seqs 64 --enforce-eager), as
+    `slotune sim` and `vllm serve` take them.
+    """
     from slotune.tuner.diagnose import TuneContext, diagnose_simulated
     from slotune.tuner.sim import parse_engine_flags
     from slotune.tuner.sim.simulator import load_workload
@@ -212,9 +220,11 @@ def workload(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """What the traffic looks like (lengths, burstiness, prefix reuse) and which settings suit
-    it: prefix caching, chunked prefill and token budget (simulated both ways), a long/short
-    split."""
+    """What the traffic looks like and which cache and batching settings suit it.
+
+    Lengths, burstiness, prefix reuse; prefix caching, chunked prefill and the token budget
+    simulated both ways; whether a long/short split is warranted.
+    """
     from slotune.tuner.diagnose import SimTarget, TuneContext, diagnose_workload
 
     with cli_errors():

@@ -107,11 +107,18 @@ LAUNCH_BOUND = EngineState(3, 0, 0.05, 0, 0.001, 0.02, 1.5, 3, 0.35, 0.2)
 HEALTHY = EngineState(48, 0.2, 0.6, 0, 0.01, 0.2, 5.0, 2048, 0.92, 0.85)
 
 
-def _fill_store(db: str, tmp_path: Path, state: EngineState) -> None:
+def utilization_only_text(s: EngineState) -> str:
+    """A DCGM exposition without profiling fields (as on GPUs or setups without DCGM
+    profiling): only the NVML-level utilisation, in percent."""
+    lb = 'gpu="0",UUID="GPU-1",Hostname="n1"'
+    return f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{lb}}} {s.gr_active * 100}\n"
+
+
+def _fill_store(db: str, tmp_path: Path, state: EngineState, gpu_text=dcgm_text) -> None:  # type: ignore[no-untyped-def]
     """Three scrapes of both servers, a minute apart on the agent's clock."""
     now = {"minute": 0}
     vllm = MetricsServer({"/metrics": lambda: vllm_text(state, now["minute"])}).start()
-    dcgm = MetricsServer({"/metrics": lambda: dcgm_text(state)}).start()
+    dcgm = MetricsServer({"/metrics": lambda: gpu_text(state)}).start()
     try:
         targets = [
             make_target(
@@ -166,6 +173,16 @@ def test_each_case_gives_its_finding(
     assert fig.iteration_tokens == pytest.approx(state.step_tokens)
     if code != "healthy":
         assert f.parameters and f.tune_command and f.tune_command.startswith("slotune tune")
+
+
+def test_without_profiling_fields_the_gpu_utilisation_is_used(db: str, tmp_path: Path) -> None:
+    _fill_store(db, tmp_path, LAUNCH_BOUND, utilization_only_text)
+    with open_store(db) as store:
+        (t,) = diagnose_live(store, window_s=120, end_ts=T0 + 120).targets
+    assert t.figures.gpu_busy == pytest.approx(LAUNCH_BOUND.gr_active)
+    assert t.figures.gpu_busy_source == "gpu_utilization"
+    assert t.figures.sm_active is None and t.figures.tensor_active is None
+    assert [f.code for f in t.findings] == ["launch-bound"]
 
 
 def test_kv_bound_finding_names_the_remedy(db: str, tmp_path: Path) -> None:
