@@ -115,7 +115,12 @@ def seed(store: Store, targets: int, days: float, raw_hours: float) -> dict[str,
         )
         conn.execute(text("CREATE TEMPORARY TABLE bench_bad (id INTEGER)"))
         conn.execute(text("INSERT INTO bench_bad SELECT id FROM target WHERE pool = 'pool-0'"))
-        series = conn.execute(text("SELECT DISTINCT name, labels FROM metric_series")).all()
+        series = conn.execute(
+            text(
+                "SELECT name, MIN(CAST(labels AS TEXT)) FROM metric_series "
+                "GROUP BY name, labels_hash"
+            )
+        ).all()
         params = {"t0": T0, "bad_from": end - 900.0}
         for name, labels in series:
             lbl = labels if isinstance(labels, dict) else json.loads(labels)

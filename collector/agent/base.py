@@ -53,6 +53,7 @@ class SourceKind(StrEnum):
     TRTLLM = "trtllm"
     DCGM = "dcgm"
     NVML = "nvml"
+    PROMETHEUS = "prometheus"  # an existing Prometheus' /federate, many targets through one
 
     @property
     def is_engine(self) -> bool:
@@ -100,16 +101,32 @@ class SkippedLine:
 
 @dataclass(frozen=True, slots=True)
 class Scrape:
-    """What one collection of one target produced."""
+    """What one collection of one target produced.
+
+    ``parts``: scrapes of other targets read through this one (a Prometheus' ``/federate``),
+    stored under their own target names.
+    """
 
     raw: tuple[Family, ...]
     canonical: tuple[Family, ...]
     skipped: tuple[SkippedLine, ...] = field(default=())
+    parts: tuple[ScrapePart, ...] = field(default=())
 
     @property
     def num_samples(self) -> int:
-        """Raw plus canonical samples."""
-        return sum(len(f.samples) for f in (*self.raw, *self.canonical))
+        """Raw plus canonical samples (of the parts too)."""
+        own = sum(len(f.samples) for f in (*self.raw, *self.canonical))
+        return own + sum(p.scrape.num_samples for p in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapePart:
+    """Another target's scrape, read through a federating source."""
+
+    target: str
+    kind: SourceKind
+    labels: Mapping[str, str]
+    scrape: Scrape
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,6 +200,7 @@ class Agent:
         self.clock = clock
         self.timeout_s = timeout_s
         self.encoder = SampleEncoder(heartbeat_s)
+        self._part_targets: set[str] = set()
         for r in self.runners:
             writer.register(r.spec)
 
@@ -251,6 +252,11 @@ class Agent:
         if runner.spec is not before:
             self.writer.register(runner.spec)
         samples = self.encoder.encode(runner.spec.name, scrape, ts) if scrape else []
+        for part in scrape.parts if scrape else ():  # targets read through a federation
+            if part.target not in self._part_targets:
+                self._part_targets.add(part.target)
+                self.writer.register(TargetSpec(part.target, part.kind, "", (), part.labels))
+            samples += self.encoder.encode(part.target, part.scrape, ts)
         self.writer.put(samples + health_samples(outcome, ts))
         for exp in self.exporters:
             exp.update(runner.spec, scrape, ts)

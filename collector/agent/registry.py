@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from slotune.collector.agent.base import Source, SourceKind
 from slotune.collector.agent.dcgm import DcgmSource
+from slotune.collector.agent.federate import FederateSource
 from slotune.collector.agent.nvml import FakeNvml, NvmlSource
 from slotune.collector.agent.sglang import SglangSource
 from slotune.collector.agent.targets import TargetSpec
@@ -16,6 +17,7 @@ SOURCES: dict[SourceKind, type[Source]] = {
     SourceKind.TRTLLM: TrtllmSource,
     SourceKind.DCGM: DcgmSource,
     SourceKind.NVML: NvmlSource,
+    SourceKind.PROMETHEUS: FederateSource,
 }
 
 

@@ -46,6 +46,7 @@ _DEFAULT_PATHS: dict[SourceKind, tuple[str, ...]] = {
     SourceKind.TRTLLM: ("/metrics", "/prometheus/metrics"),
     SourceKind.DCGM: ("/metrics",),
     SourceKind.NVML: (),
+    SourceKind.PROMETHEUS: ("/federate",),
 }
 
 

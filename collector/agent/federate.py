@@ -1,0 +1,114 @@
+"""An existing Prometheus as a source: ``--target prometheus=http://prom:9090``.
+
+For fleets whose engines the agent does not reach, the agent reads what a Prometheus (or
+Thanos / Mimir / VictoriaMetrics: the same endpoint) already scrapes from its ``/federate``
+endpoint, with ``match[]`` selectors for the engine and DCGM series
+(:data:`DEFAULT_MATCH`; give ``/federate?match[]=...`` in the URL to choose others). Each
+series keeps its own ``job`` and ``instance``: every (job, instance) pair becomes one slotune
+target named ``job/instance``, whose kind comes from its metric names (``vllm:``,
+``sglang:``, ``trtllm_``, ``DCGM_FI_``) and whose families go through that kind's own source
+mapping onto canonical names. Sample timestamps are ignored like on any scrape: the agent's
+clock stamps what it read. Series of other exporters are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlencode, urlsplit
+
+from slotune.collector.agent.base import (
+    Family,
+    Fetcher,
+    Sample,
+    Scrape,
+    ScrapePart,
+    SkippedLine,
+    Source,
+    SourceKind,
+)
+from slotune.collector.agent.dcgm import DcgmSource
+from slotune.collector.agent.promsource import PromTextSource
+from slotune.collector.agent.promtext import PromTextParser
+from slotune.collector.agent.sglang import SglangSource
+from slotune.collector.agent.trtllm import TrtllmSource
+from slotune.collector.agent.vllm import VllmSource
+
+DEFAULT_MATCH = ('{__name__=~"vllm:.+|sglang:.+|trtllm_.+|DCGM_FI_.+"}',)
+_PREFIXES: tuple[tuple[str, type[PromTextSource]], ...] = (
+    ("vllm:", VllmSource),
+    ("sglang:", SglangSource),
+    ("trtllm_", TrtllmSource),
+    ("DCGM_FI_", DcgmSource),
+)
+_ID_LABELS = ("job", "instance")
+
+
+def federate_url(url: str) -> str:
+    """The URL with the default ``match[]`` selectors when it carries none."""
+    if urlsplit(url).query:
+        return url
+    return f"{url}?{urlencode([('match[]', m) for m in DEFAULT_MATCH])}"
+
+
+def kind_of(families: Iterable[Family]) -> type[PromTextSource] | None:
+    """The source class whose metric names a target's families carry."""
+    for fam in families:
+        for prefix, cls in _PREFIXES:
+            if fam.name.startswith(prefix):
+                return cls
+    return None
+
+
+class FederateSource(Source):
+    """Reads many targets through one Prometheus ``/federate`` endpoint."""
+
+    kind = SourceKind.PROMETHEUS
+    default_paths = ("/federate",)
+
+    def __init__(self, urls: Iterable[str] = ()) -> None:
+        super().__init__(federate_url(u) for u in urls)
+        self.parser = PromTextParser()
+        # one source per upstream target, so each keeps its own memo of unchanged families
+        self._sources: dict[str, PromTextSource] = {}
+
+    async def collect(self, fetch: Fetcher) -> Scrape:
+        skipped: list[SkippedLine] = []
+        groups: dict[tuple[str, str], dict[str, list[Sample]]] = {}
+        types: dict[str, Family] = {}
+        for url in self.urls:
+            response = await fetch.get(url)
+            parsed = self.parser.parse(
+                response.text, content_type=response.content_type, source=url
+            )
+            skipped.extend(parsed.skipped)
+            for fam in parsed.families:
+                types[fam.name] = fam
+                for s in fam.samples:
+                    labels = dict(s.labels)
+                    key = (labels.pop("job", ""), labels.pop("instance", ""))
+                    kept = tuple((k, v) for k, v in s.labels if k not in _ID_LABELS)
+                    groups.setdefault(key, {}).setdefault(fam.name, []).append(
+                        Sample(s.name, kept, s.value)
+                    )
+        parts = []
+        for (job, instance), by_family in sorted(groups.items()):
+            families = [
+                Family(name, types[name].type, tuple(samples), types[name].help)
+                for name, samples in by_family.items()
+            ]
+            cls = kind_of(families)
+            if cls is None:
+                continue
+            target = f"{job}/{instance}" if job else instance
+            source = self._sources.get(target)
+            if source is None or type(source) is not cls:
+                source = self._sources[target] = cls()
+            parts.append(
+                ScrapePart(
+                    target=target,
+                    kind=cls.kind,
+                    labels={"job": job, "instance": instance},
+                    scrape=source.from_families(families),
+                )
+            )
+        return Scrape((), (), tuple(skipped), parts=tuple(parts))
