@@ -8,11 +8,13 @@ them a burst arriving between reads would all go to the replica that looked idle
 load is never below the proxy's own requests in flight there (a read can come before the
 engine registered a request just sent).
 
-Rates for predicted queueing delay (``slo-aware``), measured as the fleet simulator measures
-its replicas: ``throughput_tps`` is prompt plus generated tokens per second between two
-reads; ``prefill_tps`` is prompt tokens per second over the intervals that ended with a
-queue (the engine was prefilling as fast as it can), smoothed. ``num_waiting_tokens`` is the
-prompt tokens of the streams the proxy sent that have not had their first token yet.
+Rates for predicted queueing delay (``slo-aware``) are capacities, as the fleet simulator's
+are: measured only over the intervals between two reads that both saw a queue, requests
+waiting or streamed prompts without their first token yet (the engine was as busy as it
+gets; an idle one's token rate is its traffic, not what it can do), smoothed. ``throughput_tps`` is prompt plus generated tokens per second,
+``prefill_tps`` prompt tokens per second; both stay 0 (unknown: ``slo-aware`` admits) until
+the backend first had a queue. ``num_waiting_tokens`` is the prompt tokens of the streams
+the proxy sent there that have not had their first token yet.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class Backend:
         values: dict[str, list[float]] = {}
         for fam in scrape.canonical:
             values[fam.name] = [s.value for s in fam.samples]
+        was_queued = self._is_queued()
         self.num_running = int(sum(values.get("requests_running", [0.0])))
         self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
         self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
@@ -113,17 +116,29 @@ class Backend:
         last, self._last_tokens = self._last_tokens, totals
         if last is None or now <= last[0] or totals[1] < last[1] or totals[2] < last[2]:
             return  # the first read, or the engine restarted (its counters reset)
+        if not (was_queued and self._is_queued()):
+            return  # an engine without a queue all along ran below capacity: no rate from it
         dt = now - last[0]
         prompt_rate = (totals[1] - last[1]) / dt
-        self.throughput_tps = prompt_rate + (totals[2] - last[2]) / dt
-        if self.num_waiting > 0 and prompt_rate > 0:
-            weight = _EWMA if self.prefill_tps else 1.0
-            self.prefill_tps += weight * (prompt_rate - self.prefill_tps)
+        total_rate = prompt_rate + (totals[2] - last[2]) / dt
+        self.throughput_tps = _smooth(self.throughput_tps, total_rate)
+        if prompt_rate > 0:
+            self.prefill_tps = _smooth(self.prefill_tps, prompt_rate)
+
+    def _is_queued(self) -> bool:
+        # requests waiting, or prompts sent that have not had their first token: with chunked
+        # prefill an engine runs a long prompt in pieces and reports it running, not waiting
+        return self.num_waiting > 0 or self.num_waiting_tokens > 0
 
     def queue_prompt(self, num_tokens: int) -> QueuedPrompt:
         """Count a stream's prompt as waiting until :meth:`QueuedPrompt.release` (first token)."""
         self.num_waiting_tokens += num_tokens
         return QueuedPrompt(self, num_tokens)
+
+
+def _smooth(old: float, new: float) -> float:
+    """Exponentially weighted mean; the first measurement (old == 0) is taken as is."""
+    return new if old == 0.0 else old + _EWMA * (new - old)
 
 
 class QueuedPrompt:

@@ -34,21 +34,29 @@ def _scrape(text: str, source: PromTextSource) -> Scrape:
 
 def test_vllm_load_and_rates() -> None:
     b, src = _backend(), VllmSource(["x"])
-    b.update_load(_scrape(VLLM.format(running=3, waiting=0, prompt=1000, generated=500), src), 10.0)
+
+    def read(at: float, running: int, waiting: int, prompt: int, generated: int) -> None:
+        text = VLLM.format(running=running, waiting=waiting, prompt=prompt, generated=generated)
+        b.update_load(_scrape(text, src), at)
+
+    read(10.0, running=3, waiting=0, prompt=1000, generated=500)
     b.on_send()  # sent after the read: the engine has not reported it yet
     state = b.replica_state()
     assert (state.num_running, state.num_waiting, state.kv_usage) == (3, 1, 0.25)
-    assert state.throughput_tps == 0.0  # one read gives no rate
-    b.update_load(
-        _scrape(VLLM.format(running=4, waiting=2, prompt=3000, generated=1500), src), 12.0
-    )
+    # no queue yet: the token rate is the traffic, not the capacity, and is not taken
+    read(12.0, running=4, waiting=2, prompt=3000, generated=1500)
     state = b.replica_state()
     assert (state.num_running, state.num_waiting) == (4, 2)
-    assert state.throughput_tps == (2000 + 1000) / 2
-    assert state.prefill_tps == 1000.0  # the interval ended with a queue
+    assert (state.throughput_tps, state.prefill_tps) == (0.0, 0.0)
+    read(14.0, running=4, waiting=3, prompt=7000, generated=2500)  # queued all along
+    state = b.replica_state()
+    assert state.throughput_tps == (4000 + 1000) / 2
+    assert state.prefill_tps == 2000.0
+    read(16.0, running=4, waiting=1, prompt=8000, generated=3500)
+    assert b.replica_state().prefill_tps == 2000.0 + 0.3 * (500.0 - 2000.0)  # smoothed
     # a restarted engine (counters back to zero) gives no rate rather than a negative one
-    b.update_load(_scrape(VLLM.format(running=0, waiting=0, prompt=10, generated=5), src), 13.0)
-    assert b.replica_state().throughput_tps == 1500.0
+    read(17.0, running=0, waiting=5, prompt=10, generated=5)
+    assert b.replica_state().throughput_tps == 2500.0 + 0.3 * (1000.0 - 2500.0)  # unchanged
 
 
 def test_sglang_names_and_waiting_prompt_tokens() -> None:
