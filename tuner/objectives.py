@@ -89,6 +89,8 @@ class Measurement:
         curve: (rate, goodput, slos_met) of every run the trial made.
         failure: why the configuration could not be measured (launch error, crash), if so.
         engine: server-side figures scraped from the engine, when the backend has them.
+        unsteady_rates: rates whose run did not reach steady state even on the longest
+            trace tried (:mod:`tuner.steady`); the figures there understate the queue.
     """
 
     values: tuple[float, ...]
@@ -98,6 +100,7 @@ class Measurement:
     curve: tuple[tuple[float | None, float, bool], ...] = ()
     failure: str | None = None
     engine: dict[str, Any] = field(default_factory=dict)
+    unsteady_rates: tuple[float, ...] = ()
 
     @property
     def is_feasible(self) -> bool:
@@ -111,6 +114,7 @@ class Measurement:
             "curve": [list(p) for p in self.curve],
             "failure": self.failure,
             "engine": self.engine,
+            "unsteady_rates": list(self.unsteady_rates),
         }
 
 

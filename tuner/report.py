@@ -68,6 +68,7 @@ class TrialReport:
     curve: list[Any]
     engine: dict[str, Any]
     duration_s: float | None
+    unsteady_rates: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +205,7 @@ def trial_report(t: FrozenTrial, space: SearchSpace | None = None) -> TrialRepor
         curve=m.get("curve", []),
         engine=m.get("engine", {}),
         duration_s=t.duration.total_seconds() if t.duration else None,
+        unsteady_rates=list(m.get("unsteady_rates", [])),
     )
 
 

@@ -190,7 +190,11 @@ class StudySpec:
 
 def load_plan(spec: StudySpec) -> WorkloadPlan:
     """The workload of a study, cut to ``num_requests``."""
-    return WorkloadPlan(_trace(spec.workload, spec.trace_file, spec.num_requests), spec.rate)
+    return WorkloadPlan(
+        _trace(spec.workload, spec.trace_file, spec.num_requests),
+        spec.rate,
+        _trace(spec.workload, spec.trace_file, None),
+    )
 
 
 @functools.lru_cache(maxsize=8)

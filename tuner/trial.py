@@ -14,6 +14,9 @@ from slotune.collector.workload import Trace, retime
 from slotune.tuner.backends.base import Backend, TrialFailed
 from slotune.tuner.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
 from slotune.tuner.space import Value
+from slotune.tuner.steady import is_steady
+
+MAX_EXTENSIONS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +26,13 @@ class WorkloadPlan:
     Attributes:
         trace: the requests (already cut to ``--num-requests``).
         rate: offered rate in req/s (None: the trace's own timestamps).
+        source: the whole workload ``trace`` was cut from (longer runs take their requests
+            from it; None: ``trace`` is the whole workload).
     """
 
     trace: Trace
     rate: float | None = None
+    source: Trace | None = None
 
     @property
     def start_rate(self) -> float:
@@ -35,6 +41,15 @@ class WorkloadPlan:
             return self.rate
         mean = self.trace.mean_rate
         return mean if math.isfinite(mean) and mean > 0 else 1.0
+
+    def longer(self, factor: int) -> WorkloadPlan | None:
+        """The plan with ``factor`` times as many requests, taken in order from the workload
+        (None when the workload has no more)."""
+        source = self.source or self.trace
+        n = len(self.trace)
+        if n >= len(source):
+            return None
+        return replace(self, trace=replace(source, requests=source.requests[: n * factor]))
 
     def at(self, rate: float | None, seed: int) -> Trace:
         """The trace re-timed as a Poisson process at ``rate`` seeded by ``seed``.
@@ -66,12 +81,31 @@ class TrialRunner:
     kind: ObjectiveKind
 
     def measure(self, config: Mapping[str, Value], seed: int = 0) -> Measurement:
-        """Measure one configuration; a refused or crashed engine is an infeasible result."""
+        """Measure one configuration; a refused or crashed engine is an infeasible result.
+
+        Every run is checked for steady state (:mod:`tuner.steady`); one that is not is run
+        again with twice the requests, up to ``MAX_EXTENSIONS`` times, and the rates still
+        unsteady after that are listed in the measurement.
+        """
+        unsteady: list[float] = []
         try:
             with self.backend.open(config) as session:
 
                 def measure(rate: float | None) -> Summary:
-                    return session.run(self.plan.at(rate, seed), self.slos, seed)
+                    # A run at a rate the engine does not sustain but too short for the
+                    # queue to show it is run again on a longer trace.
+                    plan: WorkloadPlan | None = self.plan
+                    summary = session.run(self.plan.at(rate, seed), self.slos, seed)
+                    for _ in range(MAX_EXTENSIONS):
+                        if rate is None or is_steady(summary):
+                            break
+                        plan = plan.longer(2) if plan else None
+                        if plan is None:
+                            break
+                        summary = session.run(plan.at(rate, seed), self.slos, seed)
+                    if rate is not None and not is_steady(summary):
+                        unsteady.append(rate)
+                    return summary
 
                 m = evaluate_objective(
                     self.kind,
@@ -83,4 +117,6 @@ class TrialRunner:
                 engine = session.engine_metrics()
         except TrialFailed as e:
             return failed(self.kind, self.slos, str(e))
-        return Measurement(m.values, m.constraints, m.rate, m.summary, m.curve, m.failure, engine)
+        return Measurement(
+            m.values, m.constraints, m.rate, m.summary, m.curve, m.failure, engine, tuple(unsteady)
+        )

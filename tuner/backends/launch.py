@@ -57,6 +57,7 @@ from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import TrtllmConfig, config_from_params
 from slotune.tuner.sim.flags import extra_llm_api_options, to_argv
 from slotune.tuner.space import Value
+from slotune.tuner.steady import with_queue_growth
 
 HEALTH_TIMEOUT_S = 600.0
 HEALTH_POLL_S = 0.2
@@ -264,7 +265,8 @@ class EndpointSession(EngineSession):
             # them out of the measurement.
             warm = [replace(r, timestamp_s=0.0) for r in trace.requests[:WARMUP_REQUESTS]]
             self._serve(replace(trace, requests=tuple(warm)), seed)
-        return summarize(self._serve(trace, seed), slos)
+        records = self._serve(trace, seed)
+        return with_queue_growth(summarize(records, slos), records)
 
     def _serve(self, trace: Trace, seed: int) -> list[RequestRecord]:
         self._runs += 1

@@ -14,6 +14,7 @@ from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.sim import simulate
 from slotune.tuner.sim.config import EngineConfig, config_from_params, resolve
 from slotune.tuner.space import Value
+from slotune.tuner.steady import with_queue_growth
 
 
 class SimSession(EngineSession):
@@ -29,7 +30,7 @@ class SimSession(EngineSession):
         except EngineConfigError as e:  # e.g. no memory left for the KV cache
             raise TrialFailed(f"engine failed to start: {e}") from e
         self._last_extra = dict(result.summary.extra)
-        return result.summary
+        return with_queue_growth(result.summary, result.records)
 
     def engine_metrics(self) -> dict[str, Any]:
         return self._last_extra
