@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, Select, Text, bindparam, cast, func, select, text
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store._models import (
@@ -290,23 +290,21 @@ def ack_event(store: Store, event_id: int, comment: str = "") -> None:
             session.add(AlertAck(event_id=event_id, ts=time.time(), comment=comment))
 
 
-def alert_history(
-    store: Store, rule: str | None = None, since_ts: float | None = None, limit: int = 1000
-) -> list[AlertHistoryEntry]:
-    """Stored alert events with ids and acks, newest last (the newest ``limit``)."""
-    query = (
+# (event, rule name, ack time, ack comment); the ack columns are NULL without an ack
+_History = Select[AlertEvent, str, float, str]
+
+
+def _history_query() -> _History:
+    return (
         select(AlertEvent, AlertRule.name, AlertAck.ts, AlertAck.comment)
         .join(AlertRule, AlertRule.id == AlertEvent.rule_id)
         .outerjoin(AlertAck, AlertAck.event_id == AlertEvent.id)
-        .order_by(AlertEvent.ts.desc(), AlertEvent.id.desc())
-        .limit(limit)
     )
-    if rule is not None:
-        query = query.where(AlertRule.name == rule)
-    if since_ts is not None:
-        query = query.where(AlertEvent.ts >= since_ts)
+
+
+def _entries(store: Store, query: _History) -> list[AlertHistoryEntry]:
     with store.session() as session:
-        rows = [
+        return [
             AlertHistoryEntry(
                 id=e.id,
                 event=AlertEventInfo(
@@ -322,17 +320,33 @@ def alert_history(
             )
             for e, name, acked, comment in session.execute(query)
         ]
-    return rows[::-1]
+
+
+def alert_history(
+    store: Store, rule: str | None = None, since_ts: float | None = None, limit: int = 1000
+) -> list[AlertHistoryEntry]:
+    """Stored alert events with ids and acks, newest last (the newest ``limit``)."""
+    query = _history_query().order_by(AlertEvent.ts.desc(), AlertEvent.id.desc()).limit(limit)
+    if rule is not None:
+        query = query.where(AlertRule.name == rule)
+    if since_ts is not None:
+        query = query.where(AlertEvent.ts >= since_ts)
+    return _entries(store, query)[::-1]
 
 
 def last_alert_events(
     store: Store,
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], AlertHistoryEntry]:
-    """The newest event of each (rule, label set): what each alert instance is now."""
-    out = {}
-    for entry in alert_history(store, limit=10**9):
-        out[(entry.event.rule, tuple(sorted(entry.event.labels.items())))] = entry
-    return out
+    """The newest stored event of each (rule, label set): what each alert instance is now."""
+    newest = (
+        select(func.max(AlertEvent.id))
+        .group_by(AlertEvent.rule_id, cast(AlertEvent.labels, Text))
+        .scalar_subquery()
+    )
+    query = _history_query().where(AlertEvent.id.in_(newest)).order_by(AlertEvent.id)
+    return {
+        (e.event.rule, tuple(sorted(e.event.labels.items()))): e for e in _entries(store, query)
+    }
 
 
 def delete_alert_rules(store: Store, names: Iterable[str]) -> int:
