@@ -13,10 +13,35 @@ mode); the LRU queue with per-block reference counts takes over at the first has
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import islice, repeat
+from typing import cast
 
 from slotune.tuner.sim.request import RequestState
+
+
+@dataclass(slots=True)
+class _PrefixMemo:
+    """One waiting request's cached prefix, kept exact as blocks come and go.
+
+    The queue's head is asked for its prefix every step until it is admitted; a long
+    prompt has hundreds of blocks. Evicting one of ``found`` truncates it there, and any
+    new registration may let it grow, which the next lookup checks from its end on.
+    """
+
+    state: RequestState
+    limit: int
+    found: list[int]
+    block_set: set[int]
+    may_extend: bool = True
+
+    def truncate_at_any(self, evicted: set[int]) -> None:
+        cut = min(map(self.found.index, evicted))
+        self.block_set.difference_update(self.found[cut:])
+        del self.found[cut:]
+        self.may_extend = True
 
 
 class BlockManager:
@@ -41,6 +66,7 @@ class BlockManager:
         self._free: OrderedDict[int, None] = OrderedDict()
         self.prefix_queries = 0
         self.prefix_hits = 0
+        self._memo: _PrefixMemo | None = None
 
     # queries
     @property
@@ -71,21 +97,35 @@ class BlockManager:
         if not self.enable_caching or not state.block_hashes:
             return []
         limit = min(len(state.block_hashes), (state.num_tokens - 1) // self.block_size)
-        hits: list[int] = []
-        cached = self._cached
-        for h in state.block_hashes[:limit]:
-            bid = cached.get(h)
-            if bid is None:
-                break
-            hits.append(bid)
-        return hits
+        memo = self._memo
+        if memo is None or memo.state is not state or memo.limit != limit:
+            memo = self._memo = _PrefixMemo(state, limit, [], set())
+        found = memo.found
+        if memo.may_extend:
+            # C-level passes over doubling runs of the blocks not known to be cached yet,
+            # up to the first miss (a long prompt has hundreds of blocks).
+            get, hashes = self._cached.get, state.block_hashes
+            run = 8
+            while len(found) < limit:
+                more = list(map(get, hashes[len(found) : min(limit, len(found) + run)]))
+                missed = None in more
+                if missed:
+                    del more[more.index(None) :]
+                found += cast(list[int], more)
+                memo.block_set.update(cast(list[int], more))
+                if missed:
+                    break
+                run *= 2
+        memo.may_extend = False
+        return list(found)
 
     def can_allocate(
         self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
     ) -> bool:
         """Whether ``num_new_tokens`` more tokens (after ``cached`` hits) fit in free blocks."""
+        num_cached_free = list(map(self._ref_cnt.__getitem__, cached)).count(0) if cached else 0
         return self._num_to_allocate(state, num_new_tokens, cached) <= (
-            self.num_free_blocks - sum(1 for b in cached if self.is_free(b))
+            self.num_free_blocks - num_cached_free
         )
 
     # changes
@@ -116,9 +156,14 @@ class BlockManager:
             return True
         if not self.can_allocate(state, num_new_tokens, cached):
             return False
+        ref, free = self._ref_cnt, self._free
         for bid in cached:
-            self._touch(bid)
+            if ref[bid] == 0:
+                del free[bid]
+            ref[bid] += 1
         state.block_ids.extend(cached)
+        # The hit blocks already carry these hashes: registration starts after them.
+        state.num_hashed_blocks = len(cached)
         num_hit = len(cached) * self.block_size
         state.num_computed_tokens += num_hit
         state.num_cached_tokens = num_hit
@@ -128,6 +173,19 @@ class BlockManager:
         if self.enable_caching:
             self._register(state, state.num_computed_tokens + num_new_tokens)
         return True
+
+    def extend_decoding(self, states: Sequence[RequestState], num_new_tokens: int) -> None:
+        """``allocate(state, num_new_tokens)`` for decoding requests the free blocks cover.
+
+        The caller has checked that the free blocks suffice (a decode run). Decoded tokens
+        carry no prefix hash, so nothing is registered.
+        """
+        bs = self.block_size
+        for state in states:
+            ids = state.block_ids
+            need = -(-(state.num_computed_tokens + num_new_tokens) // bs) - len(ids)
+            if need > 0:
+                self._take_free(ids, need)
 
     def record_lookup(self, state: RequestState) -> None:
         """Count one prefix-cache lookup of an admitted request, in tokens (vLLM's queries/hits)."""
@@ -143,10 +201,16 @@ class BlockManager:
             return
         ref = self._ref_cnt
         free = self._free
-        for bid in reversed(state.block_ids):
-            ref[bid] -= 1
-            if ref[bid] == 0:
-                free[bid] = None
+        tail_first = state.block_ids[::-1]
+        if max(map(ref.__getitem__, tail_first), default=1) == 1:
+            # Nobody shares these blocks (the common case): release them in bulk.
+            _consume(map(ref.__setitem__, tail_first, repeat(0)))
+            free.update(dict.fromkeys(tail_first))
+        else:
+            for bid in tail_first:
+                ref[bid] -= 1
+                if ref[bid] == 0:
+                    free[bid] = None
         state.block_ids.clear()
         state.num_hashed_blocks = 0
 
@@ -156,11 +220,6 @@ class BlockManager:
     ) -> int:
         total = state.num_computed_tokens + len(cached) * self.block_size + num_new_tokens
         return self.blocks_for(total) - len(state.block_ids) - len(cached)
-
-    def _touch(self, bid: int) -> None:
-        if self._ref_cnt[bid] == 0:
-            del self._free[bid]
-        self._ref_cnt[bid] += 1
 
     def _take_free(self, out: list[int], count: int) -> None:
         """Move ``count`` least recently freed blocks to ``out``, evicting their hashes."""
@@ -174,18 +233,20 @@ class BlockManager:
                 head = 0
             self._fifo_head = head
             return
-        popitem = self._free.popitem
-        hashes, cached, ref = self._hash, self._cached, self._ref_cnt
-        append = out.append
-        for _ in range(count):
-            bid = popitem(False)[0]
-            h = hashes[bid]
-            if h is not None:
-                # A block carries a hash exactly when the cache maps that hash to it.
-                del cached[h]
-                hashes[bid] = None
-            ref[bid] = 1
-            append(bid)
+        free, hashes = self._free, self._hash
+        taken = list(islice(free, count))
+        if self._memo is not None:
+            evicted_prefix = self._memo.block_set.intersection(taken)
+            if evicted_prefix:
+                self._memo.truncate_at_any(evicted_prefix)
+        _consume(map(free.pop, taken))
+        # A block carries a hash exactly when the cache maps that hash to it.
+        evicted = [h for h in map(hashes.__getitem__, taken) if h is not None]
+        if evicted:
+            _consume(map(self._cached.pop, evicted))
+            _consume(map(hashes.__setitem__, taken, repeat(None)))
+        _consume(map(self._ref_cnt.__setitem__, taken, repeat(1)))
+        out.extend(taken)
 
     def _leave_fifo_mode(self) -> None:
         fifo = self._fifo
@@ -200,13 +261,27 @@ class BlockManager:
     def _register(self, state: RequestState, num_tokens_with_kv: int) -> None:
         self._leave_fifo_mode()
         upto = min(len(state.block_hashes), num_tokens_with_kv // self.block_size)
+        first = state.num_hashed_blocks
+        if upto <= first:
+            return
         block_hash, cached = self._hash, self._cached
-        hashes, ids = state.block_hashes, state.block_ids
-        for j in range(state.num_hashed_blocks, upto):
-            h = hashes[j]
-            bid = ids[j]
-            if block_hash[bid] is None and h not in cached:
-                block_hash[bid] = h
-                cached[h] = bid
-        if upto > state.num_hashed_blocks:
-            state.num_hashed_blocks = upto
+        # Blocks past the hashed ones came fresh from the free queue (no hash yet).
+        new_hashes = state.block_hashes[first:upto]
+        new_ids = state.block_ids[first:upto]
+        if cached.keys().isdisjoint(new_hashes):
+            cached.update(zip(new_hashes, new_ids, strict=True))
+            _consume(map(block_hash.__setitem__, new_ids, new_hashes))
+        else:
+            # Another request computed some of these blocks first: its copies stay cached.
+            for h, bid in zip(new_hashes, new_ids, strict=True):
+                if h not in cached:
+                    block_hash[bid] = h
+                    cached[h] = bid
+        if self._memo is not None:
+            self._memo.may_extend = True
+        state.num_hashed_blocks = upto
+
+
+def _consume(calls: Iterable[object]) -> None:
+    """Run a lazy ``map`` of calls to the end in C: bulk updates of hundreds of blocks."""
+    deque(calls, maxlen=0)

@@ -145,6 +145,8 @@ class CostModel:
         )
         self._linear_cache: dict[int, float] = {}
         self._head_cache: tuple[dict[int, float], dict[int, float]] = ({}, {})
+        # step_time's splits at CUDA-graph speed, per token count and per sequence count.
+        self._graph_splits: tuple[dict[int, _Split], dict[int, _Split]] = ({}, {})
         self._precompute_constants()
 
     def _precompute_constants(self) -> None:
@@ -342,8 +344,13 @@ class CostModel:
             return StepTime(0.0, 0.0, 0.0, 0.0, 0.0)
         num_seqs = shape.num_decode_seqs + shape.num_prefill_seqs
         in_graph = tokens <= self._graph_max_tokens
-        linear = self._linear_split(tokens, self._graph_family)
-        head = self._head_split(num_seqs, self._graph_family)
+        linear_cache, head_cache = self._graph_splits
+        linear = linear_cache.get(tokens)
+        if linear is None:
+            linear = linear_cache[tokens] = self._linear_split(tokens, self._graph_family)
+        head = head_cache.get(num_seqs)
+        if head is None:
+            head = head_cache[num_seqs] = self._head_split(num_seqs, self._graph_family)
         compute = (
             linear.compute_s
             + head.compute_s

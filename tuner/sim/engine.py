@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.config import (
     EngineConfig,
@@ -249,19 +247,16 @@ class EngineCore:
         d0 = f(0, 0.0, n, context, 0)
         slope = f(0, 0.0, n, context + n, 0) - d0
         last = f(0, 0.0, n, context + (num_steps - 1) * n, 0)
-        if abs(d0 + slope * (num_steps - 1) - last) <= 1e-9 * last:
-            # Step time is linear in the context read: no need to price every step.
-            d = d0 + slope * np.arange(num_steps)
-            starts = np.cumsum(d) - d
-            cut: list[float] = d[: int(np.searchsorted(starts, max_start_s))].tolist()
-            return cut
+        # Step time is linear in the context read: no need to price every step.
+        is_linear = abs(d0 + slope * (num_steps - 1) - last) <= 1e-9 * last
         durations: list[float] = []
         elapsed = 0.0
         for i in range(num_steps):
             if elapsed >= max_start_s:
                 break
-            durations.append(f(0, 0.0, n, context + i * n, 0))
-            elapsed += durations[-1]
+            d = d0 + slope * i if is_linear else f(0, 0.0, n, context + i * n, 0)
+            durations.append(d)
+            elapsed += d
         return durations
 
     # observation

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+import numpy as np
+
 from slotune.collector.errors import SlotuneError
 
 
@@ -143,7 +145,15 @@ def _trace_block_hashes(
         parent = hash((parent, h))
         chained.append(parent)
     n = min(num_full, len(hash_ids) * trace_block // block_size)
-    return [
-        hash((chained[(end - 1) // trace_block], end))
-        for end in range(block_size, (n + 1) * block_size, block_size)
-    ]
+    # Engine block j ends at token (j + 1) * block_size: mix that position into the chain
+    # of the trace block holding its last token, for all blocks at once (a long prompt
+    # has hundreds; 64-bit mixing keeps collisions out of reach).
+    ends = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(block_size)
+    chains = np.array(chained, dtype=np.int64).view(np.uint64)
+    owner = ((ends - np.uint64(1)) // np.uint64(trace_block)).astype(np.intp)
+    mixed = chains[owner] ^ (ends * _POSITION_MIX)
+    out: list[int] = mixed.view(np.int64).tolist()
+    return out
+
+
+_POSITION_MIX = np.uint64(0x9E3779B97F4A7C15)

@@ -217,10 +217,9 @@ class Scheduler(ABC):
         Returns:
             The requests that produced their last token in the run's last step.
         """
-        bm = self.block_manager
+        self.block_manager.extend_decoding(self.running, num_steps)
         finished: list[RequestState] = []
         for s in self.running:
-            bm.allocate(s, num_steps)
             s.num_computed_tokens += num_steps
             s.num_output_tokens += num_steps
             if s.num_output_tokens >= s.request.max_tokens:

@@ -9,9 +9,8 @@ arrival, a request about to finish, a block shortage) are applied at once
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from pathlib import Path
-
-import numpy as np
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
@@ -325,7 +324,7 @@ class _Timeline:
 
     # results
     def records(self) -> list[RequestRecord]:
-        ends = np.asarray(self.step_end_s, dtype=float)
+        ends = self.step_end_s
         out: list[RequestRecord] = []
         for i, r in enumerate(self.requests):
             error = self.errors.get(i)
@@ -348,12 +347,10 @@ class _Timeline:
                 continue
             seg = self.segments[i]
             if len(seg) == 2:
-                times = tuple(ends[seg[0] : seg[1]].tolist())
+                times = tuple(ends[seg[0] : seg[1]])
             else:
                 times = tuple(
-                    np.concatenate(
-                        [ends[seg[k] : seg[k + 1]] for k in range(0, len(seg), 2)]
-                    ).tolist()
+                    chain.from_iterable(ends[seg[k] : seg[k + 1]] for k in range(0, len(seg), 2))
                 )
             out.append(
                 RequestRecord(
