@@ -12,8 +12,9 @@ Rates for predicted queueing delay (``slo-aware``) are capacities, as the fleet 
 are: measured only over the intervals between two reads that both saw a queue, requests
 waiting or streamed prompts without their first token yet (the engine was as busy as it
 gets; an idle one's token rate is its traffic, not what it can do), smoothed. ``throughput_tps`` is prompt plus generated tokens per second,
-``prefill_tps`` prompt tokens per second; both stay 0 (unknown: ``slo-aware`` admits) until
-the backend first had a queue. ``num_waiting_tokens`` is the prompt tokens of the streams
+``prefill_tps`` prompt tokens per second, ``start_rate_rps`` requests finished per second
+(a waiting request starts when a running one frees its slot and KV blocks); all stay 0
+(unknown: ``slo-aware`` admits) until the backend first had a queue. ``num_waiting_tokens`` is the prompt tokens of the streams
 the proxy sent there that have not had their first token yet.
 """
 
@@ -48,10 +49,11 @@ class Backend:
         self.kv_usage = 0.0
         self.throughput_tps = 0.0
         self.prefill_tps = 0.0
+        self.start_rate_rps = 0.0
         self.num_waiting_tokens = 0
         self.num_sent_since_poll = 0
-        # (monotonic time, prompt tokens, generated tokens) at the last read
-        self._last_tokens: tuple[float, float, float] | None = None
+        # (monotonic time, prompt tokens, generated tokens, finished requests) at the last read
+        self._last_totals: tuple[float, ...] | None = None
 
     def state(self) -> BreakerState:
         return self.breaker.state(time.monotonic())
@@ -74,6 +76,7 @@ class Backend:
             throughput_tps=self.throughput_tps,
             num_waiting_tokens=self.num_waiting_tokens,
             prefill_tps=self.prefill_tps,
+            start_rate_rps=self.start_rate_rps,
         )
 
     def on_send(self) -> None:
@@ -108,22 +111,25 @@ class Backend:
         self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
         self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
         self.num_sent_since_poll = 0
-        prompt = values.get("prompt_tokens")
-        generated = values.get("generation_tokens")
-        if prompt is None or generated is None:
+        counters = [
+            values.get(n) for n in ("prompt_tokens", "generation_tokens", "requests_finished")
+        ]
+        if any(c is None for c in counters):
             return
-        totals = (now, sum(prompt), sum(generated))
-        last, self._last_tokens = self._last_tokens, totals
-        if last is None or now <= last[0] or totals[1] < last[1] or totals[2] < last[2]:
+        totals = (now, *(sum(c or ()) for c in counters))
+        last, self._last_totals = self._last_totals, totals
+        if last is None or now <= last[0] or any(t < p for t, p in zip(totals, last, strict=True)):
             return  # the first read, or the engine restarted (its counters reset)
         if not (was_queued and self._is_queued()):
             return  # an engine without a queue all along ran below capacity: no rate from it
-        dt = now - last[0]
-        prompt_rate = (totals[1] - last[1]) / dt
-        total_rate = prompt_rate + (totals[2] - last[2]) / dt
-        self.throughput_tps = _smooth(self.throughput_tps, total_rate)
+        prompt_rate, generated_rate, finished_rate = (
+            (t - p) / (now - last[0]) for t, p in zip(totals[1:], last[1:], strict=True)
+        )
+        self.throughput_tps = _smooth(self.throughput_tps, prompt_rate + generated_rate)
         if prompt_rate > 0:
             self.prefill_tps = _smooth(self.prefill_tps, prompt_rate)
+        if finished_rate > 0:
+            self.start_rate_rps = _smooth(self.start_rate_rps, finished_rate)
 
     def _is_queued(self) -> bool:
         # requests waiting, or prompts sent that have not had their first token: with chunked

@@ -21,6 +21,9 @@ vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} 0.25
 vllm:prompt_tokens_total{{engine="0",model_name="m"}} {prompt}
 # TYPE vllm:generation_tokens_total counter
 vllm:generation_tokens_total{{engine="0",model_name="m"}} {generated}
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{{engine="0",finished_reason="length",model_name="m"}} {finished}
+vllm:request_success_total{{engine="0",finished_reason="stop",model_name="m"}} 1
 """
 
 
@@ -36,7 +39,10 @@ def test_vllm_load_and_rates() -> None:
     b, src = _backend(), VllmSource(["x"])
 
     def read(at: float, running: int, waiting: int, prompt: int, generated: int) -> None:
-        text = VLLM.format(running=running, waiting=waiting, prompt=prompt, generated=generated)
+        finished = generated // 100
+        text = VLLM.format(
+            running=running, waiting=waiting, prompt=prompt, generated=generated, finished=finished
+        )
         b.update_load(_scrape(text, src), at)
 
     read(10.0, running=3, waiting=0, prompt=1000, generated=500)
@@ -52,6 +58,7 @@ def test_vllm_load_and_rates() -> None:
     state = b.replica_state()
     assert state.throughput_tps == (4000 + 1000) / 2
     assert state.prefill_tps == 2000.0
+    assert state.start_rate_rps == 10 / 2  # requests finished: a waiting one takes each slot
     read(16.0, running=4, waiting=1, prompt=8000, generated=3500)
     assert b.replica_state().prefill_tps == 2000.0 + 0.3 * (500.0 - 2000.0)  # smoothed
     # a restarted engine (counters back to zero) gives no rate rather than a negative one
