@@ -6,6 +6,7 @@ from slotune.collector.agent.base import Scrape, SourceKind
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import PromTextParser
 from slotune.collector.agent.sglang import SglangSource
+from slotune.collector.agent.trtllm import TrtllmSource
 from slotune.collector.agent.vllm import VllmSource
 from slotune.tuner.fleet.route_backend import Backend
 from slotune.tuner.fleet.route_config import BackendSpec, BreakerSettings
@@ -83,3 +84,19 @@ def test_sglang_names_and_waiting_prompt_tokens() -> None:
     assert b.replica_state().num_waiting_tokens == 200
     second.release()
     assert b.replica_state().num_waiting_tokens == 0
+
+
+def test_trtllm_iteration_stats() -> None:
+    b, src = _backend(SourceKind.TRTLLM), TrtllmSource(["x"])
+    stats = [
+        {
+            "iterLatencyMS": 12.0,
+            "numActiveRequests": 9,
+            "numQueuedRequests": 4,
+            "kvCacheStats": {"usedNumBlocks": 300, "maxNumBlocks": 1000},
+        }
+    ]
+    raw, canonical = src.from_iteration_stats(stats)
+    b.update_load(Scrape(raw, canonical), 1.0)
+    state = b.replica_state()
+    assert (state.num_running, state.num_waiting, state.kv_usage) == (9, 4, 0.3)
