@@ -5,25 +5,28 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
 - :func:`slo_status` ``(store, slo, at_ts) -> SloStatus``: attainment and budget left over
   the SLO window, error ratio and burn rate per window, each burn-rate condition and the
   severities firing (``status.firing``), and a note when the threshold is not a bucket bound.
-- :func:`evaluate_all` ``(store, at_ts) -> list[RuleStatus]``: every stored alert rule (SLO
-  burn-rate rules and threshold rules, one status per rule and target) at a time, with
-  state ``ok`` / ``pending`` / ``firing``, value and burn rates; stateless except for
-  hysteresis, which reads the rule's last stored event.
+- :func:`load_slos` ``(store) -> dict[str, SLO]``: the stored SLOs with their ``interpolate``
+  and ``alerting`` settings (what ``slo_status`` should be given).
+- :func:`evaluate_all` ``(store, at_ts) -> list[RuleStatus]``: every enabled alert rule (SLO
+  burn-rate rules ``SLO:severity`` and threshold rules, one status per rule and target) at a
+  time: state ``ok`` / ``pending`` / ``firing`` / ``error``, value, burn rates, silence;
+  stateless except for hysteresis, which reads the instance's newest stored event.
 - :func:`burn_windows`, :func:`error_budget`, :func:`burn_rate`: the policy maths.
 - :class:`SliReader`, :func:`bench_counts`: good / total counts from engine histograms and
   availability counters, or from benchmark records.
 
-Modules: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (counts), ``status`` (one
-SLO at a time).
+Modules, one job each: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (counts),
+``status`` (one SLO at a time), ``metrics`` / ``rules`` / ``thresholds`` (threshold rules),
+``slo_rules`` (an SLO's stored alert rules), ``evaluator`` (all rules, events, the loop),
+``notify`` (Alertmanager, Slack, log), ``promrules`` (Prometheus rule export), ``openslo``
+(OpenSLO v1 import), ``history`` (OpenMetrics history import).
 """
 
-from slotune.collector.alerts.policy import (
-    SRE_WORKBOOK,
-    burn_rate,
-    burn_windows,
-    error_budget,
-)
+from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all, run_loop
+from slotune.collector.alerts.policy import SRE_WORKBOOK, burn_rate, burn_windows, error_budget
+from slotune.collector.alerts.rules import ThresholdRule, parse_rule
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
+from slotune.collector.alerts.slo_rules import apply_slos, load_slos
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
 
 __all__ = [
@@ -31,13 +34,21 @@ __all__ = [
     "BoundaryNote",
     "ConditionStatus",
     "Counts",
+    "RuleState",
+    "RuleStatus",
     "SliCounts",
     "SliReader",
     "SloStatus",
+    "ThresholdRule",
     "WindowBurn",
+    "apply_slos",
     "bench_counts",
     "burn_rate",
     "burn_windows",
     "error_budget",
+    "evaluate_all",
+    "load_slos",
+    "parse_rule",
+    "run_loop",
     "slo_status",
 ]

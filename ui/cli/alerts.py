@@ -28,7 +28,8 @@ AtOption = Annotated[
 ScrapeOption = Annotated[
     str,
     typer.Option(
-        "--scrape-interval", help="The agents' scrape interval: shorter SLO windows are refused."
+        "--scrape-interval",
+        help="The agents' scrape interval (their default: 5s): shorter SLO windows are refused.",
     ),
 ]
 NotifyOption = Annotated[
@@ -163,7 +164,7 @@ def evaluate_cmd(
     record: Annotated[
         bool, typer.Option("--record", help="Store the state changes as alert events.")
     ] = False,
-    scrape_interval: ScrapeOption = "0s",
+    scrape_interval: ScrapeOption = "5s",
     json: JsonOption = False,
 ) -> None:
     """The state of every rule at a time: firing / pending / ok / error, value, burn rates."""
@@ -188,7 +189,7 @@ def run_cmd(
     renotify: Annotated[
         str, typer.Option(help="Send a still-firing alert again after this long (0s: never).")
     ] = "4h",
-    scrape_interval: ScrapeOption = "0s",
+    scrape_interval: ScrapeOption = "5s",
     max_rounds: Annotated[
         int | None, typer.Option(help="Stop after this many evaluations (default: never).")
     ] = None,

@@ -49,7 +49,7 @@ def apply_cmd(
             "--scrape-interval",
             help="The agents' scrape interval: shorter alert windows are refused.",
         ),
-    ] = "0s",
+    ] = "5s",
     json: JsonOption = False,
 ) -> None:
     """Create or replace the SLOs of a YAML file and their alerts (all of them or none)."""
