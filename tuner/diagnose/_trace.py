@@ -116,11 +116,13 @@ class Window:
 class DeviceTrace:
     """The GPU operations of one device of one rank, and the host calls that fed it.
 
+    ``rank`` is None when the trace carries no ``distributedInfo`` (a single process).
+
     Arrays of one group have one entry per operation / call; ``op_name`` indexes ``names``.
     """
 
     source: str
-    rank: int
+    rank: int | None
     device: int
     names: tuple[str, ...]
     op_start: F64
@@ -155,7 +157,7 @@ class FileInfo:
     """What one file says about the run it belongs to."""
 
     path: Path
-    rank: int
+    rank: int | None
     world_size: int | None
     start_us: float
     end_us: float
@@ -264,7 +266,7 @@ def _op_kind(gpu_cat: int, name: str) -> OpKind:
 
 @dataclass(frozen=True, slots=True)
 class _FileCheck:
-    rank: int
+    rank: int | None
     world_size: int | None
 
 
@@ -287,15 +289,17 @@ def _check_file(stream: TraceStream, num_gpu_events: int, num_correlated: int) -
             f"{path}: GPU events carry no correlation ids (args.correlation), so launches cannot "
             "be joined to kernels; export the trace with torch.profiler (Kineto) and CUPTI/roctracer"
         )
-    dist = meta.get("distributedInfo") or {}
-    rank = dist.get("rank", 0) if isinstance(dist, dict) else 0
-    world = dist.get("world_size") if isinstance(dist, dict) else None
-    return _FileCheck(int(rank), int(world) if world is not None else None)
+    dist = meta.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank, world = dist.get("rank"), dist.get("world_size")
+    return _FileCheck(
+        int(rank) if rank is not None else None, int(world) if world is not None else None
+    )
 
 
 def _freeze(
     path: Path,
-    rank: int,
+    rank: int | None,
     device: int,
     b: _Builder,
     names: tuple[str, ...],
@@ -333,6 +337,8 @@ def _check_one_run(path: Path, infos: list[FileInfo]) -> None:
         return
     seen: dict[int, Path] = {}
     for info in infos:
+        if info.rank is None:  # a file without distributedInfo says nothing about its rank
+            continue
         if info.rank in seen:
             raise TraceFileError(
                 f"{path}: mixes runs: {seen[info.rank].name} and {info.path.name} are both "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,13 @@ def test_kernel_categories_and_json_shape(tmp_path: Path) -> None:
     assert data["kernels"][0]["name"] == "my_custom_thing"  # longest
     full = diagnose_trace(tmp_path / "t.json", top=10)
     assert {k.name: k.category.value for k in full.kernels} == names
+
+
+def test_directory_of_traces_without_distributed_info(tmp_path: Path) -> None:
+    for i in range(2):  # e.g. two processes of one node, profiled without a process group
+        t = TraceBuilder()
+        t.launch(0, 1, [(10, 20)])
+        doc = t.document()
+        del doc["distributedInfo"]
+        (tmp_path / f"worker{i}.json").write_text(json.dumps(doc))
+    assert diagnose_trace(tmp_path).overall.compute_ms == pytest.approx(0.04)
