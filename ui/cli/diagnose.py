@@ -369,7 +369,10 @@ def _render_splits(title: str, splits: tuple[TimeSplit, ...]) -> None:
     table = Table(title=title)
     columns = ("window", "total ms", "compute", "exposed memcpy", "exposed comm", "idle")
     for col in columns:
-        table.add_column(col, justify="left" if col == "window" else "right")
+        if col == "window":
+            table.add_column(col, no_wrap=True)
+        else:
+            table.add_column(col, justify="right")
     for split in splits:
         pct = split.share
         table.add_row(
