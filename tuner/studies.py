@@ -263,7 +263,6 @@ def list_studies_report(url: str | None) -> list[dict[str, Any]]:
 def _info(spec: StudySpec, status: StudyStatus, result: dict[str, Any] | None = None) -> StudyInfo:
     return StudyInfo(
         name=spec.name,
-        optuna_study_name=spec.name,
         backend=spec.backend,
         engine=spec.engine,
         model=spec.model,

@@ -2,7 +2,7 @@
 
 Times are epoch seconds (float) throughout, the unit samples already use. Optuna keeps its
 own tables (``studies``, ``trials``, ...) in the same database; ``tuning_study`` links to them
-by ``optuna_study_name``.
+by ``name`` (the Optuna study has the same name).
 """
 
 from __future__ import annotations
@@ -233,7 +233,6 @@ class TuningStudy(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    optuna_study_name: Mapped[str] = mapped_column(String(512))
     backend: Mapped[str] = mapped_column(String(32))
     engine: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(String(200))

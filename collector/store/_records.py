@@ -109,8 +109,7 @@ class BenchRunData:
 class StudyInfo:
     """slotune's side of an Optuna study (the trials live in Optuna's own tables)."""
 
-    name: str
-    optuna_study_name: str
+    name: str  # also the Optuna study's name
     backend: str
     engine: str
     model: str

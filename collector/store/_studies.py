@@ -32,11 +32,7 @@ def save_study(store: Store, info: StudyInfo) -> int:
         if row is None:
             row = TuningStudy(name=info.name, created_at=info.created_at)
             session.add(row)
-        row.optuna_study_name, row.backend, row.engine = (
-            info.optuna_study_name,
-            info.backend,
-            info.engine,
-        )
+        row.backend, row.engine = info.backend, info.engine
         row.model, row.gpu, row.workload = info.model, info.gpu, info.workload
         row.objective, row.slos, row.status = info.objective, list(info.slos), status.value
         row.result, row.updated_at = dict(info.result), time.time()
@@ -47,7 +43,6 @@ def save_study(store: Store, info: StudyInfo) -> int:
 def _info(row: TuningStudy) -> StudyInfo:
     return StudyInfo(
         name=row.name,
-        optuna_study_name=row.optuna_study_name,
         backend=row.backend,
         engine=row.engine,
         model=row.model,

@@ -109,7 +109,6 @@ def test_saving_slos_is_all_or_nothing(store: Store) -> None:
 def test_studies(store: Store) -> None:
     info = StudyInfo(
         name="s1",
-        optuna_study_name="slotune-s1",
         backend="sim",
         engine="vllm",
         model="llama-3.1-8b",
