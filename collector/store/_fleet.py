@@ -90,7 +90,9 @@ def series_at(
     found: dict[int, tuple[str, str, dict[str, str], list[float | None]]] = {}
     with store.connection() as conn:
         for sid, target, name, labels, i, value in conn.execute(stmt, params):
-            entry = found.setdefault(sid, (target, name, _labels(labels), [None] * len(grid)))
+            entry = found.get(sid)
+            if entry is None:  # labels are parsed once per series, not per instant
+                entry = found[sid] = (target, name, _labels(labels), [None] * len(grid))
             entry[3][i] = None if value is None else float(value)
         resets = _resets(conn, list(found), grid)
     return [

@@ -44,7 +44,7 @@ def test_fleet_groups_targets_into_pools_and_drills_down(
     assert abs(targets["kv_usage"][0] - 60.0) < 1e-6
     assert abs(targets["vram_gib"][0] - 70.0) < 1e-6
     assert "All targets, last 5m" in texts(at)
-    assert len(at.get("plotly_chart")) == 12
+    assert len(at.get("vega_lite_chart")) == 12
 
     at = run_page(
         "fleet", seeded_url, query={"range": "5m", "pool": "code", "target": "node-3/vllm"}

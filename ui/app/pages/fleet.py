@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from slotune.collector.agent import TargetMetricsSummary
@@ -83,6 +82,8 @@ CHARTS = (
 
 
 def _charts(df: pd.DataFrame, step_s: float) -> None:
+    # Plain Vega-Lite specs: Plotly Express and Altair validate every figure against their
+    # schemas (tenths of a second each), and the page draws twelve on every rerun.
     cols = st.columns(2)
     for i, (title, series) in enumerate(CHARTS):
         present = [s for s in series if s in df and df[s].notna().any()]
@@ -90,9 +91,23 @@ def _charts(df: pd.DataFrame, step_s: float) -> None:
             if not present:
                 st.caption(f"{title}: no data in this range")
                 continue
-            fig = px.line(df, x="time", y=present, title=f"{title}, per {step_s:g} s step")
-            fig.update_layout(height=260, margin={"t": 40, "b": 10}, legend_title_text="")
-            st.plotly_chart(fig, width="stretch")
+            st.markdown(f"**{title}**, per {step_s:g} s step")
+            long = df.melt(id_vars="time", value_vars=present, var_name="series")
+            spec = {
+                "mark": {"type": "line", "point": len(df) < 3},
+                "height": 220,
+                "encoding": {
+                    "x": {"field": "time", "type": "temporal", "title": None},
+                    "y": {"field": "value", "type": "quantitative", "title": title},
+                    "color": {"field": "series", "type": "nominal", "title": None},
+                    "tooltip": [
+                        {"field": "time", "type": "temporal", "format": "%H:%M:%S"},
+                        {"field": "series", "type": "nominal"},
+                        {"field": "value", "type": "quantitative", "format": ".4g"},
+                    ],
+                },
+            }
+            st.vega_lite_chart(long, spec, width="stretch")
 
 
 st.title("Fleet")
