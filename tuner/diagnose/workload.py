@@ -29,6 +29,7 @@ LONG_TOKEN_SHARE = 0.40  # share of prompt tokens in the longest 10 % of request
 BURSTY_CV = 2.0
 BURSTY_PEAK_TO_MEAN = 3.0
 SMALL_BUDGET = 2048
+OVERLOAD_TTFT_MS = 5000.0  # simulated TTFT p50 at which one replica cannot keep up
 
 _NAMES = {
     "vllm": ("enable_prefix_caching", "max_num_batched_tokens"),
@@ -70,6 +71,7 @@ def diagnose_workload(
     *,
     target: SimTarget | None = None,
     num_sim_requests: int = 1000,
+    time_scale: float | None = None,
     context: TuneContext | None = None,
 ) -> WorkloadDiagnosis:
     """Describe a trace and judge prefix caching, chunked prefill, the token budget and a
@@ -79,11 +81,13 @@ def diagnose_workload(
         trace: the requests (a bundled workload, a trace file or a bench run's records).
         target: engine, model and GPU the simulator stands in for.
         num_sim_requests: how many of the first requests the simulator replays per setting.
+        time_scale: multiply the trace's gaps for the simulated runs (2 = half the rate), to
+            compare settings at a rate one replica can serve.
         context: ``slotune tune`` flags for the findings' tune commands.
     """
     target = target or SimTarget()
     caching, budget = _NAMES.get(target.engine, _NAMES["vllm"])
-    head = retime(trace, num_requests=num_sim_requests)
+    head = retime(trace, num_requests=num_sim_requests, time_scale=time_scale)
     runs = (
         run_setting(head, target, "defaults", {}),
         run_setting(head, target, f"{caching}=false", {caching: False}),
@@ -94,7 +98,10 @@ def diagnose_workload(
     )
     flow = traffic(trace.requests)
     prefix = prefix_reuse(trace.requests, MOONCAKE_BLOCK_SIZE, capacity_tokens=runs[0].kv_tokens)
-    findings = [
+    findings = (
+        [] if (runs[0].ttft_p50_ms or 0) < OVERLOAD_TTFT_MS else [_overload_finding(runs[0], head)]
+    )
+    findings += [
         _prefix_finding(prefix, runs[0], runs[1], caching, context),
         _chunking_finding(runs[0], runs[2], runs[3], budget, context),
         _split_finding(flow),
@@ -111,6 +118,23 @@ def diagnose_workload(
         num_sim_requests=len(head),
         runs=runs,
         findings=tuple(findings),
+    )
+
+
+def _overload_finding(default: SettingRun, head: Trace) -> Finding:
+    return finding(
+        "replica-overloaded",
+        Severity.WARNING,
+        f"one simulated replica cannot keep up with this traffic: TTFT p50 "
+        f"{default.ttft_p50_ms / 1000:,.0f} s at {head.mean_rate:.2f} req/s",
+        {
+            "sim_ttft_p50_ms": default.ttft_p50_ms,
+            "sim_rate": head.mean_rate,
+            "sim_preemptions": default.preemptions,
+        },
+        "The trace's rate needs several replicas (plan them with slotune fleet plan). The "
+        "setting comparisons below are made in overload; rerun with --time-scale K (K times "
+        "the gaps) to compare them at a rate one replica serves.",
     )
 
 
@@ -189,8 +213,9 @@ def _chunking_finding(
     budget: str,
     context: TuneContext | None,
 ) -> Finding:
-    itl_gain = _change(unchunked.itl_p99_ms, default.itl_p99_ms)  # > 0: chunking lowers ITL
-    ttft_cost = _change(default.ttft_p50_ms, unchunked.ttft_p50_ms)  # > 0: chunking raises TTFT
+    # Relative change chunked vs unchunked (negative: chunking lowers it).
+    itl = _change(default.itl_p99_ms, unchunked.itl_p99_ms)
+    ttft = _change(default.ttft_p50_ms, unchunked.ttft_p50_ms)
     evidence = {
         "sim_itl_p99_ms_chunked": default.itl_p99_ms,
         "sim_itl_p99_ms_unchunked": unchunked.itl_p99_ms,
@@ -200,24 +225,46 @@ def _chunking_finding(
         f"sim_ttft_p50_ms_{budget}_{SMALL_BUDGET}": small_budget.ttft_p50_ms,
     }
     params = ("enable_chunked_prefill", budget, "long_prefill_token_threshold")
-    if itl_gain is not None and itl_gain >= CHUNKING_GAIN:
+    effects = [
+        f"{'lowers' if change < 0 else 'raises'} simulated {metric} "
+        + (f"{1 + change:.0f}x" if change >= 1 else f"by {abs(change):.0%}")
+        for metric, change in (("ITL p99", itl), ("TTFT p50", ttft))
+        if change is not None and abs(change) >= CHUNKING_GAIN
+    ]
+    gains = any(c is not None and c <= -CHUNKING_GAIN for c in (itl, ttft))
+    costs = any(c is not None and c >= CHUNKING_GAIN for c in (itl, ttft))
+    small = (
+        f"a {SMALL_BUDGET}-token budget gives ITL p99 {_ms_text(small_budget.itl_p99_ms)} and "
+        f"TTFT p50 {_ms_text(small_budget.ttft_p50_ms)}"
+    )
+    if gains and costs:
         return finding(
-            "chunked-prefill-helps",
+            "chunked-prefill-tradeoff",
             Severity.INFO,
-            f"long prompts inflate inter-token latency: chunked prefill lowers simulated ITL "
-            f"p99 by {itl_gain / (1 + itl_gain):.0%}",
+            f"chunked prefill {' and '.join(effects)}: a trade-off",
             evidence,
-            "Keep enable_chunked_prefill on; a smaller token budget "
-            f"({budget}) lowers ITL further at some TTFT cost (see the {SMALL_BUDGET} run).",
+            f"Choose by the SLO you miss: chunking (enable_chunked_prefill) and a smaller "
+            f"budget ({budget}) favour one side; {small}. Tune both against your SLOs.",
             params,
             context,
         )
-    if ttft_cost is not None and ttft_cost >= CHUNKING_GAIN:
+    if gains:
         return finding(
-            "chunked-prefill-costs-ttft",
+            "chunked-prefill-helps",
             Severity.INFO,
-            f"chunked prefill raises simulated TTFT p50 by {ttft_cost:.0%} without an ITL "
-            "gain: prompts are short or the load is low",
+            f"long prompts hold up other requests: chunked prefill {' and '.join(effects)}",
+            evidence,
+            f"Keep enable_chunked_prefill on; a smaller token budget ({budget}) lowers ITL "
+            f"further at some TTFT cost: {small}.",
+            params,
+            context,
+        )
+    if costs:
+        return finding(
+            "chunked-prefill-costs",
+            Severity.INFO,
+            f"chunked prefill {' and '.join(effects)} with no gain: prompts are short or the "
+            "load is low",
             evidence,
             "Prefill in one piece (enable_chunked_prefill=false) or raise the token budget.",
             params,
@@ -230,6 +277,10 @@ def _chunking_finding(
         evidence,
         "Leave the engine default; tune the token budget against your SLOs if needed.",
     )
+
+
+def _ms_text(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:,.0f} ms"
 
 
 def _split_finding(flow: Traffic) -> Finding:

@@ -217,6 +217,7 @@ def workload(
         int,
         typer.Option(min=10, help="First requests the simulator replays per setting compared."),
     ] = 1000,
+    time_scale: TimeScaleOption = None,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -234,11 +235,18 @@ def workload(
             requests,
             target=SimTarget(engine, model, gpu),
             num_sim_requests=sim_requests,
+            time_scale=time_scale,
             context=context,
         )
         data = result.to_dict()
         if not no_store:
-            inputs = {"source": result.source, "engine": engine, "model": model, "gpu": gpu}
+            inputs = {
+                "source": result.source,
+                "engine": engine,
+                "model": model,
+                "gpu": gpu,
+                "time_scale": time_scale,
+            }
             _store(ctx, "workload", inputs, data, result.source)
     if json_:
         print_json(data)
@@ -330,15 +338,9 @@ def _render_workload(result: WorkloadDiagnosis) -> None:
         title=f"simulated: {result.target.model} on {result.target.gpu}, "
         f"first {result.num_sim_requests:,} requests"
     )
-    for col in (
-        "setting",
-        "TTFT p50 ms",
-        "TTFT p99 ms",
-        "ITL p99 ms",
-        "prefix hits",
-        "preemptions",
-    ):
-        runs.add_column(col, justify="left" if col == "setting" else "right")
+    runs.add_column("setting", no_wrap=True)
+    for col in ("TTFT p50 ms", "TTFT p99 ms", "ITL p99 ms", "prefix hits", "preemptions"):
+        runs.add_column(col, justify="right")
     for r in result.runs:
         runs.add_row(
             r.label,

@@ -89,6 +89,8 @@ def test_mooncake_recommends_prefix_caching() -> None:
     d = diagnose_workload(named_workload("mooncake-conversation"), num_sim_requests=SIM_REQUESTS)
     data = d.to_dict()
     assert "prefix-caching-helps" in _codes(data)
+    # a cluster trace at its own rate overloads one replica, and the diagnosis says so
+    assert _codes(data)[0] == "replica-overloaded"
     assert d.prefix is not None and d.prefix.reused_token_share > 0.3
     f = next(f for f in d.findings if f.code == "prefix-caching-helps")
     assert f.evidence["sim_prefill_tokens_saved"] > 0
@@ -97,6 +99,15 @@ def test_mooncake_recommends_prefix_caching() -> None:
     on, off = d.runs[0], d.runs[1]
     assert on.prefix_hit_rate > 0 and off.prefix_hit_rate == 0
     assert data["simulated"]["num_requests"] == SIM_REQUESTS
+
+
+def test_time_scale_compares_settings_at_a_rate_one_replica_serves() -> None:
+    d = diagnose_workload(
+        named_workload("mooncake-conversation"), num_sim_requests=SIM_REQUESTS, time_scale=20.0
+    )
+    codes = [f.code for f in d.findings]
+    assert "replica-overloaded" not in codes
+    assert any(c.startswith("chunked-prefill-") for c in codes)
 
 
 @pytest.mark.parametrize("name", ["azure-code", "azure-conv"])
