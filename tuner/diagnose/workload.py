@@ -126,7 +126,7 @@ def _overload_finding(default: SettingRun, head: Trace) -> Finding:
         "replica-overloaded",
         Severity.WARNING,
         f"one simulated replica cannot keep up with this traffic: TTFT p50 "
-        f"{default.ttft_p50_ms / 1000:,.0f} s at {head.mean_rate:.2f} req/s",
+        f"{(default.ttft_p50_ms or 0.0) / 1000:,.0f} s at {head.mean_rate:.2f} req/s",
         {
             "sim_ttft_p50_ms": default.ttft_p50_ms,
             "sim_rate": head.mean_rate,
