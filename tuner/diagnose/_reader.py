@@ -166,7 +166,7 @@ class TraceStream:
         """Where the buffer's whole events may end, best first: the last ``},`` at a line's
         end (a JSON string holds no raw newline, so no kernel name ends there), else, for a
         file on one line, the last few bare ``},``."""
-        cut = self._buf.rfind("},\n", self._pos)
+        cut = max(self._buf.rfind("},\n", self._pos), self._buf.rfind("},\r\n", self._pos))
         if cut > self._pos:
             return [cut]
         cuts: list[int] = []
