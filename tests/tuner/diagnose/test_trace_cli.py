@@ -178,3 +178,14 @@ def test_directory_mixing_runs_is_refused(
     message = " ".join(result.output.split())
     assert "mixes runs" in message and expected in message, message
     assert _stored(db) == []
+
+
+def test_memset_option(db: str) -> None:
+    runner = CliRunner()
+    base = ["--db", db, "diagnose", "trace", str(SHARED_TRACE), "--no-store", "--json"]
+    apart = json.loads(runner.invoke(app, [*base, "--memset", "separate"]).stdout)
+    assert apart["memset"] == "separate"
+    assert apart["overall"]["exposed_memset_ms"] == pytest.approx(0.008)
+    bad = runner.invoke(app, [*base, "--memset", "apart"])
+    assert bad.exit_code == 1 and "--memset 'apart': use compute or separate" in bad.output
+    assert _stored(db) == []
