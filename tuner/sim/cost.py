@@ -125,7 +125,16 @@ class CostModel:
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
         self.model = model
-        self.gpu = gpu
+        self.nominal_gpu = gpu
+        # Factors fitted to the user's measurements scale the datasheet rates once here.
+        eff = gpu.efficiency
+        self.gpu = replace(
+            gpu,
+            bf16_flops=gpu.bf16_flops * eff.compute,
+            fp8_flops=gpu.fp8_flops * eff.compute,
+            mem_bw_bytes_s=gpu.mem_bw_bytes_s * eff.memory,
+            interconnect_bw_bytes_s=gpu.interconnect_bw_bytes_s * eff.interconnect,
+        )
         self.tensor_parallel_size = tensor_parallel_size
         self.kv_cache_dtype = kv_cache_dtype
         self.enforce_eager = enforce_eager
@@ -171,11 +180,16 @@ class CostModel:
         self._graph_launch_s = ovh.cuda_graph_launch_s
         # Batches above the largest captured size run without a graph, as with enforce_eager.
         self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
-        self._step_s = ovh.step_s
+        eff = self.nominal_gpu.efficiency
+        self._step_s = ovh.step_s if eff.step_overhead_s is None else eff.step_overhead_s
         self._per_seq_s = ovh.per_seq_s
+        self._all_reduce_extra_s = (
+            eff.all_reduce_latency_s if self.tensor_parallel_size > 1 else 0.0
+        )
+        # The engines' own all-reduce kernel needs an NVLink-class link (the datasheet's).
         self._custom_all_reduce_max_bytes = (
             car.max_bytes
-            if self.gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
+            if self.nominal_gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
             else -1
         )
 
@@ -197,7 +211,7 @@ class CostModel:
         if num_bytes <= self._custom_all_reduce_max_bytes:
             latency = self.calibration.custom_all_reduce.latency_s
             c = AllReduceCoeffs({n: latency for n in c.latency_s}, c.bus_bw_eff)
-        return float(
+        return self._all_reduce_extra_s + float(
             all_reduce_time_s(
                 num_bytes, self.tensor_parallel_size, self.gpu.interconnect_bw_bytes_s, c
             )

@@ -165,6 +165,18 @@ def replay(
     )
 
 
+def replay_timings(core: EngineCore, trace: Trace) -> list[RequestTiming]:
+    """Per-request timings of ``trace`` served on ``core``, without records or summary.
+
+    The cheap form of :func:`replay` for loops that run the simulator many times
+    (calibration): same simulation, only arrival, first-token and finish times kept.
+    """
+    requests = trace_requests(trace)
+    timeline = _Timeline(requests, sample_interval_s=float("inf"))
+    _run(core, requests, timeline, None)
+    return timeline.timings()
+
+
 def _run(
     core: EngineCore,
     requests: list[SimRequest],

@@ -11,7 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperCommand
 
-from slotune.ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    cli_errors,
+    console,
+    db_url,
+    err_console,
+    print_json,
+)
 from slotune.ui.cli._options import (
     EngineOption,
     NumRequestsOption,
@@ -88,6 +95,13 @@ def register(app: typer.Typer) -> None:
         series: Annotated[
             bool, typer.Option("--series", help="Add the engine time series to the JSON.")
         ] = False,
+        requests_out: Annotated[
+            Path | None,
+            typer.Option(
+                help="Also write every simulated request as JSONL in the measured-requests "
+                "format of `slotune sim calibrate --observed` (plus request_id)."
+            ),
+        ] = None,
         gpus: Annotated[
             bool, typer.Option("--list-gpus", help="List known GPUs and exit.")
         ] = False,
@@ -112,6 +126,18 @@ def register(app: typer.Typer) -> None:
             if gpus or models:
                 _print_catalog(gpus=gpus, as_json=json_)
                 return
+            if ctx.args[:1] == ["calibrate"]:
+                from slotune.ui.cli._sim_calibrate import run_calibrate
+
+                run_calibrate(
+                    ctx.args[1:],
+                    engine=engine,
+                    model=model,
+                    gpu=gpu,
+                    db_url=db_url(ctx),
+                    as_json=json_,
+                )
+                return
             config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
             trace_ = load_workload(
                 workload=workload,
@@ -127,6 +153,10 @@ def register(app: typer.Typer) -> None:
             show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
             with _ProgressBar(show_progress) as callback:
                 result = simulate(config, trace_, slos=slos, seed=seed, progress=callback)
+            if requests_out is not None:
+                from slotune.collector.observed import write_observed
+
+                write_observed(result.records, requests_out, trace=trace_.requests)
         if json_:
             print_json(result.to_dict(include_series=series))
             return

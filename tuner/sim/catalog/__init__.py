@@ -4,18 +4,21 @@ from slotune.tuner.sim.catalog._loader import (
     CATALOG_ENV,
     get_gpu,
     get_model,
+    gpu_entry,
     list_gpus,
     list_models,
     load_catalog_file,
 )
-from slotune.tuner.sim.catalog._types import GPU, ModelSpec
+from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec
 
 __all__ = [
     "CATALOG_ENV",
     "GPU",
+    "Efficiency",
     "ModelSpec",
     "get_gpu",
     "get_model",
+    "gpu_entry",
     "list_gpus",
     "list_models",
     "load_catalog_file",

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.catalog._types import GPU, ModelSpec
+from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec
 
 CATALOG_ENV = "SLOTUNE_CATALOG"
 _GIB = 1024**3
@@ -32,7 +32,16 @@ _GPU_REQUIRED = (
     "mem_bw_gb_s",
     "interconnect_bw_gb_s",
 )
-_GPU_OPTIONAL = ("source", "calibration_family")
+# `efficiency` holds factors fitted by `slotune sim calibrate`; `calibrated` says on what
+# they were fitted and how well (read by people, not by the simulator).
+_GPU_OPTIONAL = ("source", "calibration_family", "efficiency", "calibrated")
+_EFFICIENCY_FIELDS = (
+    "compute",
+    "memory",
+    "interconnect",
+    "step_overhead_s",
+    "all_reduce_latency_s",
+)
 _MODEL_REQUIRED = (
     "id",
     "hf_name",
@@ -218,7 +227,51 @@ def _parse_gpu(entry: Any, where: str) -> GPU:
         interconnect_bw_bytes_s=_number(e, "interconnect_bw_gb_s", where, float, 1e-3) * 1e9,
         source=str(e.get("source", "")),
         calibration_family=str(e.get("calibration_family", "")),
+        efficiency=_parse_efficiency(e.get("efficiency", {}), f"{where} efficiency"),
     )
+
+
+def _parse_efficiency(entry: Any, where: str) -> Efficiency:
+    e = _check_keys(entry, where, (), _EFFICIENCY_FIELDS)
+    overhead = e.get("step_overhead_s")
+    return Efficiency(
+        compute=_number(e, "compute", where, float, 1e-3, 1.0),
+        memory=_number(e, "memory", where, float, 1e-3, 1.0),
+        interconnect=_number(e, "interconnect", where, float, 1e-3, 1.0),
+        step_overhead_s=None if overhead is None else _number(e, "step_overhead_s", where, float),
+        all_reduce_latency_s=_number(e, "all_reduce_latency_s", where, float, 0.0, 0.0),
+    )
+
+
+def gpu_entry(gpu: GPU) -> dict[str, Any]:
+    """A GPU as a catalog-file entry (the fields :func:`load_catalog_file` reads)."""
+    entry: dict[str, Any] = {
+        "id": gpu.id,
+        "name": gpu.name,
+        "bf16_tflops": gpu.bf16_flops / 1e12,
+        "fp8_tflops": gpu.fp8_flops / 1e12,
+        "mem_gib": round(gpu.mem_bytes / _GIB, 2),
+        "mem_bw_gb_s": gpu.mem_bw_bytes_s / 1e9,
+        "interconnect_bw_gb_s": gpu.interconnect_bw_bytes_s / 1e9,
+    }
+    if gpu.calibration_family:
+        entry["calibration_family"] = gpu.calibration_family
+    if gpu.source:
+        entry["source"] = gpu.source
+    if gpu.efficiency != Efficiency():
+        eff = gpu.efficiency
+        entry["efficiency"] = {
+            k: v
+            for k, v in (
+                ("compute", eff.compute),
+                ("memory", eff.memory),
+                ("interconnect", eff.interconnect),
+                ("step_overhead_s", eff.step_overhead_s),
+                ("all_reduce_latency_s", eff.all_reduce_latency_s),
+            )
+            if v is not None
+        }
+    return entry
 
 
 def _parse_model(entry: Any, where: str) -> ModelSpec:

@@ -6,6 +6,24 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
+class Efficiency:
+    """Factors fitted to one user's measurements (``slotune sim calibrate``).
+
+    Defaults change nothing. The cost model runs the GPU at ``compute`` times its peak
+    FLOP/s and ``memory`` times its memory bandwidth (on top of the operator-level
+    efficiencies of its calibration family), the interconnect at ``interconnect`` times its
+    bandwidth plus ``all_reduce_latency_s`` per all-reduce, and ``step_overhead_s`` (when
+    set) replaces the hand-set host time per engine step.
+    """
+
+    compute: float = 1.0
+    memory: float = 1.0
+    interconnect: float = 1.0
+    step_overhead_s: float | None = None
+    all_reduce_latency_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class GPU:
     """One accelerator, from its datasheet.
 
@@ -20,6 +38,7 @@ class GPU:
         interconnect_bw_bytes_s: GPU-to-GPU bandwidth, bytes/s, both directions together.
         source: where the numbers come from.
         calibration_family: which fitted efficiency set of ``calibration.yaml`` applies.
+        efficiency: factors fitted to measurements of this GPU (``slotune sim calibrate``).
     """
 
     id: str
@@ -31,6 +50,7 @@ class GPU:
     interconnect_bw_bytes_s: float
     source: str = ""
     calibration_family: str = ""
+    efficiency: Efficiency = Efficiency()
 
 
 @dataclass(frozen=True, slots=True)
