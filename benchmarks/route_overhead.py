@@ -71,7 +71,8 @@ def main() -> None:
     rows: list[tuple[str, float, float, int]] = []
     with (
         emulated_engines(1, core=0) as [engine],
-        route_proxy([engine], "least-requests") as proxy,
+        # the engine is the only backend: wait for its connections as the direct client does
+        route_proxy([engine], "least-requests", "timeouts: {connect: 60s}\n") as proxy,
     ):
         for i in range(args.repeats):
             for path, url in (("direct", engine), ("proxy", proxy)):

@@ -9,8 +9,9 @@ as soon as it arrives (no buffering, compression passed through).
 
 Failures:
 
-- before the backend answered (refused connection, reset, garbage instead of HTTP): the
-  backend's failure is counted and the request goes to another backend, once per backend;
+- before the backend answered (refused connection, no connection within
+  ``timeouts.connect``, reset, garbage instead of HTTP): the backend's failure is counted and
+  the request goes to another backend, once per backend;
   when none is left the client gets 502 with an OpenAI error body. Generation has no side
   effects, so a retry costs only the work a dead backend may already have done.
 - no response head within ``timeouts.first_byte`` (or, streaming, no bytes for
@@ -263,6 +264,11 @@ class RouteProxy:
                         headers=_forward_headers(request.headers),
                         timeout=read_timeout,
                     )
+            except aiohttp.ConnectionTimeoutError:
+                # not connected, so nothing was sent: another backend may take it
+                ok = False
+                self.metrics.upstream_errors.labels(name, "connect").inc()
+                raise _Retry(f"no connection within {timeouts.connect_s:g} s") from None
             except TimeoutError:
                 ok = False
                 self.metrics.upstream_errors.labels(name, "timeout").inc()

@@ -4,6 +4,7 @@ backend and keeps serving the others; every wait is bounded."""
 from __future__ import annotations
 
 import json
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -107,3 +108,23 @@ def test_a_backend_killed_mid_run() -> None:
                 assert r.status_code == 200
                 assert r.headers["X-Slotune-Backend"] == "b1"
         assert backends["b0"].in_flight == 0
+
+
+def test_a_backend_that_accepts_no_connection_is_retried_elsewhere() -> None:
+    # a listener that never accepts, its backlog already full: connecting times out
+    with socket.socket() as full, socket.socket() as filler:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        filler.connect(full.getsockname())
+        url = f"http://127.0.0.1:{full.getsockname()[1]}"
+        with engines(1, speedup=20) as [good]:
+            text = fleet_yaml([url, good.url], extra="timeouts: {connect: 300ms}\n")
+            with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
+                for _ in range(3):
+                    r = client.post(
+                        proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2}
+                    )
+                    assert r.status_code == 200
+                    assert r.headers["X-Slotune-Backend"] == "b1"
+                metrics = client.get(proxy.url + "/metrics").text
+                assert 'slotune_route_upstream_errors_total{backend="b0",kind="connect"}' in metrics
