@@ -29,6 +29,7 @@ from slotune.collector.slo import parse_duration_s
 from slotune.tuner.fleet.fleet import Fleet
 from slotune.tuner.fleet.policy import ReplicaState
 from slotune.tuner.fleet.replica import Replica
+from slotune.tuner.fleet.slo_aware import predicted_queueing_s
 
 DEFAULT_COLD_START_S = 120.0
 DEFAULT_COOLDOWN_S = 300.0
@@ -107,15 +108,11 @@ class ScalingPolicy:
         elif self.metric is ScalingMetric.KV:
             value = sum(r.kv_usage for r in ready) / n
         else:
-            value = sum(_queue_delay_s(r) for r in ready) / n
+            value = sum(predicted_queueing_s(r, 0) for r in ready) / n
         ratio = value / self.target
         if abs(ratio - 1) <= _TOLERANCE:
             return None
         return math.ceil(n * ratio)
-
-
-def _queue_delay_s(r: ReplicaState) -> float:
-    return r.num_waiting_tokens / r.prefill_tps if r.prefill_tps > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,13 @@
 """``slo-aware``: admission on top of any policy, by predicted queueing delay vs the TTFT budget.
 
-A request waits behind the prompt tokens already queued on its replica; at the replica's
-live prefill rate that takes ``(waiting tokens + own prompt) / prefill_tps`` seconds, and
-behind the requests queued ahead, which leave at the rate the replica starts them
-(``(waiting + 1) / start_rate_rps``); the prediction is the longer of the two. When
-the inner policy's pick would exceed ``margin x`` the TTFT budget, the replica of the same pool
-with the shortest predicted wait is tried; when every replica would, the request is shed (HTTP 429)
-with ``Retry-After`` = the predicted excess. The threshold follows each replica's measured
-rate, not a fixed queue length, so a fast replica admits a longer queue than a slow one.
+A request waits behind the prompt tokens already queued on its replica, at the replica's live
+prefill rate ``waiting tokens / prefill_tps`` seconds, and behind the requests queued ahead,
+which leave at the rate the replica starts them (``waiting / start_rate_rps``); the
+prediction is the longer of the two. When the inner policy's pick would exceed
+``margin x`` the TTFT budget, the replica of the same pool with the shortest predicted wait
+is tried; when every replica of that pool would, the request is shed (HTTP 429) with
+``Retry-After`` = the predicted excess. The threshold follows each replica's measured rate,
+not a fixed queue length, so a fast replica admits a longer queue than a slow one.
 """
 
 from __future__ import annotations
@@ -20,21 +20,27 @@ from slotune.tuner.fleet.policy import Decision, ReplicaState, RequestInfo, Rout
 DEFAULT_MARGIN = 1.0
 
 
-def predicted_wait_s(request: RequestInfo, replica: ReplicaState) -> float:
-    """Seconds before the request's prefill is done on ``replica`` (0 when it cannot tell).
+def predicted_queueing_s(replica: ReplicaState, input_tokens: int) -> float:
+    """Seconds a new request would wait on ``replica`` before its own prefill starts.
 
     The longer of two waits: computing the prompts queued ahead at the prefill rate, and,
     when requests wait, the queue ahead leaving at the rate the replica has lately been
-    starting requests (which covers waits for a free sequence slot or KV blocks too).
+    starting requests (which covers waits for a free sequence slot or KV blocks too). The
+    request's own prefill is left out: it is not load, and shedding cannot shorten it.
+    0 when the replica's rates are unknown.
+
+    Args:
+        replica: the replica's load.
+        input_tokens: the request's prompt length, standing in for each waiting prompt
+            when the replica does not report its waiting tokens.
     """
-    rate = replica.prefill_tps or replica.throughput_tps
     wait = 0.0
+    rate = replica.prefill_tps or replica.throughput_tps
     if rate > 0.0:
-        # without a token count, assume the waiting requests are as long as this one
-        queued = replica.num_waiting_tokens or replica.num_waiting * request.input_tokens
-        wait = (queued + request.input_tokens) / rate
+        queued = replica.num_waiting_tokens or replica.num_waiting * input_tokens
+        wait = queued / rate
     if replica.num_waiting and replica.start_rate_rps > 0.0:
-        wait = max(wait, (replica.num_waiting + 1) / replica.start_rate_rps)
+        wait = max(wait, replica.num_waiting / replica.start_rate_rps)
     return wait
 
 
@@ -59,12 +65,12 @@ class SloAware:
         if decision.shed:
             return decision
         picked = next(r for r in replicas if r.name == decision.replica)
-        if predicted_wait_s(request, picked) <= self.limit_s:
+        if predicted_queueing_s(picked, request.input_tokens) <= self.limit_s:
             return decision
         # only the pick's pool: the inner policy may keep requests off other pools
         same_pool = [r for r in replicas if r.pool == picked.pool]
-        best = min(same_pool, key=lambda r: predicted_wait_s(request, r))
-        wait = predicted_wait_s(request, best)
+        best = min(same_pool, key=lambda r: predicted_queueing_s(r, request.input_tokens))
+        wait = predicted_queueing_s(best, request.input_tokens)
         if wait <= self.limit_s:
             return Decision(best.name)
         return Decision(
