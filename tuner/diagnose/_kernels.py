@@ -76,6 +76,7 @@ class KernelRow:
     mean_us: float
     busy_share: float
     gb_per_s: float | None
+    tflop_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +87,7 @@ class KernelRow:
             "mean_us": self.mean_us,
             "busy_share": self.busy_share,
             "gb_per_s": self.gb_per_s,
+            "tflop_per_s": self.tflop_per_s,
         }
 
 
@@ -100,11 +102,13 @@ def kernel_rows(devices: Sequence[DeviceTrace], busy_ms: float) -> list[KernelRo
         time_us = np.bincount(ids, weights=dur, minlength=size)
         count = np.bincount(ids, minlength=size)
         num_bytes = np.bincount(ids, weights=dev.op_bytes[mask], minlength=size)
+        flops = np.bincount(ids, weights=dev.op_flops[mask], minlength=size)
         for i in np.flatnonzero(count):
-            row = totals.setdefault(dev.names[i], [0.0, 0.0, 0.0])
+            row = totals.setdefault(dev.names[i], [0.0, 0.0, 0.0, 0.0])
             row[0] += float(count[i])
             row[1] += float(time_us[i])
             row[2] += float(num_bytes[i])
+            row[3] += float(flops[i])
     ranked = sorted(totals.items(), key=lambda kv: -kv[1][1])
     return [
         KernelRow(
@@ -115,8 +119,9 @@ def kernel_rows(devices: Sequence[DeviceTrace], busy_ms: float) -> list[KernelRo
             mean_us=time_us / count,
             busy_share=time_us / 1000.0 / busy_ms if busy_ms > 0 else 0.0,
             gb_per_s=num_bytes / time_us / 1e3 if num_bytes > 0 and time_us > 0 else None,
+            tflop_per_s=flops / time_us / 1e6 if flops > 0 and time_us > 0 else None,
         )
-        for name, (count, time_us, num_bytes) in ranked
+        for name, (count, time_us, num_bytes, flops) in ranked
     ]
 
 

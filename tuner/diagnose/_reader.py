@@ -54,6 +54,10 @@ class RawArgs(msgspec.Struct, frozen=True, gc=False):
     correlation: int | None = None
     device: int | None = None
     bytes: float = 0.0
+    # Joins a CPU operator to the kernels it launched; the operator carries its FLOP count
+    # when the profiler ran with_flops=True.
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    flops: float = 0.0
 
 
 class RawEvent(msgspec.Struct, frozen=True, gc=False):

@@ -131,6 +131,7 @@ class DeviceTrace:
     op_corr: I64
     op_name: npt.NDArray[np.int32]
     op_bytes: F64
+    op_flops: F64
     call_start: F64
     call_end: F64
     call_kind: npt.NDArray[np.int8]
@@ -149,6 +150,7 @@ class _Builder:
     op_corr: array[int] = field(default_factory=lambda: array("q"))
     op_name: array[int] = field(default_factory=lambda: array("i"))
     op_bytes: array[float] = field(default_factory=lambda: array("d"))
+    op_ext: array[int] = field(default_factory=lambda: array("q"))
     gpu_steps: list[Window] = field(default_factory=list)
 
 
@@ -189,6 +191,7 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
     devices: dict[int, _Builder] = defaultdict(_Builder)
     calls = (array("d"), array("d"), array("b"), array("q"))
     cpu_steps: list[Window] = []
+    flops: dict[int, float] = {}  # External id -> FLOPs of the CPU operator
     num_gpu_events = num_correlated = 0
     for ev in itertools.chain.from_iterable(stream.batches()):
         # Dispatch on the category first: most events (CPU operators, flows, Python
@@ -210,6 +213,7 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
             b.op_corr.append(corr if corr is not None else -1)
             b.op_name.append(names.setdefault(ev.name, len(names)))
             b.op_bytes.append(args.bytes)
+            b.op_ext.append(args.external_id if args.external_id is not None else -1)
         elif cat in _RUNTIME_CATS:
             kind = _CALL_KIND.get(ev.name)
             if kind is None or ev.ph != "X":
@@ -220,6 +224,9 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
             calls[2].append(kind)
             calls[3].append(corr if corr is not None else -1)
         elif cat in _STEP_CATS:
+            args = ev.args or _NO_ARGS
+            if args.flops > 0 and args.external_id is not None:
+                flops[args.external_id] = flops.get(args.external_id, 0.0) + args.flops
             if not ev.name.startswith(_STEP_PREFIX) or ev.ph != "X":
                 continue
             step = Window(ev.name, ev.ts, ev.ts + max(ev.dur, 0.0))
@@ -230,7 +237,7 @@ def _load_file(path: Path) -> tuple[FileInfo, list[DeviceTrace]]:
     info = _check_file(stream, num_gpu_events, num_correlated)
     name_list = tuple(names)
     result = [
-        _freeze(path, info.rank, device, b, name_list, calls, cpu_steps)
+        _freeze(path, info.rank, device, b, name_list, calls, cpu_steps, flops)
         for device, b in sorted(devices.items())
         if len(b.op_start)
     ]
@@ -305,9 +312,11 @@ def _freeze(
     names: tuple[str, ...],
     calls: tuple[array[float], array[float], array[int], array[int]],
     cpu_steps: list[Window],
+    flops: dict[int, float],
 ) -> DeviceTrace:
     op_start = np.frombuffer(b.op_start, dtype=np.float64).copy()
     op_end = np.frombuffer(b.op_end, dtype=np.float64).copy()
+    op_ext = np.frombuffer(b.op_ext, dtype=np.int64)
     steps_on_gpu = bool(b.gpu_steps)
     windows = b.gpu_steps if steps_on_gpu else cpu_steps
     return DeviceTrace(
@@ -321,6 +330,7 @@ def _freeze(
         op_corr=np.frombuffer(b.op_corr, dtype=np.int64).copy(),
         op_name=np.frombuffer(b.op_name, dtype=np.int32).copy(),
         op_bytes=np.frombuffer(b.op_bytes, dtype=np.float64).copy(),
+        op_flops=_op_flops(op_ext, op_end - op_start, flops),
         call_start=np.frombuffer(calls[0], dtype=np.float64).copy(),
         call_end=np.frombuffer(calls[1], dtype=np.float64).copy(),
         call_kind=np.frombuffer(calls[2], dtype=np.int8).copy(),
@@ -328,6 +338,19 @@ def _freeze(
         windows=tuple(sorted(windows, key=lambda w: w.start_us)),
         steps_on_gpu=steps_on_gpu,
     )
+
+
+def _op_flops(ext: I64, dur: F64, flops: dict[int, float]) -> F64:
+    """Each GPU operation's share of its CPU operator's FLOPs (by duration, when the operator
+    launched several kernels); 0 where the trace has no FLOP count."""
+    out = np.zeros(ext.size)
+    if not flops or ext.size == 0:
+        return out
+    keys, inverse = np.unique(ext, return_inverse=True)
+    group_flops = np.array([flops.get(int(k), 0.0) if k >= 0 else 0.0 for k in keys])
+    group_dur = np.bincount(inverse, weights=dur, minlength=keys.size)
+    share = np.divide(dur, group_dur[inverse], out=np.zeros(ext.size), where=group_dur[inverse] > 0)
+    return np.asarray(group_flops[inverse] * share, dtype=np.float64)
 
 
 def _check_one_run(path: Path, infos: list[FileInfo]) -> None:

@@ -418,12 +418,17 @@ def _render_trace(result: TraceDiagnosis) -> None:
         grid.add_row(label, value)
     console.print(grid)
     kernels = Table(title="top kernels")
-    for col in ("kernel", "category", "count", "total ms", "busy share"):
+    for col in ("kernel", "category", "count", "total ms", "busy share", "TFLOP/s"):
         kernels.add_column(col, justify="left" if col in ("kernel", "category") else "right")
     for k in result.kernels:
         name = k.name if len(k.name) <= 70 else k.name[:67] + "..."
         kernels.add_row(
-            name, k.category.value, f"{k.count:,}", _ms(k.total_ms), f"{k.busy_share:.1%}"
+            name,
+            k.category.value,
+            f"{k.count:,}",
+            _ms(k.total_ms),
+            f"{k.busy_share:.1%}",
+            _fmt(k.tflop_per_s),
         )
     console.print(kernels)
     _render_findings(result.findings)

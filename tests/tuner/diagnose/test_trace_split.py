@@ -200,3 +200,43 @@ def test_directory_of_traces_without_distributed_info(tmp_path: Path) -> None:
         del doc["distributedInfo"]
         (tmp_path / f"worker{i}.json").write_text(json.dumps(doc))
     assert diagnose_trace(tmp_path).overall.compute_ms == pytest.approx(0.04)
+
+
+def test_flop_rate_of_kernels_from_their_cpu_operators_flops(tmp_path: Path) -> None:
+    t = TraceBuilder()
+    t.launch(0, 1, [(10, 100)], kernel="sm90_gemm")  # corr 1
+    t.launch(2, 1, [(110, 300)], kernel="sm90_gemm")  # corr 2
+    t.launch(3, 1, [(410, 100)], kernel="splitk_reduce_kernel")  # corr 3, same operator as 2
+    for ev in t.events:
+        corr = ev["args"].get("correlation")
+        if ev["cat"] == "kernel":
+            ev["args"]["External id"] = 7 if corr == 1 else 8
+    t.events += [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "pid": 100,
+            "tid": 100,
+            "ts": 0,
+            "dur": 2,
+            "args": {"External id": 7, "flops": 1e9},
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "pid": 100,
+            "tid": 100,
+            "ts": 2,
+            "dur": 2,
+            "args": {"External id": 8, "flops": 4e9},
+        },
+    ]
+    rows = {k.name: k for k in diagnose_trace(t.write(tmp_path / "t.json")).kernels}
+    # gemm: 1e9 in 100 µs + 3e9 (300/400 of 4e9) in 300 µs = 4e9 FLOP in 400 µs = 10 TFLOP/s
+    assert rows["sm90_gemm"].tflop_per_s == pytest.approx(10.0)
+    assert rows["splitk_reduce_kernel"].tflop_per_s == pytest.approx(10.0)  # 1e9 in 100 µs
+    t2 = TraceBuilder()
+    t2.launch(0, 1, [(10, 100)])
+    assert diagnose_trace(t2.write(tmp_path / "u.json")).kernels[0].tflop_per_s is None
