@@ -1,14 +1,15 @@
 """What ``slotune route`` adds to TTFT: ``slotune bench`` direct to an engine vs through the proxy.
 
 One emulated engine (llama-3.1-8b on h100-sxm, real time, pinned to core 0 when there are
-two) serves both paths; ``slotune bench`` drives Poisson load at ``--rate`` with streamed
-completions, alternating direct and proxied runs ``--repeats`` times so drift in the machine's
-load hits both alike. Prints, side by side, TTFT p50 / p99 per run and the medians over the
+two) serves both paths; ``slotune bench`` drives Poisson load at each of ``--rates`` with
+streamed completions, alternating direct and proxied runs ``--repeats`` times so drift in the
+machine's load hits both alike. Prints, side by side, TTFT p50 / p99 per run and the medians over the
 repeats, the added TTFT (proxy - direct), and the proxy's own time per request from its
 ``slotune_route_overhead_seconds`` histogram (request received -> upstream request sent).
 Asserts nothing.
 
-    .venv/bin/python benchmarks/route_overhead.py [--rate 200] [--num-requests 1000] [--repeats 3]
+    .venv/bin/python benchmarks/route_overhead.py [--rates 50,200] [--num-requests 1000]
+        [--repeats 3]
 """
 
 from __future__ import annotations
@@ -43,61 +44,59 @@ def overhead_quantiles(metrics_url: str) -> tuple[float, float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--rates", default="200", help="comma-separated req/s, e.g. 50,200")
     ap.add_argument("--num-requests", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--input-len", default="256")
     ap.add_argument("--output-len", default="32")
     args = ap.parse_args()
-    load = [
-        "--rate",
-        str(args.rate),
-        "--num-requests",
-        str(args.num_requests),
-        "--input-len",
-        args.input_len,
-        "--output-len",
-        args.output_len,
-        "--warmup",
-        "50",
-    ]
+    rates = [float(r) for r in args.rates.split(",")]
     print(
-        f"slotune bench: Poisson {args.rate:g} req/s, {args.num_requests} streamed completions "
-        f"(input {args.input_len}, output {args.output_len} tokens) per run, {args.repeats} "
-        f"direct + {args.repeats} proxied runs alternating; one emulated llama-3.1-8b/h100-sxm "
-        f"engine, real time; {os.cpu_count()} CPU cores shared by engine, proxy and client; "
-        f"load average before: {os.getloadavg()[0]:.1f}"
+        f"slotune bench: Poisson at {args.rates} req/s, {args.num_requests} streamed completions "
+        f"(input {args.input_len}, output {args.output_len} tokens, 50 warm-up) per run, "
+        f"{args.repeats} direct + {args.repeats} proxied runs alternating per rate; one emulated "
+        f"llama-3.1-8b/h100-sxm engine, real time; {os.cpu_count()} CPU cores shared by "
+        f"engine, proxy and client; load average before: {os.getloadavg()[0]:.1f}"
     )
-    rows: list[tuple[str, float, float, int]] = []
+    rows: list[tuple[float, str, float, float, int]] = []
     with (
         emulated_engines(1, core=0) as [engine],
         # the engine is the only backend: wait for its connections as the direct client does
         route_proxy([engine], "least-requests", "timeouts: {connect: 60s}\n") as proxy,
     ):
-        for i in range(args.repeats):
-            for path, url in (("direct", engine), ("proxy", proxy)):
-                s = bench(url, [*load, "--seed", str(i)])
-                rows.append((path, s["ttft_ms"]["p50"], s["ttft_ms"]["p99"], s["num_errors"]))
+        for rate in rates:
+            load = [
+                *("--rate", str(rate), "--num-requests", str(args.num_requests)),
+                *("--input-len", args.input_len, "--output-len", args.output_len),
+                *("--warmup", "50"),
+            ]
+            for i in range(args.repeats):
+                for path, url in (("direct", engine), ("proxy", proxy)):
+                    s = bench(url, [*load, "--seed", str(i)])
+                    ttft = s["ttft_ms"]
+                    rows.append((rate, path, ttft["p50"], ttft["p99"], s["num_errors"]))
         mean_ms, p99_ms, num = overhead_quantiles(proxy + "/metrics")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
-    print(f"\n{'run':<8}{'path':<8}{'TTFT p50 ms':>12}{'TTFT p99 ms':>12}{'errors':>8}")
-    for i, (path, p50, p99, errors) in enumerate(rows):
-        print(f"{i // 2 + 1:<8}{path:<8}{p50:>12.2f}{p99:>12.2f}{errors:>8}")
-    med = {
-        path: (
-            statistics.median(r[1] for r in rows if r[0] == path),
-            statistics.median(r[2] for r in rows if r[0] == path),
+    print(f"\n{'rate':>6}  {'path':<8}{'TTFT p50 ms':>12}{'TTFT p99 ms':>12}{'errors':>8}")
+    for rate, path, p50, p99, errors in rows:
+        print(f"{rate:>6g}  {path:<8}{p50:>12.2f}{p99:>12.2f}{errors:>8}")
+    print(
+        f"\n{'rate':>6}  {'direct p50/p99 ms':>20}{'proxy p50/p99 ms':>20}{'added p50/p99 ms':>20}"
+    )
+    for rate in rates:
+        med = {
+            path: [
+                statistics.median(r[k] for r in rows if r[0] == rate and r[1] == path)
+                for k in (2, 3)
+            ]
+            for path in ("direct", "proxy")
+        }
+        d, p = med["direct"], med["proxy"]
+        print(
+            f"{rate:>6g}  {d[0]:>9.2f} /{d[1]:>8.2f}{p[0]:>11.2f} /{p[1]:>8.2f}"
+            f"{p[0] - d[0]:>+11.2f} /{p[1] - d[1]:>+8.2f}"
         )
-        for path in ("direct", "proxy")
-    }
-    print(
-        f"\nmedian over runs: direct p50 {med['direct'][0]:.2f} / p99 {med['direct'][1]:.2f} ms; "
-        f"proxy p50 {med['proxy'][0]:.2f} / p99 {med['proxy'][1]:.2f} ms"
-    )
-    print(
-        f"added TTFT: p50 {med['proxy'][0] - med['direct'][0]:+.2f} ms, "
-        f"p99 {med['proxy'][1] - med['direct'][1]:+.2f} ms (target: p99 < 1 ms)"
-    )
+    print("(medians over the repeats; target: added TTFT p99 < 1 ms at 200 req/s)")
     print(
         f"proxy's own time per request (received -> sent upstream), {num} requests: "
         f"mean {mean_ms:.3f} ms, p99 <= {p99_ms:.3f} ms (histogram bucket bound)"
