@@ -9,9 +9,10 @@ others go on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from slotune.collector.alerts.rules import THRESHOLD_KIND, ThresholdRule
 from slotune.collector.alerts.sli import SliReader
 from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
-from slotune.collector.alerts.status import slo_status
+from slotune.collector.alerts.status import slo_status, status_windows
 from slotune.collector.alerts.thresholds import ThresholdReader
 from slotune.collector.errors import SlotuneError, StoreError
 from slotune.collector.slo import SLO
@@ -130,6 +131,7 @@ def evaluate_all(
     last = last_alert_events(store)
     silences = active_silences(store, at)
     sli_reader = SliReader(store, at)
+    sli_reader.prefetch(_slo_needs(rules, slos, min_window_s))
     thr_reader = ThresholdReader(store, at)
     out: list[RuleStatus] = []
     for rule in rules:
@@ -165,6 +167,20 @@ def evaluate_all(
                 status = _with(status, silenced_until=silence.until_ts)
             out.append(_transition(store, status, last, record))
     return out
+
+
+def _slo_needs(
+    rules: Sequence[AlertRuleInfo], slos: Mapping[str, SLO], min_window_s: float
+) -> list[tuple[SLO, list[float]]]:
+    """(SLO, windows) of every SLO rule whose SLO can be evaluated (the others fail later,
+    one by one, with their own message)."""
+    needs = []
+    for rule in rules:
+        slo = slos.get(rule.slo_name or "") if rule.kind == SLO_KIND else None
+        if slo is not None:
+            with contextlib.suppress(SlotuneError):
+                needs.append((slo, status_windows(slo, min_window_s=min_window_s)))
+    return needs
 
 
 def _with(status: RuleStatus, **changes: Any) -> RuleStatus:

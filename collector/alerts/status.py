@@ -121,7 +121,7 @@ def slo_status(
     reader = reader if reader is not None and reader.at_ts == at_ts else SliReader(store, at_ts)
     policy = burn_windows(slo, min_window_s=min_window_s)
     budget = error_budget(slo)
-    windows = sorted({w for c in policy for w in (c.long_s, c.short_s)} | {slo.window_s})
+    windows = status_windows(slo, min_window_s=min_window_s)
     read = reader.counts(slo, windows)
     by_window = dict(zip(windows, read.counts, strict=True))
     burns = {w: _burn(w, by_window[w], slo) for w in windows}
@@ -138,6 +138,12 @@ def slo_status(
         conditions=tuple(ConditionStatus(c, burns[c.long_s], burns[c.short_s]) for c in policy),
         note=read.note.message(slo.name) if read.note is not None else None,
     )
+
+
+def status_windows(slo: SLO, *, min_window_s: float = 0.0) -> list[float]:
+    """Every window :func:`slo_status` reads: the policy's and the SLO window, shortest first."""
+    policy = burn_windows(slo, min_window_s=min_window_s)
+    return sorted({w for c in policy for w in (c.long_s, c.short_s)} | {slo.window_s})
 
 
 def _burn(window_s: float, counts: Counts | None, slo: SLO) -> WindowBurn:

@@ -137,6 +137,29 @@ def _points(conn: Connection, query: Any, ids: Sequence[int], **params: float) -
     return out
 
 
+def _points_on_grid(
+    conn: Connection, ids: Sequence[int], instants: Sequence[float]
+) -> list[dict[int, Point]]:
+    """The newest (ts, value) at or before each instant, of each series: one statement per
+    chunk of series, a correlated index seek per (series, instant)."""
+    values_sql = ", ".join(f"({i}, :t{i})" for i in range(len(instants)))
+    stmt = text(
+        f"WITH g(i, at) AS (VALUES {values_sql}) SELECT m.id, g.i, "
+        "(SELECT s.ts FROM sample s WHERE s.series_id = m.id AND s.ts <= g.at "
+        "ORDER BY s.ts DESC LIMIT 1), "
+        "(SELECT s.value FROM sample s WHERE s.series_id = m.id AND s.ts <= g.at "
+        "ORDER BY s.ts DESC LIMIT 1) "
+        "FROM metric_series m CROSS JOIN g WHERE m.id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    params: dict[str, Any] = {f"t{i}": float(t) for i, t in enumerate(instants)}
+    out: list[dict[int, Point]] = [{} for _ in instants]
+    for chunk in _chunks(ids):
+        for sid, i, ts, value in conn.execute(stmt, {**params, "ids": chunk}):
+            if ts is not None:
+                out[int(i)][int(sid)] = (float(ts), float(value))
+    return out
+
+
 def values_at(store: Store, ids: Sequence[int], at_ts: float) -> dict[int, Point]:
     """The newest (ts, value) at or before ``at_ts`` of each series that has one."""
     with store.connection() as conn:
@@ -161,13 +184,13 @@ def increases(
     if not ids or not starts:
         return out
     with store.connection() as conn:
-        last = _points(conn, _AT_OR_BEFORE, ids, t=end_ts)
+        grid = _points_on_grid(conn, ids, [end_ts, *starts])
+        last = grid[0]
         have = [sid for sid in ids if sid in last]
         bases: list[dict[int, Point]] = []
-        for start in starts:
-            base = _points(conn, _AT_OR_BEFORE, have, t=start)
+        for start, base in zip(starts, grid[1:], strict=True):
             missing = [sid for sid in have if sid not in base]
-            if missing:
+            if missing:  # born inside the window: from its first sample, like series_increase
                 base.update(_points(conn, _FIRST_IN, missing, a=start, b=end_ts))
             bases.append(base)
         earliest = min((p[0] for base in bases for p in base.values()), default=end_ts)
