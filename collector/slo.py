@@ -14,6 +14,7 @@ a request is good when its own pQ inter-token gap (per token) is within the thre
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,11 @@ _LATENCY_RE = re.compile(
 _ERROR_RE = re.compile(
     r"^\s*error_rate\s*(?:<=|<|≤)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%?)\s*$", re.IGNORECASE
 )
+# Accepted ranges: a latency objective beyond a day, or an error-budget window outside a
+# minute .. a year, is a typo, and once stored it would be rendered as text no parser reads.
+MAX_LATENCY_THRESHOLD_S = 86400.0
+MIN_WINDOW_S = 60.0
+MAX_WINDOW_S = 366 * 86400.0
 _DURATION_RE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|m|h|d|w)\s*$")
 _UNIT_S = {
     "us": 1e-6,
@@ -61,7 +67,10 @@ class SLI(StrEnum):
 def parse_duration_s(text: str | float | int, *, field_name: str = "duration") -> float:
     """Parse ``500ms``, ``20s``, ``5m``, ``30d`` (or a bare number of seconds) into seconds."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
+        value = float(text) if abs(text) < 1e300 else math.inf  # 400-digit ints overflow float
+        if not (math.isfinite(value) and value >= 0):
+            raise SLOSpecError(f"{field_name}: {text!r} is not a duration of 0 or more seconds")
+        return value
     m = _DURATION_RE.match(str(text))
     if not m:
         raise SLOSpecError(
@@ -219,6 +228,10 @@ def parse_slo(
     Raises:
         SLOSpecError: the text does not match an accepted form.
     """
+    if not MIN_WINDOW_S <= window_s <= MAX_WINDOW_S:
+        raise SLOSpecError(
+            f"SLO {spec!r}: window {window_s:g} s is out of range; use 1m to 366d (e.g. 30d)"
+        )
     m = _LATENCY_RE.match(spec)
     if m:
         pct = float(m["pct"])
@@ -228,8 +241,11 @@ def parse_slo(
             )
         sli = SLI(m["sli"].lower())
         threshold = float(m["value"]) * _UNIT_S[m["unit"].lower()]  # the pattern ignores case
-        if threshold <= 0:
-            raise SLOSpecError(f"SLO {spec!r}: the threshold must be greater than zero")
+        if not 0 < threshold <= MAX_LATENCY_THRESHOLD_S:
+            raise SLOSpecError(
+                f"SLO {spec!r}: the threshold must be greater than zero and at most 1 day "
+                f"({MAX_LATENCY_THRESHOLD_S:g}s)"
+            )
         return SLO(
             name=name or default_name(sli, pct),
             sli=sli,
@@ -342,6 +358,8 @@ def read_text(path: str | Path, what: str, error: type[ConfigError] = SLOSpecErr
         return Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise error(f"{path}: cannot read the {what} ({e.strerror})") from e
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: the {what} is not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
 def read_yaml(
@@ -371,6 +389,8 @@ def read_yaml_documents(
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise error(f"{source}{line}: not valid YAML ({getattr(e, 'problem', e)})") from e
+    except RecursionError:
+        raise error(f"{source}: nests deeper than YAML can be read") from None
     return [
         (data, _line_map(node)) for node, data in zip(nodes, datas, strict=True) if node is not None
     ]

@@ -14,7 +14,7 @@ from slotune.collector.agent.canonical import CANONICAL
 from slotune.collector.agent.fetch import HttpFetcher
 from slotune.collector.agent.registry import make_source
 from slotune.collector.agent.targets import make_target
-from slotune.collector.errors import ConfigError
+from slotune.collector.errors import ConfigError, SourceError
 from slotune.collector.store import bucket_quantile
 
 
@@ -108,7 +108,14 @@ def _histogram(fam: Family) -> HistogramSnapshot:
     total = count = 0.0
     for s in fam.samples:
         if s.name.endswith("_bucket"):
-            le = float(s.label("le", "nan"))
+            text = s.label("le", "")
+            try:
+                le = float(text)
+            except ValueError:
+                raise SourceError(
+                    f"{fam.name}: bucket bound le={text!r} is not a number; the endpoint's "
+                    "histograms are not Prometheus histograms"
+                ) from None
             per_le[le] = per_le.get(le, 0.0) + s.value
         elif s.name.endswith("_sum"):
             total += s.value

@@ -174,9 +174,18 @@ def load_targets_file(
         ConfigError: unreadable file, bad YAML, unknown fields' values, duplicate names.
     """
     try:
-        doc = yaml.safe_load(Path(path).read_text())
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"targets file {str(path)!r} cannot be read: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"targets file {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})"
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"targets file {str(path)!r} nests deeper than YAML can be read; a targets file "
+            "is a mapping with a 'targets' list"
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("targets"), list):
         raise ConfigError(f"targets file {str(path)!r} must be a mapping with a 'targets' list")
     default_interval = _interval(doc.get("interval"), f"{path}: interval", interval_s)

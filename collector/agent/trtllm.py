@@ -69,6 +69,11 @@ def parse_iteration_stats(
     skipped: list[SkippedLine] = []
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise SourceError(
+            f"{source} nests JSON deeper than iteration stats ever do; point the target at "
+            "trtllm-serve's /metrics or /prometheus/metrics"
+        ) from None
     except ValueError:
         kept = []
         for line_no, line in enumerate(text.splitlines(), start=1):
@@ -78,7 +83,7 @@ def parse_iteration_stats(
                 kept.append(line)
         try:
             data = json.loads("\n".join(kept))
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise SourceError(
                 f"{source} is not TensorRT-LLM iteration-stats JSON ({e}); point the target "
                 "at trtllm-serve's /metrics or /prometheus/metrics"
@@ -98,18 +103,32 @@ def _number(obj: Any, *path: str) -> float | None:
         if not isinstance(obj, dict):
             return None
         obj = obj.get(key)
-    if isinstance(obj, bool) or not isinstance(obj, int | float):
+    return _as_float(obj)
+
+
+def _as_float(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else, or an integer past float's range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(obj)
+    try:
+        return float(value)
+    except OverflowError:  # a 400-digit integer
+        return None
 
 
-def _flatten(obj: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, float]]:
+# Iteration stats nest two or three levels (kvCacheStats, inflightBatchingStats); deeper
+# objects are not stats and are not walked.
+_MAX_DEPTH = 8
+
+
+def _flatten(obj: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterable[tuple[str, float]]:
     for key, value in obj.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict):
-            yield from _flatten(value, path + ".")
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            yield path, float(value)
+            if depth < _MAX_DEPTH:
+                yield from _flatten(value, path + ".", depth + 1)
+        elif (number := _as_float(value)) is not None:
+            yield path, number
 
 
 class TrtllmSource(PromTextSource):

@@ -207,3 +207,35 @@ def test_to_dict_names_units() -> None:
         "selector": {"pool": "chat"},
         "description": "",
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            "slos:\n  - {name: a, spec: 'ttft:p99<=500ms', window: 0s}\n",
+            "window 0 s is out of range",
+        ),
+        (
+            "slos:\n  - {name: a, spec: 'ttft:p99<=500ms', window: 99999999999999999999d}\n",
+            "out of range; use 1m to 366d",
+        ),
+        (
+            "slos:\n  - {name: a, sli: ttft, percentile: 99, "
+            "threshold: 100000000000000000000000000000000000000000s}\n",
+            "at most 1 day",
+        ),
+        ("slos:\n  - {name: a, spec: 'ttft:p99<=500ms', window: .nan}\n", "not a duration"),
+        ("[" * 100_000, "nests deeper"),
+    ],
+)
+def test_absurd_slo_files_are_refused(text: str, match: str) -> None:
+    with pytest.raises(SLOSpecError, match=match):
+        parse_slo_yaml(text)
+
+
+def test_a_binary_slo_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "slos.yaml"
+    path.write_bytes(b"slos:\n\xff\xfe\x00")
+    with pytest.raises(SLOSpecError, match="is not UTF-8 text"):
+        load_slo_file(path)

@@ -91,3 +91,19 @@ def test_bad_yaml_names_the_field(tmp_path: Path, text: str, message: str) -> No
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_targets_file(path, node="n")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"targets:\n  - \xff\xfe\x00\x01", "is not UTF-8 text"),
+        (b"[" * 100_000, "nests deeper"),
+    ],
+)
+def test_binary_and_deep_targets_files_are_one_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "targets.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        load_targets_file(path, node="n")
