@@ -1,0 +1,28 @@
+"""The diagnose package's public surface, pinned (implementation modules stay private)."""
+
+from __future__ import annotations
+
+import slotune.tuner.diagnose as diagnose
+
+
+def test_public_names() -> None:
+    assert sorted(diagnose.__all__) == [
+        "EngineFigures",
+        "Finding",
+        "LiveDiagnosis",
+        "Severity",
+        "SimDiagnosis",
+        "SimTarget",
+        "TraceDiagnosis",
+        "TraceFileError",
+        "TuneContext",
+        "WorkloadDiagnosis",
+        "bench_run_trace",
+        "diagnose_live",
+        "diagnose_simulated",
+        "diagnose_trace",
+        "diagnose_workload",
+        "trace_html",
+    ]
+    for name in diagnose.__all__:
+        assert getattr(diagnose, name).__module__.startswith("slotune.tuner.diagnose")
