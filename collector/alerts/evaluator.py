@@ -300,11 +300,10 @@ def run_loop(
         started = time.monotonic()
         try:
             statuses = evaluate_all(store, record=True, min_window_s=min_window_s)
-        except StoreError as e:
-            log.warning("alert evaluation skipped: %s; retrying in %gs", e, interval_s)
-        else:
             if on_round is not None:
                 on_round(statuses)
+        except StoreError as e:
+            log.warning("alert evaluation skipped: %s; retrying in %gs", e, interval_s)
         rounds += 1
         if max_rounds is None or rounds < max_rounds:
             sleep(max(0.0, interval_s - (time.monotonic() - started)))

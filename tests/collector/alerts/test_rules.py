@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from alert_series import T0, steady
 
-from slotune.collector.alerts.evaluator import RuleState, evaluate_all
+from slotune.collector.alerts.evaluator import RuleState, evaluate_all, run_loop
 from slotune.collector.alerts.rules import parse_rule, parse_rules_yaml
 from slotune.collector.alerts.slo_rules import save_slo_rules
 from slotune.collector.errors import ConfigError
@@ -13,9 +15,11 @@ from slotune.collector.store import (
     SampleIn,
     Store,
     alert_history,
+    open_store,
     register_target,
     save_alert_rule,
     save_slos,
+    upgrade,
     write_samples,
 )
 
@@ -100,3 +104,19 @@ def test_slo_rule_fires_and_a_failing_rule_does_not_stop_the_others(store: Store
 
 def _fields(obj: object) -> dict[str, object]:
     return {f: getattr(obj, f) for f in obj.__slots__}  # type: ignore[attr-defined]
+
+
+def test_the_loop_survives_an_unreachable_store(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path / 'gone.db'}"
+    upgrade(url)
+    with open_store(url) as store:
+        store.dispose()
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"gone.db{suffix}").unlink(missing_ok=True)
+        (tmp_path / "gone.db").mkdir()  # the path now cannot be opened as a database
+        rounds: list[int] = []
+        assert run_loop(store, max_rounds=3, sleep=lambda _: rounds.append(1)) == 3
+    assert len(rounds) == 2
+    assert caplog.text.count("alert evaluation skipped") == 3
