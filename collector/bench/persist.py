@@ -84,8 +84,10 @@ def resolve_run(db_url: str | None, ref: str) -> RunRef:
     if path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"{ref}: not a result file written by --save ({e})") from e
+        except (OSError, ValueError, RecursionError) as e:
+            # ValueError covers bad JSON and bytes that are not UTF-8 text
+            reason = f"{type(e).__name__}: {e}"[:200]
+            raise ConfigError(f"{ref}: not a result file written by --save ({reason})") from e
         if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
             raise ConfigError(f"{ref}: has no 'summary'; give a file written by --save")
         return RunRef(label=str(data.get("name") or path.name), summary=data["summary"])

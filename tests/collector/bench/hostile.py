@@ -83,7 +83,7 @@ _ONE_SHOT: dict[Hostile, bytes] = {
 class HostileServer:
     """Answers every request on 127.0.0.1 the way its mode says."""
 
-    def __init__(self, mode_of: Callable[[str], Hostile]) -> None:
+    def __init__(self, mode_of: Callable[[str], Hostile | bytes]) -> None:
         self.mode_of = mode_of
         self.num_requests = 0
         self.port = 0
@@ -137,8 +137,11 @@ class HostileServer:
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _reply(self, mode: Hostile, writer: asyncio.StreamWriter) -> None:
-        if mode in _ONE_SHOT:
+    async def _reply(self, mode: Hostile | bytes, writer: asyncio.StreamWriter) -> None:
+        if isinstance(mode, bytes):  # a reply given byte for byte
+            writer.write(mode)
+            await writer.drain()
+        elif mode in _ONE_SHOT:
             writer.write(_ONE_SHOT[mode])
             await writer.drain()
         elif mode is Hostile.HANG_AFTER_HEADERS:

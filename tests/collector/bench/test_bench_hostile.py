@@ -4,16 +4,20 @@ error kind its failure is, within ``--timeout``, with bounded memory."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 
 import aiohttp
 import pytest
 from hostile import EXPECTED_ERROR, Hostile, HostileServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slotune.collector.bench import (
     ArrivalSpec,
     BenchConfig,
     Endpoint,
+    ErrorKind,
     run_benchmark,
     run_failure,
 )
@@ -73,3 +77,42 @@ def test_a_run_against_a_hostile_server_loses_no_request(hostile: HostileServer)
     failure = run_failure(result.summary)
     assert failure is not None and failure[0] == 1
     assert "every measured request failed" in failure[1]
+
+
+_REPLY_PIECES = st.sampled_from(
+    [
+        b"HTTP/1.1 200 OK\r\n",
+        b"HTTP/1.1 500 Oops\r\n",
+        b"Content-Type: text/event-stream\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Content-Length: 5\r\n",
+        b"\r\n",
+        b"data: ",
+        b"\n\n",
+        b'{"choices":[{"text":"a"}]}',
+        b'{"usage":{"completion_tokens":1e999}}',
+        b"[DONE]",
+        b"[" * 3000,
+    ]
+)
+
+
+@settings(
+    max_examples=int(os.environ.get("SLOTUNE_FUZZ_EXAMPLES", "25")), deadline=None, database=None
+)
+@given(st.lists(_REPLY_PIECES | st.binary(max_size=16), max_size=12).map(b"".join))
+def test_any_reply_ends_as_a_record(reply: bytes) -> None:
+    server = HostileServer(lambda _rid: reply).start()
+    try:
+        (record,) = asyncio.run(_send_one(server.url))
+    finally:
+        server.stop()
+    assert record.request_id == "req-0"
+    assert record.is_ok or record.error in {k.value for k in ErrorKind}
+
+
+async def _send_one(url: str) -> list[RequestRecord]:
+    options = ClientOptions(url, "hostile", Endpoint.COMPLETIONS, timeout_s=0.5)
+    prompt = Prompt("hi", ({"role": "user", "content": "hi"},), 1, 4)
+    async with aiohttp.ClientSession() as session:
+        return [(await send_request(session, options, "req-0", prompt)).record]

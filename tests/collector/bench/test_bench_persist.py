@@ -82,3 +82,13 @@ def test_unknown_runs_and_unusable_stores_are_clear_errors(sqlite_url: str, tmp_
         resolve_run(sqlite_url, str(bad))
     with pytest.raises(StoreError):
         check_store(f"sqlite:///{tmp_path / 'never-upgraded.db'}")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00binary", b"[" * 100_000, b'{"summary": 1}'])
+def test_compare_refuses_a_file_that_is_not_a_saved_run(
+    tmp_path: Path, sqlite_url: str, content: bytes
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match="run.json: "):
+        resolve_run(sqlite_url, str(path))
