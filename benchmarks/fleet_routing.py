@@ -13,8 +13,9 @@ Two scenarios, every policy of ``slotune fleet simulate --policy all`` in each:
    chat turns), gaps scaled by ``--azure-time-scale``, on a short pool of three and a long
    pool of one: does length-pools beat least-requests?
 
-Prints, per scenario and policy: TTFT p50/p99, TPOT p99, goodput under the SLOs, prefix-cache
-hit rate, shed share; then the headline ratios. Prints figures; asserts nothing.
+Prints, per scenario and policy: TTFT p50/p90/p99, TPOT p99, goodput under the SLOs, prefix-cache
+hit rate, shed share; for the mix, TTFT p99 of short and long requests apart; then the
+headline ratios. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/fleet_routing.py [--num-requests N] [--mooncake-time-scale 2]
         [--azure-time-scale 0.25]
@@ -25,10 +26,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+import numpy as np
+
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import Trace, named_workload, retime
 from slotune.tuner.fleet.pools import parse_pool
-from slotune.tuner.fleet.simulator import FleetResult, compare_policies
+from slotune.tuner.fleet.simulator import FleetResult, compare_policies, policy_context
 
 MOONCAKE_POOLS = ("a:4:llama-3.1-8b:h200:--kv-cache-dtype fp8",)
 MOONCAKE_SLOS = ("ttft:p99<=2s", "tpot:p99<=100ms")
@@ -61,10 +64,33 @@ def _scenario(
         s = r.summary
         print(
             f"{r.policy:26} {s.ttft_ms.percentiles[50.0] or 0:9.0f} "
+            f"{s.ttft_ms.percentiles[90.0] or 0:9.0f} "
             f"{s.ttft_ms.percentiles[99.0] or 0:9.0f} {s.tpot_ms.percentiles[99.0] or 0:9.1f} "
             f"{s.goodput:8.2f} {s.extra['prefix_hit_rate']:10.1%} {s.extra['shed_share']:6.1%}"
         )
     return {r.policy: r for r in results}
+
+
+def _by_length(results: dict[str, FleetResult], trace: Trace, pools: Sequence[str]) -> None:
+    """TTFT p99 of the short and of the long requests apart (length-pools' own threshold)."""
+    specs = [parse_pool(p) for p in pools]
+    threshold = policy_context(specs, trace, []).length_threshold_tokens or 0.0
+    is_long = [r.input_tokens + r.output_tokens > threshold for r in trace.requests]
+    print(
+        f"  TTFT p99 (ms) by length, threshold {threshold:,.0f} tokens "
+        f"({sum(is_long) / len(is_long):.1%} of requests long):"
+    )
+    for policy, result in results.items():
+        split = {
+            label: [
+                rec.ttft_s * 1000
+                for rec, long in zip(result.records, is_long, strict=True)
+                if long is want and rec.ttft_s is not None
+            ]
+            for label, want in (("short", False), ("long", True))
+        }
+        cells = ", ".join(f"{label} {np.percentile(v, 99):,.0f}" for label, v in split.items() if v)
+        print(f"    {policy:26} {cells}")
 
 
 def _ratio(results: dict[str, FleetResult], a: str, b: str) -> str:
@@ -94,6 +120,7 @@ def main() -> None:
     second = _scenario(
         f"azure-code + azure-conv (gaps x{args.azure_time_scale:g})", MIX_POOLS, mix, MIX_SLOS
     )
+    _by_length(second, mix, MIX_POOLS)
     print("\nheadline")
     print("  " + _ratio(first, "prefix-affinity", "round-robin"))
     print("  " + _ratio(first, "score", "round-robin"))

@@ -44,11 +44,13 @@ class PolicyContext:
         length_threshold_tokens: length-pools' threshold without ``threshold=`` (chosen from
             the trace and the pools' capacities by the caller).
         ttft_budget_s: slo-aware's budget without ``ttft=`` (the TTFT SLO's threshold).
+        pool_names: the fleet's pools, to refuse a ``long=`` naming none (empty: unchecked).
     """
 
     long_pools: frozenset[str] = frozenset()
     length_threshold_tokens: float | None = None
     ttft_budget_s: float | None = None
+    pool_names: frozenset[str] = frozenset()
 
 
 def _num(spec: str, params: dict[str, str], key: str, default: float) -> float:
@@ -69,6 +71,12 @@ def _length_pools(spec: str, params: dict[str, str], ctx: PolicyContext) -> Rout
         raise ConfigError(
             f"policy {spec!r}: length-pools needs a long pool; name a pool 'long' or pass "
             "length-pools:long=POOL"
+        )
+    unknown = sorted(pools - ctx.pool_names) if ctx.pool_names else []
+    if unknown:
+        raise ConfigError(
+            f"policy {spec!r}: no pool named {', '.join(unknown)}; the pools are "
+            f"{', '.join(sorted(ctx.pool_names))}"
         )
     if threshold <= 0:
         raise ConfigError(f"policy {spec!r}: pass length-pools:threshold=TOKENS")

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.summary import Summary, summarize
@@ -119,7 +120,7 @@ def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO])
         totals = [r.input_tokens + r.output_tokens for r in trace.requests]
         threshold = length_threshold(totals, share)
     ttft = [s.threshold for s in slos if s.sli is SLI.TTFT]
-    return PolicyContext(long, threshold, min(ttft) if ttft else None)
+    return PolicyContext(long, threshold, min(ttft) if ttft else None, frozenset(names))
 
 
 def policy_names(spec: str, context: PolicyContext) -> list[str]:
@@ -207,6 +208,8 @@ def compare_policies(
         p.resolved()
     context = policy_context(pools, trace, slos)
     policies = [policy_from_name(name, context) for name in policy_names(policy_spec, context)]
+    if not policies:
+        raise ConfigError("--policy names no policy; give P[,P…] or all")
     results = []
     for policy in policies:
         if progress is not None:

@@ -53,6 +53,7 @@ def test_fleet_simulate_json_one_entry_per_policy_stored_as_a_diagnosis(store_ur
         (["--policy", "fastest"], "unknown policy 'fastest'"),
         (["--pool", "b:1:llama-3.1-70b:l4"], "--pool b: CUDA out of memory"),
         (["--policy", "score:prefx=2"], "unknown key prefx for score"),
+        (["--policy", "length-pools:long=big:threshold=900"], "no pool named big; the pools are a"),
     ],
 )
 def test_fleet_simulate_bad_input_is_one_line(args: list[str], message: str) -> None:
