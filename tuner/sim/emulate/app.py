@@ -123,6 +123,10 @@ class _Routes:
                 body = await request.json()
             except json.JSONDecodeError as e:
                 raise bad_request(f"The request body is not valid JSON: {e}") from e
+            except (ValueError, RecursionError) as e:  # not UTF-8, 5000-digit ints, deep nesting
+                raise bad_request(
+                    f"The request body is not usable JSON ({type(e).__name__})"
+                ) from e
             parsed = parse_request(body, kind, self._model.served_name, self._model.max_model_len)
             handle = self._submit(request, response_id, parsed, received)
         except ApiError as e:
