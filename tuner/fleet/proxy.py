@@ -205,8 +205,15 @@ class RouteProxy:
                 ]
                 if not candidates:
                     if tried:
-                        return _error(502, "BadGatewayError", f"no backend answered: {tried}")
-                    return self._shed(503, "no_backend", f"every backend of {info.model} is down")
+                        names = ", ".join(tried)
+                        return _error(502, "BadGatewayError", f"no backend answered ({names})")
+                    now = time.monotonic()
+                    return self._shed(
+                        503,
+                        "no_backend",
+                        f"every backend of {info.model} is down",
+                        min(b.breaker.seconds_until_probe(now) for b in serving),
+                    )
                 decision = self.policy.choose(info, candidates)
                 if decision.replica is None:
                     return self._shed(429, "policy", decision.shed_reason, decision.retry_after_s)

@@ -49,6 +49,14 @@ class CircuitBreaker:
             state is BreakerState.HALF_OPEN and not self._probing
         )
 
+    def seconds_until_probe(self, now: float) -> float:
+        """How long until the circuit lets a request through (0 when it does now)."""
+        if self.can_send(now):
+            return 0.0
+        if self._state is BreakerState.OPEN:
+            return self._opened_at + self.open_for_s - now
+        return self.open_for_s  # half-open with its probe out: at worst it fails and reopens
+
     def on_send(self, now: float) -> None:
         """A request was sent: in half-open it is the probe."""
         if self.state(now) is BreakerState.HALF_OPEN:

@@ -47,3 +47,12 @@ def test_an_abandoned_probe_frees_the_slot() -> None:
     assert not b.can_send(1.0)
     b.on_abandoned()
     assert b.can_send(1.0)
+
+
+def test_seconds_until_probe() -> None:
+    b = CircuitBreaker(failures=1, open_for_s=10.0)
+    assert b.seconds_until_probe(0.0) == 0.0
+    b.on_failure(2.0)
+    assert b.seconds_until_probe(5.0) == 7.0
+    b.on_send(12.0)  # the probe is out
+    assert b.seconds_until_probe(12.5) == 10.0
