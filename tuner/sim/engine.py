@@ -77,8 +77,8 @@ class DecodeRun:
 class EngineStats:
     """Gauges and cumulative counters of an engine core (tokens count prompt tokens)."""
 
-    num_running: int
-    num_waiting: int
+    requests_running: int
+    requests_waiting: int
     kv_usage: float
     prefix_queries: int
     prefix_hits: int
@@ -89,6 +89,16 @@ class EngineStats:
     kv_tokens: int
     num_steps: int
     last_step_tokens: int
+
+    @property
+    def num_running(self) -> int:
+        """Former name of ``requests_running`` (the store's name), kept for callers."""
+        return self.requests_running
+
+    @property
+    def num_waiting(self) -> int:
+        """Former name of ``requests_waiting`` (the store's name), kept for callers."""
+        return self.requests_waiting
 
 
 class EngineCore:
@@ -264,8 +274,8 @@ class EngineCore:
     def stats(self) -> EngineStats:
         bm = self.block_manager
         return EngineStats(
-            num_running=len(self.scheduler.running),
-            num_waiting=len(self.scheduler.waiting),
+            requests_running=len(self.scheduler.running),
+            requests_waiting=len(self.scheduler.waiting),
             kv_usage=bm.usage,
             prefix_queries=bm.prefix_queries,
             prefix_hits=bm.prefix_hits,

@@ -19,7 +19,7 @@ class RequestTiming:
         scheduled_s: start of the first step that computed any of its tokens (None if never).
         first_token_s: end of the step that produced its first token.
         finished_s: end of the step that produced its last token.
-        num_preemptions: times its KV was freed and recomputed.
+        preemptions: times its KV was freed and recomputed.
     """
 
     request_id: str
@@ -27,7 +27,12 @@ class RequestTiming:
     scheduled_s: float | None
     first_token_s: float | None
     finished_s: float | None
-    num_preemptions: int = 0
+    preemptions: int = 0
+
+    @property
+    def num_preemptions(self) -> int:
+        """Former name of ``preemptions`` (the store's name), kept for callers."""
+        return self.preemptions
 
     @property
     def queued_s(self) -> float | None:
@@ -37,15 +42,28 @@ class RequestTiming:
 
 @dataclass(frozen=True, slots=True)
 class EngineSeries:
-    """Engine gauges and cumulative counters sampled at a coarse interval (columns)."""
+    """Engine gauges and cumulative counters sampled at a coarse interval (columns).
+
+    Named as the store names the scraped engine metrics (``requests_running`` …).
+    """
 
     time_s: tuple[float, ...]
-    num_running: tuple[int, ...]
-    num_waiting: tuple[int, ...]
+    requests_running: tuple[int, ...]
+    requests_waiting: tuple[int, ...]
     kv_usage: tuple[float, ...]
     prefix_queries: tuple[int, ...]
     prefix_hits: tuple[int, ...]
     preemptions: tuple[int, ...]
+
+    @property
+    def num_running(self) -> tuple[int, ...]:
+        """Former name of ``requests_running``, kept for callers."""
+        return self.requests_running
+
+    @property
+    def num_waiting(self) -> tuple[int, ...]:
+        """Former name of ``requests_waiting``, kept for callers."""
+        return self.requests_waiting
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {name: list(getattr(self, name)) for name in self.__slots__}

@@ -324,8 +324,8 @@ class _Timeline:
         self.samples.append(
             (
                 now_s,
-                s.num_running,
-                s.num_waiting,
+                s.requests_running,
+                s.requests_waiting,
                 s.kv_usage,
                 s.prefix_queries,
                 s.prefix_hits,
@@ -392,7 +392,7 @@ class _Timeline:
                     scheduled_s=self.scheduled_s[i],
                     first_token_s=ends[seg[0]] if seg else None,
                     finished_s=ends[seg[-1] - 1] if done else None,
-                    num_preemptions=self.num_preempted[i],
+                    preemptions=self.num_preempted[i],
                 )
             )
         return out

@@ -32,8 +32,8 @@ MAX_MODEL_LEN = 256
 
 @dataclass
 class FakeStats:
-    num_running: int = 0
-    num_waiting: int = 0
+    requests_running: int = 0
+    requests_waiting: int = 0
     kv_usage: float = 0.0
     prefix_queries: int = 0
     prefix_hits: int = 0
@@ -69,7 +69,7 @@ class FakeCore:
 
     def add_request(self, request: SimRequest) -> None:
         self.waiting.append(request)
-        self._stats.num_waiting = len(self.waiting)
+        self._stats.requests_waiting = len(self.waiting)
 
     def abort(self, request_id: str) -> None:
         self.waiting = [r for r in self.waiting if r.request_id != request_id]
@@ -95,8 +95,8 @@ class FakeCore:
                 finished.append(rid)
                 del self.running[rid]
         self._stats.generation_tokens += len(tokens)
-        self._stats.num_running = len(self.running)
-        self._stats.num_waiting = 0
+        self._stats.requests_running = len(self.running)
+        self._stats.requests_waiting = 0
         self._stats.kv_usage = min(1.0, len(self.running) / 100)
         return FakeStep(self.step_s, tokens, finished, started)
 

@@ -61,8 +61,8 @@ def test_shared_prefixes_give_shared_token_ids() -> None:
 
 def _report(prompt_tokens: int, generation_tokens: int) -> StepReport:
     counters = EngineStats(
-        num_running=3,
-        num_waiting=1,
+        requests_running=3,
+        requests_waiting=1,
         kv_usage=0.25,
         prefix_queries=200,
         prefix_hits=50,

@@ -148,7 +148,7 @@ def test_result_timings_series_and_summary() -> None:
         assert timing.finished_s == record.end_s
         assert record.num_output_tokens == len(record.chunk_times_s)
     assert len(result.series.time_s) > 10
-    assert max(result.series.num_running) <= 32
+    assert max(result.series.requests_running) <= 32
     assert result.config["max_num_seqs"] == 32 and result.config["engine"] == "vllm"
     assert any("GPU KV cache size" in line for line in result.kv_log)
 
@@ -170,5 +170,5 @@ def test_engine_core_as_the_emulated_engine_drives_it() -> None:
         produced += sum(n for rid, n in result.tokens if rid == "a")
     assert produced == 3 and not core.has_unfinished()
     stats = core.stats
-    assert (stats.num_running, stats.num_waiting, stats.kv_usage) == (0, 0, 0.0)
+    assert (stats.requests_running, stats.requests_waiting, stats.kv_usage) == (0, 0, 0.0)
     assert stats.prompt_tokens == 150 and stats.generation_tokens == 4

@@ -47,8 +47,8 @@ class StatsLog:
                 "Prefix cache hit rate: %.1f%%",
                 self._prompt_tokens / elapsed,
                 self._generation_tokens / elapsed,
-                c.num_running,
-                c.num_waiting,
+                c.requests_running,
+                c.requests_waiting,
                 c.kv_usage * 100,
                 hit_rate * 100,
             )

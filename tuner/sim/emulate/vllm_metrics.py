@@ -270,8 +270,8 @@ class VllmMetrics:
     def on_step(self, report: StepReport) -> None:
         """Record one scheduler step (gauges, token counters, TTFT and ITL)."""
         counters = report.counters
-        self._running.set(counters.num_running)
-        self._waiting.set(counters.num_waiting)
+        self._running.set(counters.requests_running)
+        self._waiting.set(counters.requests_waiting)
         self._kv_usage.set(counters.kv_usage)
         self._gpu_cache_usage.set(counters.kv_usage)
         for metric in (self._prefix_queries, self._gpu_prefix_queries):
