@@ -27,6 +27,12 @@ matters when the default does not: ``trtllm-70b-tp4-h100-azure-code``).
 Usage::
 
     .venv/bin/python benchmarks/tuner_efficiency.py [--seeds 100] [--budget 100] [--jobs 2]
+    .venv/bin/python benchmarks/tuner_efficiency.py --live 300 --seeds 20 --budget 30 \
+        --scenario trtllm-70b-tp4-h100-azure-code --methods tpe,random
+
+``--live N`` skips the grid: it runs real simulated studies on the engine's whole default
+space (the continuous memory fraction included) and reports the trials to the first feasible
+configuration.
 
 The grid tables are cached in the user cache directory (``~/.cache/slotune/tuner_efficiency``
 on Linux); delete it after changing the simulator.
@@ -50,11 +56,20 @@ import platformdirs
 
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
+from slotune.tuner.backends import BackendKind
 from slotune.tuner.backends.sim import SimBackend
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sampler import make_sampler
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.study import (
+    FORCED_ATTR,
+    StudySpec,
+    build_space,
+    is_feasible,
+    load_plan,
+    objective_fn,
+)
 from slotune.tuner.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
@@ -137,9 +152,10 @@ BENCH_SPACE: dict[str, Any] = {
 }
 
 
+# The default TensorRT-LLM space's values, the memory fraction left at its default.
 TRTLLM_BENCH_SPACE: dict[str, Any] = {
-    "max_batch_size": [16, 32, 64, 128, 256, 512, 1024, 2048],
-    "max_num_tokens": [512, 1024, 2048, 4096, 8192, 16384],
+    "max_batch_size": [8, 16, 32, 64, 128, 256, 512, 1024, 2048],
+    "max_num_tokens": [512, 1024, 2048, 4096, 8192, 16384, 32768],
     "enable_chunked_prefill": [True, False],
     "kv_cache_config.enable_block_reuse": [True, False],
     "scheduler_config.capacity_scheduler_policy": ["GUARANTEED_NO_EVICT", "MAX_UTILIZATION"],
@@ -262,6 +278,52 @@ def _lookup(space: SearchSpace, table: dict[str, Row], changes: dict[str, Any]) 
     return value if ok else 0.0
 
 
+def live_first_feasible(
+    sc: Scenario, method: str, seeds: range, budget: int, num_requests: int
+) -> list[int | None]:
+    """Trials to the first feasible configuration of real simulated studies on the engine's
+    whole default space (continuous memory fraction included), one per seed: no grid, every
+    trial simulated (the seed also draws the arrivals)."""
+    spec = StudySpec(
+        sc.name,
+        BackendKind.SIM,
+        sc.engine,
+        sc.model,
+        sc.gpu,
+        sc.workload,
+        None,
+        sc.slos,
+        num_requests=num_requests,
+        space={"tensor_parallel_size": sc.tensor_parallel_size},
+    )
+    plan = load_plan(spec)
+    space = build_space(spec, plan)
+    runner = TrialRunner(
+        SimBackend(sc.engine, sc.model, sc.gpu),
+        plan,
+        tuple(parse_slos(sc.slos)),
+        ObjectiveKind.CAPACITY,
+    )
+    out: list[int | None] = []
+    for seed in seeds:
+        study = optuna.create_study(
+            direction="maximize",
+            sampler=make_sampler(method, seed, space, forced_attr=FORCED_ATTR),
+        )
+        study.enqueue_trial(
+            space.default_params(), user_attrs={FORCED_ATTR: space.forced_defaults()}
+        )
+        objective = objective_fn(runner, space, seed)
+        first = None
+        for i in range(1, budget + 1):
+            study.optimize(objective, n_trials=1)
+            if is_feasible(study.trials[-1]):
+                first = i
+                break
+        out.append(first)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=100)
@@ -277,9 +339,19 @@ def main() -> None:
     # Names of tuner.sampler.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
     # PyTorch, which slotune does not depend on: add "gp" where it is installed.
     ap.add_argument("--methods", default="tpe,optuna-tpe,random")
+    ap.add_argument(
+        "--live",
+        type=int,
+        metavar="N",
+        help="instead of the grid: trials to the first feasible configuration of real "
+        "simulated studies on the whole default space, N requests per run",
+    )
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
+    if args.live:
+        _print_live(args)
+        return
     rows = []
     for sc in SCENARIOS:
         if args.scenario and sc.name not in args.scenario:
@@ -319,6 +391,30 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     _print_table(rows, args)
+
+
+def _print_live(args: argparse.Namespace) -> None:
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    print(
+        f"median trials (trial 0 included) to the first configuration meeting every SLO, "
+        f"whole default space, {args.live} requests per run, budget {args.budget}, seeds "
+        f"{seeds.start}...{seeds.stop - 1}\n"
+    )
+    print(" | ".join(["scenario", *args.methods.split(",")]))
+    print(" | ".join("---" for _ in range(len(args.methods.split(",")) + 1)))
+    for sc in SCENARIOS:
+        if args.scenario and sc.name not in args.scenario:
+            continue
+        cells = [sc.name]
+        for method in args.methods.split(","):
+            first = live_first_feasible(sc, method, seeds, args.budget, args.live)
+            print(
+                json.dumps({"scenario": sc.name, "method": method, "first": first}), file=sys.stderr
+            )
+            cells.append(
+                f"{_fmt(_median(first, args.budget))} ({sum(f is not None for f in first)})"
+            )
+        print(" | ".join(cells))
 
 
 def _median(reach: list[int | None], budget: int) -> float | None:

@@ -13,8 +13,11 @@ has already measured or is measuring, nor one the engine refuses at start-up
 start (from trial 1 on, the default — trial 0 — is the model's first good point, so the
 search begins in its neighbourhood, where a tuned configuration usually differs in one or two
 parameters), and the good density's prior leans towards the default, so the ratio's pull away
-from the bad trials does not throw the search into the corners of the space.
-``benchmarks/tuner_efficiency.py`` measures the difference.
+from the bad trials does not throw the search into the corners of the space. While nothing is
+feasible, infeasible trials rank by SLO shortfall (the sum of their broken constraints, as in
+Optuna's constrained samplers), the default prior is off (a default that breaks an SLO is no
+neighbourhood to stay in) and a plateau of equal shortfalls counts as no evidence, so the
+search moves away from it. ``benchmarks/tuner_efficiency.py`` measures the difference.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ _NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter
 _DEFAULT_PRIOR_SHARE = 0.5
 _DEFAULT_PRIOR_WIDTH = 4.0
 _DEFAULT_PRIOR_MATCH = 0.6
+# While nothing is feasible, a shortfall above this share of the worst one is the plateau.
+_PLATEAU = 0.9
 
 
 class SamplerKind(StrEnum):
@@ -181,8 +186,11 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         if not measured:  # trial 0 still running (several workers): any valid configuration
             return candidates[int(self._rng.integers(len(candidates)))]
         feats = np.array([self._features(c) for c in candidates])
-        good, bad = self._split(study, measured)
-        score = self._log_density(feats, good, self._default_prior(feats)) - self._log_density(
+        good, bad, any_feasible = self._split(study, measured)
+        # Lean towards the engine default only once something is feasible: a default that
+        # breaks an SLO is not a neighbourhood to stay in.
+        prior = self._default_prior(feats) if any_feasible else np.ones(len(feats))
+        score = self._log_density(feats, good, prior) - self._log_density(
             feats, bad, np.ones(len(feats))
         )
         best = np.flatnonzero(score >= score.max() - 1e-12)
@@ -217,20 +225,40 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
 
     def _split(
         self, study: optuna.Study, measured: list[FrozenTrial]
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Features of the good and the other trials, and whether any trial is feasible.
+
+        Feasible trials rank by value; infeasible ones after them by SLO shortfall (the sum of
+        their broken constraints), as Optuna's constrained samplers rank by violation. While
+        nothing is feasible, only trials with a clearly smaller shortfall than the worst seen
+        (by more than 10 %) are good: a plateau of about equal shortfalls (every configuration
+        whose prefill chunks stall decodes alike; arrival noise moves them by a few percent)
+        says nothing about where to go, and the search then moves away from it.
+        """
         sign = -1.0 if study.direction is optuna.study.StudyDirection.MAXIMIZE else 1.0
 
+        def violation(t: FrozenTrial) -> float:
+            return sum(max(0.0, c) for c in _constraints(t))
+
         def rank(t: FrozenTrial) -> tuple[int, float]:
-            violation = sum(max(0.0, c) for c in _constraints(t))
-            if violation > 0:
-                return 1, violation
+            v = violation(t)
+            if v > 0:
+                return 1, v
             return 0, sign * float(t.value if t.value is not None else math.inf)
 
         ordered = sorted(measured, key=rank)
         n_good = max(1, math.ceil(self._gamma * len(ordered)))
-
+        any_feasible = rank(ordered[0])[0] == 0
+        if not any_feasible:
+            worst = violation(ordered[-1])
+            n_good = min(n_good, sum(violation(t) < worst * _PLATEAU for t in ordered))
         feats = [self._features(t.params) for t in ordered]
-        return np.array(feats[:n_good]), np.array(feats[n_good:]).reshape(-1, len(self._searched))
+        width = len(self._searched)
+        return (
+            np.array(feats[:n_good]).reshape(-1, width),
+            np.array(feats[n_good:]).reshape(-1, width),
+            any_feasible,
+        )
 
     def _features(self, params: Mapping[str, Any]) -> list[float]:
         """Each searched parameter in [0, 1] (ordered) or as a choice index; NaN if absent."""

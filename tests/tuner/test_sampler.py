@@ -98,27 +98,45 @@ def test_product_sampler_choice() -> None:
     assert isinstance(make_sampler("optuna-tpe", 0, space), optuna.samplers.TPESampler)
 
 
-def first_configs(space: SearchSpace, seed: int, n: int) -> list[dict[str, object]]:
-    """The first ``n`` configurations of a study where nothing is ever feasible."""
+def first_configs(
+    space: SearchSpace, seed: int, n: int, *, shortfall: float
+) -> list[dict[str, object]]:
+    """The first ``n`` configurations of a study where every trial has the same SLO
+    ``shortfall`` (0: all feasible, with the same value) - no evidence for any region."""
     study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=seed))
     study.enqueue_trial(space.default_params())
     configs: list[dict[str, object]] = []
 
     def objective(trial: optuna.Trial) -> float:
         configs.append(space.suggest(trial))
-        trial.set_constraint("slos", 1.0)  # no evidence for any region
-        return 0.0
+        trial.set_constraint("slos", shortfall)
+        return 1.0
 
     study.optimize(objective, n_trials=n)
     return configs
 
 
-def test_the_search_starts_next_to_the_engine_default() -> None:
-    space = small_space().with_overrides(
-        {"max_num_seqs": [64, 256, 1024], "max_num_batched_tokens": [1024, 2048, 4096, 8192]}
-    )
+SEARCH = {"max_num_seqs": [64, 256, 1024], "max_num_batched_tokens": [1024, 2048, 4096, 8192]}
+
+
+def changes(default: dict[str, object], config: dict[str, object]) -> list[str]:
+    return [k for k in default if config.get(k) != default[k]]
+
+
+def test_the_search_starts_next_to_a_feasible_engine_default() -> None:
+    space = small_space().with_overrides(SEARCH)
     for seed in range(5):
-        default, *proposed = first_configs(space, seed, 4)
+        default, *proposed = first_configs(space, seed, 4, shortfall=0.0)
         for config in proposed:
-            changed = [k for k in default if config.get(k) != default[k]]
-            assert 1 <= len(changed) <= 2, (seed, changed)
+            assert 1 <= len(changes(default, config)) <= 2, (seed, config)
+
+
+def test_the_search_leaves_a_default_that_breaks_the_slos_as_badly_as_its_neighbours() -> None:
+    # Equal shortfalls everywhere (a plateau) say nothing about where to go: the search moves
+    # away from what it measured instead of staying next to the failing default.
+    space = small_space().with_overrides(SEARCH)
+    far = 0
+    for seed in range(5):
+        default, first, *_ = first_configs(space, seed, 3, shortfall=1.0)
+        far += len(changes(default, first)) >= 3
+    assert far >= 4
