@@ -66,6 +66,7 @@ class Replica:
         # the rate a queue drains at, from the cost model until steps measure it
         self.prefill_tps = budget / self.core.cost.step_time_s(budget, budget * budget / 2, 0, 0, 1)
         self.throughput_tps = 0.0
+        self._stuck = False
         self._start_rate = 0.0
         self._last_start_s = ready_s
 
@@ -92,6 +93,7 @@ class Replica:
             RequestRejected: the engine refuses it (too long).
         """
         self.core.add_request(request)
+        self._stuck = False
         self.num_routed += 1
         self.clock_s = max(self.clock_s, now_s)
         self._runs[request.request_id] = []
@@ -101,6 +103,11 @@ class Replica:
     @property
     def is_idle(self) -> bool:
         return not self.core.has_unfinished()
+
+    @property
+    def is_busy(self) -> bool:
+        """Holds requests it can still make progress on."""
+        return not self.is_idle and not self._stuck
 
     # time
     def advance(self, until_s: float) -> list[str]:
@@ -122,7 +129,8 @@ class Replica:
                 continue
             result = core.step(with_split=False)
             if result is None:
-                break  # nothing schedulable: the stragglers end as timeouts
+                self._stuck = True  # nothing schedulable: the stragglers end as timeouts
+                break
             j = len(self.step_end_s)
             start = self.clock_s
             self.clock_s += result.duration_s

@@ -8,7 +8,6 @@ per replica.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -162,20 +161,17 @@ def simulate_fleet(
     check_unique(list(pools))
     fleet = Fleet(pools, policy, known_output=known_output)
     requests = trace_requests(trace)
-    tick = controller.tick_s if controller is not None else math.inf
-    next_tick = 0.0 if controller is not None else math.inf
+    next_tick = 0.0
     for request, source in zip(requests, trace.requests, strict=True):
-        while next_tick <= request.arrival_s:
-            fleet.advance(next_tick)
-            assert controller is not None
-            controller.on_tick(next_tick, fleet)
-            next_tick += tick
+        if controller is not None:
+            next_tick = _tick_until(fleet, controller, next_tick, request.arrival_s)
         fleet.advance(request.arrival_s)
         fleet.route(request, source, request.arrival_s)
-    while controller is not None and any(not r.is_idle for r in fleet.replicas):
-        fleet.advance(next_tick)
-        controller.on_tick(next_tick, fleet)
-        next_tick += tick
+    if controller is not None:
+        # keep deciding until the last request is done (replicas that cannot schedule
+        # their queue at all are left to end as timeouts)
+        while any(r.is_busy for r in fleet.replicas):
+            next_tick = _tick_until(fleet, controller, next_tick, next_tick)
     fleet.run_until_idle()
     end_s = max([trace.duration_s, *(r.clock_s for r in fleet.replicas)])
     fleet.retire_idle(end_s)
@@ -187,6 +183,15 @@ def simulate_fleet(
         for r in fleet.retired + fleet.replicas
     )
     return FleetResult(policy.name, _summary(records, slos, fleet, replicas), replicas, records)
+
+
+def _tick_until(fleet: Fleet, controller: Controller, next_tick: float, until_s: float) -> float:
+    """Run the controller's ticks up to ``until_s``; returns the next tick's time."""
+    while next_tick <= until_s:
+        fleet.advance(next_tick)
+        controller.on_tick(next_tick, fleet)
+        next_tick += controller.tick_s
+    return next_tick
 
 
 def compare_policies(
