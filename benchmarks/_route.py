@@ -89,11 +89,12 @@ def route_proxy(urls: Sequence[str], policy: str, extra: str = "") -> Iterator[s
 
 def bench(url: str, args: Sequence[str]) -> dict[str, Any]:
     """One ``slotune bench`` run (not stored); its JSON summary."""
-    out = subprocess.run(
+    done = subprocess.run(
         [SLOTUNE, "bench", "--url", url, "--no-store", "--json", *args],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout
-    summary: dict[str, Any] = json.loads(out)["summary"]
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"slotune bench {' '.join(args)} failed: {done.stderr.strip()}")
+    summary: dict[str, Any] = json.loads(done.stdout)["summary"]
     return summary
