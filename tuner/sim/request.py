@@ -1,8 +1,9 @@
 """A request as the simulated engine sees it, and its mutable state inside the scheduler.
 
-A simulated request always generates exactly ``max_tokens`` tokens, as a real engine does
-with ``min_tokens == max_tokens`` or ``ignore_eos``: there is no model to emit an EOS token,
-so the output length is part of the request.
+There is no model to emit an EOS token, so the output length is part of the request: a
+request generates ``max_tokens`` tokens (as a real engine does with ``ignore_eos``), or,
+when ``eos_after_tokens`` is set, stops after that many like a model that emits EOS there
+(vLLM's ``finish_reason`` "stop"; "length" when ``max_tokens`` comes first).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ class SimRequest:
         request_id: unique id within one engine.
         arrival_s: arrival time on the caller's clock.
         prompt_tokens: prompt length in tokens.
-        max_tokens: output tokens to generate; always generated in full (see module doc).
+        max_tokens: most output tokens (the request's ``max_tokens``).
         prompt_token_ids: the prompt's token ids, when known.
         hash_ids: trace prefix-block ids.
         hash_block_size: tokens per ``hash_ids`` block (Mooncake: 512).
         priority: lower values are served first under ``scheduling_policy=priority``.
+        eos_after_tokens: the model emits EOS after this many output tokens; None: it
+            never does (the request runs to ``max_tokens``).
     """
 
     request_id: str
@@ -50,6 +53,19 @@ class SimRequest:
     hash_ids: tuple[int, ...] = ()
     hash_block_size: int | None = None
     priority: int = 0
+    eos_after_tokens: int | None = None
+
+    @property
+    def num_output_tokens(self) -> int:
+        """Tokens the request generates: up to EOS or ``max_tokens``, whichever is first."""
+        eos = self.eos_after_tokens
+        return self.max_tokens if eos is None or eos > self.max_tokens else eos
+
+    @property
+    def finish_reason(self) -> str:
+        """vLLM's ``finish_reason``: "stop" at EOS (checked first), else "length"."""
+        eos = self.eos_after_tokens
+        return "stop" if eos is not None and eos <= self.max_tokens else "length"
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 1:
@@ -59,6 +75,11 @@ class SimRequest:
         if self.max_tokens < 1:
             raise RequestRejected(
                 f"request {self.request_id}: max_tokens must be at least 1, got {self.max_tokens}"
+            )
+        if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
+            raise RequestRejected(
+                f"request {self.request_id}: eos_after_tokens must be at least 1, "
+                f"got {self.eos_after_tokens}"
             )
         if self.prompt_token_ids is not None and len(self.prompt_token_ids) != self.prompt_tokens:
             raise RequestRejected(

@@ -20,6 +20,8 @@ class RequestTiming:
         first_token_s: end of the step that produced its first token.
         finished_s: end of the step that produced its last token.
         preemptions: times its KV was freed and recomputed.
+        finish_reason: vLLM's ``finish_reason`` ("stop" at EOS, "length" at
+            ``max_tokens``); None when it did not finish.
     """
 
     request_id: str
@@ -28,6 +30,7 @@ class RequestTiming:
     first_token_s: float | None
     finished_s: float | None
     preemptions: int = 0
+    finish_reason: str | None = None
 
     @property
     def num_preemptions(self) -> int:

@@ -153,7 +153,7 @@ class Scheduler(ABC):
             if state.num_computed_tokens >= state.num_tokens:
                 state.num_output_tokens += 1
                 tokens.append((state.request.request_id, 1))
-                if state.num_output_tokens >= state.request.max_tokens:
+                if state.num_output_tokens >= state.request.num_output_tokens:
                     finished.append(state)
         if finished:
             self._retire(finished)
@@ -195,7 +195,7 @@ class Scheduler(ABC):
         for s in running:
             if s.num_computed_tokens != s.num_tokens - 1:
                 return 0
-            left = s.request.max_tokens - s.num_output_tokens
+            left = s.request.num_output_tokens - s.num_output_tokens
             if left < steps:
                 steps = left
         if steps < 2:
@@ -222,7 +222,7 @@ class Scheduler(ABC):
         for s in self.running:
             s.num_computed_tokens += num_steps
             s.num_output_tokens += num_steps
-            if s.num_output_tokens >= s.request.max_tokens:
+            if s.num_output_tokens >= s.request.num_output_tokens:
                 finished.append(s)
         if finished:
             self._retire(finished)

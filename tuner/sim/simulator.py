@@ -80,16 +80,24 @@ def load_workload(
     return retime(trace, rate=rate, time_scale=time_scale, num_requests=num_requests, seed=seed)
 
 
-def trace_requests(trace: Trace) -> list[SimRequest]:
-    """The trace's requests as engine requests, ids ``"0"``, ``"1"``, … in trace order."""
+def trace_requests(trace: Trace, *, max_tokens: int | None = None) -> list[SimRequest]:
+    """The trace's requests as engine requests, ids ``"0"``, ``"1"``, … in trace order.
+
+    Args:
+        trace: arrivals and lengths.
+        max_tokens: every request's ``max_tokens``, the trace's output lengths becoming
+            where the model emits EOS; None: the trace's output lengths are the
+            ``max_tokens`` and requests run to them.
+    """
     return [
         SimRequest(
             request_id=str(i),
             arrival_s=r.timestamp_s,
             prompt_tokens=r.input_tokens,
-            max_tokens=r.output_tokens,
+            max_tokens=r.output_tokens if max_tokens is None else max_tokens,
             hash_ids=r.hash_ids,
             hash_block_size=r.block_size if r.hash_ids else None,
+            eos_after_tokens=None if max_tokens is None else r.output_tokens,
         )
         for i, r in enumerate(trace.requests)
     ]
@@ -102,6 +110,7 @@ def simulate(
     slos: Sequence[SLO] = (),
     seed: int = 0,
     progress: ProgressCallback | None = None,
+    max_tokens: int | None = None,
 ) -> SimResult:
     """Serve every request of ``trace`` on a simulated engine.
 
@@ -112,6 +121,8 @@ def simulate(
         seed: recorded in the result's config; the simulation itself is deterministic, so
             randomness lives in the trace (see ``collector.workload.retime``).
         progress: called now and then with (finished requests, total requests).
+        max_tokens: every request's ``max_tokens``; the trace's output lengths are then
+            where the model emits EOS (see :func:`trace_requests`).
 
     Returns:
         Records, summary, timings, time series, step split and the resolved config.
@@ -119,7 +130,14 @@ def simulate(
     Raises:
         ConfigError / EngineConfigError: the configuration is invalid, as the engine says.
     """
-    return replay(EngineCore.create(config), trace, slos=slos, seed=seed, progress=progress)
+    return replay(
+        EngineCore.create(config),
+        trace,
+        slos=slos,
+        seed=seed,
+        progress=progress,
+        max_tokens=max_tokens,
+    )
 
 
 def replay(
@@ -129,13 +147,14 @@ def replay(
     slos: Sequence[SLO] = (),
     seed: int = 0,
     progress: ProgressCallback | None = None,
+    max_tokens: int | None = None,
 ) -> SimResult:
     """Serve every request of ``trace`` on an engine core built by the caller.
 
     Same as :func:`simulate` for a core from ``EngineCore.create``; lets a caller bring a
     core with its own cost model or KV capacity.
     """
-    requests = trace_requests(trace)
+    requests = trace_requests(trace, max_tokens=max_tokens)
     timeline = _Timeline(
         requests, sample_interval_s=max(0.5, trace.duration_s / _MAX_SERIES_POINTS)
     )
@@ -309,12 +328,12 @@ class _Timeline:
                 continue
             seg = self.segments[i]
             produced = sum(seg[k + 1] - seg[k] for k in range(0, len(seg), 2))
-            if produced < r.max_tokens:
+            if produced < r.num_output_tokens:
                 self.fail(
                     i,
                     "timeout",
                     "the simulated engine could not schedule this request "
-                    f"(produced {produced} of {r.max_tokens} tokens)",
+                    f"(produced {produced} of {r.num_output_tokens} tokens)",
                 )
 
     def maybe_sample(self, core: EngineCore, now_s: float) -> None:
@@ -393,6 +412,7 @@ class _Timeline:
                     first_token_s=ends[seg[0]] if seg else None,
                     finished_s=ends[seg[-1] - 1] if done else None,
                     preemptions=self.num_preempted[i],
+                    finish_reason=r.finish_reason if done else None,
                 )
             )
         return out

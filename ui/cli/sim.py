@@ -87,6 +87,16 @@ def register(app: typer.Typer) -> None:
         rate: RateOption = None,
         time_scale: TimeScaleOption = None,
         num_requests: NumRequestsOption = None,
+        max_tokens: Annotated[
+            int | None,
+            typer.Option(
+                min=1,
+                help="Every request's max_tokens; the workload's output lengths become where "
+                "the model emits EOS (finish_reason stop), capped here (length). Default: "
+                "requests run to the workload's output lengths.",
+                rich_help_panel=_W,
+            ),
+        ] = None,
         slo: SloOption = None,
         seed: SeedOption = 0,
         catalog: Annotated[
@@ -152,7 +162,14 @@ def register(app: typer.Typer) -> None:
             slos = parse_slos(slo or [])
             show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
             with _ProgressBar(show_progress) as callback:
-                result = simulate(config, trace_, slos=slos, seed=seed, progress=callback)
+                result = simulate(
+                    config,
+                    trace_,
+                    slos=slos,
+                    seed=seed,
+                    progress=callback,
+                    max_tokens=max_tokens,
+                )
             if requests_out is not None:
                 from slotune.collector.observed import write_observed
 
