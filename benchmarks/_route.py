@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from _procs import pin
 
@@ -69,9 +70,19 @@ def emulated_engines(
             _stop(procs)
 
 
+class Proxy(NamedTuple):
+    url: str
+    pid: int
+
+    def cpu_s(self) -> float:
+        """CPU time (user + system) the proxy process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def route_proxy(urls: Sequence[str], policy: str, extra: str = "") -> Iterator[str]:
-    """``slotune route`` in front of ``urls`` with ``policy``; yields its base URL."""
+def route_proxy(urls: Sequence[str], policy: str, extra: str = "") -> Iterator[Proxy]:
+    """``slotune route`` in front of ``urls`` with ``policy``; yields its URL and pid."""
     backends = "\n".join(
         f"  - {{name: e{i}, url: {u}, model: {MODEL}}}" for i, u in enumerate(urls)
     )
@@ -82,7 +93,7 @@ def route_proxy(urls: Sequence[str], policy: str, extra: str = "") -> Iterator[s
         proc = _start([SLOTUNE, "route", "--config", str(config), "--port", str(port)], log)
         try:
             _wait_for(proc, log, "Starting slotune route")
-            yield f"http://127.0.0.1:{port}"
+            yield Proxy(f"http://127.0.0.1:{port}", proc.pid)
         finally:
             _stop([proc])
 

@@ -32,10 +32,10 @@ def measured(args: argparse.Namespace, policy: str) -> dict[str, float]:
     s = args.speedup
     with (
         emulated_engines(args.replicas, flags=["--speedup", str(s)]) as urls,
-        route_proxy(urls, policy, extra=f"block_size: {args.block_size}\n") as url,
+        route_proxy(urls, policy, extra=f"block_size: {args.block_size}\n") as proxy,
     ):
         summary = bench(
-            url,
+            proxy.url,
             [
                 "--workload",
                 args.workload,
