@@ -19,6 +19,7 @@ from slotune.collector.store import (
     AlertRuleInfo,
     Store,
     delete_alert_rules,
+    delete_slo,
     list_alert_rules,
     list_slos,
     save_alert_rule,
@@ -111,3 +112,14 @@ def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) 
     reader = SliReader(store, time.time())
     notes = [reader.note(slo) for slo in slos]
     return [n.message(slo.name) for slo, n in zip(slos, notes, strict=True) if n is not None]
+
+
+def delete_slo_and_rules(store: Store, name: str) -> None:
+    """Delete an SLO and its burn-rate alert rules (with their events).
+
+    Raises:
+        ConfigError: no SLO has this name (nothing is deleted).
+    """
+    delete_slo(store, name)
+    rules = [r.name for r in list_alert_rules(store) if r.kind == SLO_KIND and r.slo_name == name]
+    delete_alert_rules(store, rules)

@@ -112,11 +112,12 @@ def delete_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Name of the SLO to delete.")],
 ) -> None:
-    """Delete one SLO by name."""
-    from slotune.collector.store import delete_slo, open_store
+    """Delete one SLO by name, with its alert rules."""
+    from slotune.collector.alerts.slo_rules import delete_slo_and_rules
+    from slotune.collector.store import open_store
 
     with run(open_store, db_url(ctx)) as store:
-        run(delete_slo, store, name)
+        run(delete_slo_and_rules, store, name)
     console.print(f"deleted SLO {name}", highlight=False)
 
 

@@ -118,3 +118,13 @@ def test_slo_export_prometheus(sqlite_url: str, tmp_path: Path) -> None:
         [promtool, "check", "rules", str(out)], capture_output=True, text=True, timeout=60
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_deleting_an_slo_deletes_its_alert_rules(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    examples = Path(__file__).resolve().parents[3] / "examples" / "slos.yaml"
+    assert slotune(sqlite_url, "slo", "apply", str(examples))[0] == 0
+    assert slotune(sqlite_url, "alerts", "add", "kv", "kv_usage > 0.9")[0] == 0
+    assert slotune(sqlite_url, "slo", "delete", "chat-ttft")[0] == 0
+    names = {r["name"] for r in json.loads(slotune(sqlite_url, "alerts", "list", "--json")[1])}
+    assert "chat-ttft:page" not in names and {"kv", "chat-itl:page", "errors:ticket"} <= names
