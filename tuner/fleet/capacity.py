@@ -137,16 +137,22 @@ class CapacityPlan:
         }
 
 
-def peak_rate(trace: Trace, window_s: float = PEAK_WINDOW_S) -> float:
-    """Most arrivals in any ``window_s`` window, per second (the mean for shorter traces)."""
+def busiest_window(trace: Trace, window_s: float) -> tuple[float, int]:
+    """Start and number of arrivals of the ``window_s`` window holding the most arrivals."""
     t = np.asarray([r.timestamp_s for r in trace.requests], dtype=float)
     if t.size == 0:
         raise ConfigError("the trace is empty: nothing to plan for")
-    span = float(t[-1] - t[0])
-    if span <= window_s:
-        return t.size / max(span, 1.0)
     counts = np.searchsorted(t, t + window_s, side="left") - np.arange(t.size)
-    return float(counts.max()) / window_s
+    i = int(counts.argmax())
+    return float(t[i]), int(counts[i])
+
+
+def peak_rate(trace: Trace, window_s: float = PEAK_WINDOW_S) -> float:
+    """Most arrivals in any ``window_s`` window, per second (the mean for shorter traces)."""
+    span = trace.duration_s - (trace.requests[0].timestamp_s if len(trace) else 0.0)
+    if span <= window_s:
+        return len(trace) / max(span, 1.0)
+    return busiest_window(trace, window_s)[1] / window_s
 
 
 def replica_capacity(

@@ -3,7 +3,8 @@ normal bursts.
 
 ``slo-aware`` admits a request while its predicted queueing delay is at most ``margin x``
 the TTFT budget (see :mod:`~slotune.tuner.fleet.slo_aware`). On the trace, with a burst of
-``burst_s`` injected at its middle:
+``burst_s`` injected where the trace is busiest (the window of ``burst_s`` holding the most
+arrivals):
 
 1. the *absorbable* burst is the largest factor (1 = the trace as it is) whose run, with no
    shedding at all, still meets every SLO: the fleet can serve it, so every request shed
@@ -29,6 +30,7 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.summary import summarize
 from slotune.collector.workload import Trace
+from slotune.tuner.fleet.capacity import busiest_window
 from slotune.tuner.fleet.fleet import SHED_ERROR
 from slotune.tuner.fleet.pools import PoolSpec
 from slotune.tuner.fleet.registry import PolicyContext, policy_from_name
@@ -110,12 +112,13 @@ def plan_shedding(
     if context.ttft_budget_s is None:
         raise ConfigError("shedding thresholds need a TTFT SLO, e.g. --slo ttft:p99<=500ms")
     budget = context.ttft_budget_s
-    middle = trace.duration_s / 2
+    # the burst lands where the trace is already busiest: the hardest moment to absorb it
+    start, _ = busiest_window(trace, burst_s)
 
     def burst(factor: float) -> Trace:
         if factor <= 1.0:
             return trace
-        return inject_flash_crowd(trace, FlashCrowd(middle, burst_s, factor), seed)
+        return inject_flash_crowd(trace, FlashCrowd(start, burst_s, factor), seed)
 
     def run(t: Trace, margin: float | None) -> FleetResult:
         policy = _policy(routing, context, budget, margin)
@@ -149,7 +152,7 @@ def plan_shedding(
         results.append(
             MarginResult(
                 margin=margin,
-                burst_shed_share=_window_shed_share(normal.records, middle, burst_s)
+                burst_shed_share=_window_shed_share(normal.records, start, burst_s)
                 if normal is not None
                 else 0.0,
                 overload_shed_share=over.summary.extra["shed_share"],
