@@ -27,22 +27,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, NamedTuple, Protocol
 
+from slotune.collector.series import MetricType
+
+__all__ = ["MetricType"]  # one definition for the agent and the store (collector.series)
+
 Labels = tuple[tuple[str, str], ...]
 
 
 def make_labels(mapping: Mapping[str, str]) -> Labels:
     """Labels as a sorted tuple of pairs, so equal label sets compare and hash equal."""
     return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
-
-
-class MetricType(StrEnum):
-    """Prometheus metric types (``untyped`` where the exposition gave no ``# TYPE``)."""
-
-    COUNTER = "counter"
-    GAUGE = "gauge"
-    HISTOGRAM = "histogram"
-    SUMMARY = "summary"
-    UNTYPED = "untyped"
 
 
 class SourceKind(StrEnum):

@@ -95,8 +95,8 @@ class DcgmSource(PromTextSource):
 
     def clean(self, family: Family) -> Family:
         kind = family.type
-        if kind is MetricType.UNTYPED:
-            kind = default_field_types().get(family.name, MetricType.UNTYPED)
+        if kind is MetricType.UNKNOWN:
+            kind = default_field_types().get(family.name, MetricType.UNKNOWN)
         samples = tuple(s for s in family.samples if not is_blank(s.value))
         return Family(family.name, kind, samples, family.help)
 

@@ -17,22 +17,14 @@ from dataclasses import dataclass
 
 from slotune.collector.agent.base import Family, Labels, MetricType, Scrape
 from slotune.collector.agent.bounds import MAX_NAME_CHARS, SampleBounds
+from slotune.collector.series import is_cumulative
 from slotune.collector.store import SampleIn
 
 DEFAULT_HEARTBEAT_S = 60.0
-_STORE_TYPES = {MetricType.UNTYPED: "unknown"}
-_CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
 _MAX_TRACKED = 1_000_000
 
 
 _CUMULATIVE_TYPES = (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
-
-
-def is_cumulative(kind: MetricType, name: str) -> bool:
-    """Whether a sample only grows between resets."""
-    if kind is MetricType.COUNTER:
-        return True
-    return kind in _CUMULATIVE_TYPES and name.endswith(_CUMULATIVE_SUFFIXES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +90,7 @@ class SampleEncoder:
         self, target: str, fam: Family, ts: float, out: list[SampleIn]
     ) -> _FamilyMemo:
         last = self._last
-        type_ = _STORE_TYPES.get(fam.type, fam.type.value)
+        type_ = fam.type.value
         dedup = bool(self.heartbeat_s) and fam.type in _CUMULATIVE_TYPES
         # every sample of a counter or histogram family is cumulative; of a summary, not all
         check_each = fam.type is MetricType.SUMMARY

@@ -13,7 +13,7 @@ the line parser takes over); the tests hold the line parser to agree with it.
 
 Samples are then regrouped by family with the ``# TYPE`` lines: a name ending in ``_total``
 is *not* taken as proof of a counter (``vllm:iteration_tokens_total`` is a histogram). Samples
-without a type stay ``untyped``, except ``X_bucket{le=...}`` / ``X_sum`` / ``X_count`` groups,
+without a type stay ``unknown``, except ``X_bucket{le=...}`` / ``X_sum`` / ``X_count`` groups,
 which are histograms in every exporter we know. Sample timestamps are ignored: the agent's
 clock stamps every scrape.
 """
@@ -42,8 +42,8 @@ _TYPES = {
     "gauge": MetricType.GAUGE,
     "histogram": MetricType.HISTOGRAM,
     "summary": MetricType.SUMMARY,
-    "untyped": MetricType.UNTYPED,
-    "unknown": MetricType.UNTYPED,
+    "untyped": MetricType.UNKNOWN,
+    "unknown": MetricType.UNKNOWN,
     "info": MetricType.GAUGE,
     "stateset": MetricType.GAUGE,
 }
@@ -155,8 +155,8 @@ def _flat_from_client(text: str) -> _Flat | None:
     flat = _Flat({}, {}, {}, [])
     try:
         for fam in openmetrics_families(text):  # type: ignore[no-untyped-call]
-            kind = _TYPES.get(fam.type, MetricType.UNTYPED)
-            if kind is not MetricType.UNTYPED:
+            kind = _TYPES.get(fam.type, MetricType.UNKNOWN)
+            if kind is not MetricType.UNKNOWN:
                 flat.types[fam.name] = kind
                 if kind is MetricType.GAUGE and fam.type == "info":
                     flat.types[fam.name + "_info"] = kind
@@ -211,8 +211,8 @@ def _comment(flat: _Flat, line: str, comments: dict[str, tuple[str, str, str] | 
         return
     keyword, name, rest = parsed
     if keyword == "TYPE":
-        kind = _TYPES.get(rest.lower(), MetricType.UNTYPED)
-        if kind is not MetricType.UNTYPED:
+        kind = _TYPES.get(rest.lower(), MetricType.UNKNOWN)
+        if kind is not MetricType.UNKNOWN:
             flat.types[name] = kind
     else:
         flat.helps[name] = rest
@@ -295,7 +295,7 @@ def _group(
                 if histogram_bases is None:
                     histogram_bases = _histogram_bases(flat)
                 base = _untyped_histogram_base(name, histogram_bases)
-                found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNTYPED)
+                found = (base, MetricType.HISTOGRAM) if base else (name, MetricType.UNKNOWN)
                 inferred[name] = found
         entry = grouped.get(found[0])
         if entry is None:

@@ -6,6 +6,7 @@ frozen records (ORM rows never leave this package). The schema is managed by Ale
 than this slotune knows. See docs/store.md.
 """
 
+from slotune.collector.series import MetricType  # the one definition, shared with the agent
 from slotune.collector.store._alerts import (
     AlertHistoryEntry,
     GaugeStats,
@@ -48,7 +49,6 @@ from slotune.collector.store._records import (
     BenchRunInfo,
     BenchRunMeta,
     DiagnosisInfo,
-    MetricType,
     RetentionCounts,
     SampleIn,
     StudyInfo,

@@ -11,17 +11,6 @@ from typing import Any
 from slotune.collector.records import RequestRecord
 
 
-class MetricType(StrEnum):
-    """Prometheus metric types; histogram families are stored as ``_bucket/_sum/_count``."""
-
-    COUNTER = "counter"
-    GAUGE = "gauge"
-    HISTOGRAM = "histogram"
-    SUMMARY = "summary"
-    INFO = "info"
-    UNKNOWN = "unknown"
-
-
 class AlertState(StrEnum):
     FIRING = "firing"
     RESOLVED = "resolved"

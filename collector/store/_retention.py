@@ -25,7 +25,7 @@ from slotune.collector.store._models import (
 from slotune.collector.store._records import RetentionCounts
 from slotune.collector.store._store import Store
 
-# Matches collector.store._samples.is_cumulative, in SQL.
+# Matches collector.series.is_cumulative, in SQL.
 _CUMULATIVE_SQL = (
     "(m.type = 'counter' OR (m.type IN ('histogram', 'summary') AND ("
     "substr(m.name, length(m.name) - 6) = '_bucket' OR "

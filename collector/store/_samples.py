@@ -23,8 +23,9 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.series import MetricType, is_cumulative
 from slotune.collector.store._models import MetricSeries
-from slotune.collector.store._records import MetricType, SampleIn
+from slotune.collector.store._records import SampleIn
 from slotune.collector.store._resets import (
     NEVER,
     BatchScan,
@@ -36,22 +37,12 @@ from slotune.collector.store._store import SeriesKey, Store
 from slotune.collector.store._targets import ensure_target, insert_ignore, touch_targets
 
 _TYPES = {t.value for t in MetricType}
-_CUMULATIVE_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def labels_hash(labels: Mapping[str, str]) -> str:
     """Stable hash of a label set (order-independent)."""
     text_ = json.dumps(sorted(labels.items()), separators=(",", ":"))
     return hashlib.sha1(text_.encode()).hexdigest()[:32]
-
-
-def is_cumulative(name: str, type_: str) -> bool:
-    """Whether a series only grows between resets (Prometheus counter semantics)."""
-    if type_ == MetricType.COUNTER:
-        return True
-    return type_ in (MetricType.HISTOGRAM, MetricType.SUMMARY) and name.endswith(
-        _CUMULATIVE_SUFFIXES
-    )
 
 
 def write_samples(store: Store, batch: Sequence[SampleIn]) -> int:
@@ -165,7 +156,7 @@ def _ensure_series(conn: Connection, store: Store, key: SeriesKey, s: SampleIn) 
     )
     store.cache.ids[key] = series_id
     store.cache.target_of[series_id] = target_id
-    if is_cumulative(s.name, s.type):
+    if is_cumulative(s.type, s.name):
         store.cache.cumulative.add(series_id)
         if is_new:
             store.cache.last[series_id] = NEVER

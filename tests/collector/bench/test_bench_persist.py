@@ -90,5 +90,5 @@ def test_compare_refuses_a_file_that_is_not_a_saved_run(
 ) -> None:
     path = tmp_path / "run.json"
     path.write_bytes(content)
-    with pytest.raises(ConfigError, match="run.json: "):
+    with pytest.raises(ConfigError, match=r"run\.json: "):
         resolve_run(sqlite_url, str(path))
