@@ -22,7 +22,7 @@ from slotune.collector.alerts.sli import SliReader
 from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
 from slotune.collector.alerts.status import slo_status, status_windows
 from slotune.collector.alerts.thresholds import ThresholdReader
-from slotune.collector.errors import SlotuneError, StoreError
+from slotune.collector.errors import SlotuneError, StoreError, StoreUnavailable
 from slotune.collector.slo import SLO
 from slotune.collector.store import (
     AlertEventInfo,
@@ -32,6 +32,7 @@ from slotune.collector.store import (
     active_silences,
     last_alert_events,
     list_alert_rules,
+    open_store,
     record_alert_event,
 )
 
@@ -279,6 +280,32 @@ def _dur(seconds: float) -> str:
         if seconds >= size and (seconds / size).is_integer():
             return f"{seconds / size:g}{unit}"
     return f"{seconds:g}s"
+
+
+def open_when_reachable(
+    url: str | None,
+    *,
+    retry_s: float = DEFAULT_INTERVAL_S,
+    max_attempts: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Store:
+    """Open the store, waiting for it while it is unreachable (an evaluator started before
+    its database keeps trying and says so).
+
+    Raises:
+        StoreUnavailable: still unreachable after ``max_attempts`` (never when None).
+        SchemaMismatch: the schema needs ``slotune db upgrade``: waiting would not help.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return open_store(url)
+        except StoreUnavailable as e:
+            if max_attempts is not None and attempt >= max_attempts:
+                raise
+            log.warning("store unreachable: %s; retrying in %gs", e, retry_s)
+            sleep(retry_s)
 
 
 def run_loop(

@@ -195,14 +195,15 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Evaluate every rule in a loop, store state changes, notify; never stops on a failure."""
-    from slotune.collector.alerts.evaluator import run_loop
+    from slotune.collector.alerts.evaluator import open_when_reachable, run_loop
     from slotune.collector.alerts.notify import Dispatcher, make_notifier
-    from slotune.collector.store import AlertState, last_alert_events, open_store
+    from slotune.collector.store import AlertState, last_alert_events
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     notifiers = [run(make_notifier, spec) for spec in notify]
     dispatcher = Dispatcher(notifiers, renotify_s=_seconds(renotify, "--renotify"))
-    with run(open_store, db_url(ctx)) as store:
+    interval_s = _seconds(interval, "--interval")
+    with run(open_when_reachable, db_url(ctx), retry_s=interval_s) as store:
 
         def on_round(statuses: list[RuleStatus]) -> None:
             last = last_alert_events(store)
@@ -214,7 +215,7 @@ def run_cmd(
         run(
             run_loop,
             store,
-            interval_s=_seconds(interval, "--interval"),
+            interval_s=interval_s,
             min_window_s=_seconds(scrape_interval, "--scrape-interval"),
             on_round=on_round,
             max_rounds=max_rounds,

@@ -5,10 +5,15 @@ from pathlib import Path
 import pytest
 from alert_series import T0, steady
 
-from slotune.collector.alerts.evaluator import RuleState, evaluate_all, run_loop
+from slotune.collector.alerts.evaluator import (
+    RuleState,
+    evaluate_all,
+    open_when_reachable,
+    run_loop,
+)
 from slotune.collector.alerts.rules import parse_rule, parse_rules_yaml
 from slotune.collector.alerts.slo_rules import save_slo_rules
-from slotune.collector.errors import ConfigError
+from slotune.collector.errors import ConfigError, StoreUnavailable
 from slotune.collector.slo import parse_slo_yaml
 from slotune.collector.store import (
     AlertState,
@@ -120,3 +125,15 @@ def test_the_loop_survives_an_unreachable_store(
         assert run_loop(store, max_rounds=3, sleep=lambda _: rounds.append(1)) == 3
     assert len(rounds) == 2
     assert caplog.text.count("alert evaluation skipped") == 3
+
+
+def test_the_evaluator_waits_for_an_unreachable_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing' / 'store.db'}"  # its directory does not exist
+    waits: list[float] = []
+    with pytest.raises(StoreUnavailable):
+        open_when_reachable(url, retry_s=7.0, max_attempts=3, sleep=waits.append)
+    assert waits == [7.0, 7.0]
+    (tmp_path / "missing").mkdir()
+    upgrade(url)
+    with open_when_reachable(url, max_attempts=1) as store:
+        assert evaluate_all(store) == []
