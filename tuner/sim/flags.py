@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from slotune.collector.errors import ConfigError
+from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import (
     TRTLLM_CAPACITY_POLICIES,
@@ -380,3 +380,62 @@ def launch_command(
     if isinstance(config, VllmConfig):
         return ["vllm", "serve", hf_name, *_vllm_argv(config)]
     return ["trtllm-serve", hf_name, *to_argv(config, extra_options_path=extra_options_path)]
+
+
+# The vLLM release the emulated engine and the checks below follow by default.
+CURRENT_VLLM_VERSION = "0.33.0"
+# Engine flags the simulator knows that a vLLM release no longer has: flag -> the first
+# release checked without it. Read from vllm/engine/arg_utils.py of the release; earlier
+# releases were not checked, so the flag counts as present before the one named.
+_VLLM_FLAGS_REMOVED_IN: dict[str, str] = {
+    "--max-num-partial-prefills": "0.33.0",
+    "--max-long-partial-prefills": "0.33.0",
+}
+
+
+def vllm_flags_missing(argv: Sequence[str], vllm_version: str = CURRENT_VLLM_VERSION) -> list[str]:
+    """The flags of ``argv`` (with their values) that this vLLM release does not accept.
+
+    Args:
+        argv: ``vllm serve`` arguments, in any spelling :func:`parse_engine_flags` takes.
+        vllm_version: the release, e.g. ``importlib.metadata.version("vllm")``.
+
+    Raises:
+        ConfigError: ``vllm_version`` is not a version number.
+    """
+    release = _release(vllm_version)
+    missing: list[str] = []
+    for i, arg in enumerate(argv):
+        key, eq, _ = _dashed(arg).partition("=")
+        removed_in = _VLLM_FLAGS_REMOVED_IN.get(key)
+        if removed_in is None or release < _release(removed_in):
+            continue
+        missing.append(arg)
+        if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            missing.append(argv[i + 1])
+    return missing
+
+
+def check_vllm_flags(argv: Sequence[str], vllm_version: str = CURRENT_VLLM_VERSION) -> None:
+    """Refuse, before anything starts, what ``vllm serve`` of that release would refuse.
+
+    For a launcher: call it with the installed release before starting a trial.
+
+    Raises:
+        EngineConfigError: a flag the release does not have, in vLLM's (argparse's) words:
+            ``vllm serve: error: unrecognized arguments: --max-num-partial-prefills 2``.
+    """
+    missing = vllm_flags_missing(argv, vllm_version)
+    if missing:
+        raise EngineConfigError(
+            f"vllm serve: error: unrecognized arguments: {' '.join(missing)} "
+            f"(vLLM {vllm_version} has no such flag; drop it)"
+        )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = version.strip().split("+")[0].split(".")
+    digits = [p for p in (("".join(c for c in part if c.isdigit())) for part in parts[:3]) if p]
+    if not digits:
+        raise ConfigError(f"vLLM version {version!r} is not a version number like 0.33.0")
+    return tuple(int(d) for d in digits)
