@@ -259,7 +259,7 @@ class RouteProxy:
             sock_read=timeouts.idle_s if stream else timeouts.first_byte_s,
         )
         ok: bool | None = None  # None: the client left, which says nothing about the backend
-        backend.on_send()
+        sent_after_read = backend.on_send()
         # a non-streamed answer's first byte comes at its end: only streams tell when prefill ended
         queued = backend.queue_prompt(info.input_tokens if stream else 0)
         try:
@@ -294,10 +294,7 @@ class RouteProxy:
             return response
         finally:
             queued.release()
-            if ok is None:
-                backend.on_abandoned()
-            else:
-                backend.on_done(ok=ok)
+            backend.on_end(sent_after_read, ok=ok)
 
     async def _relay(
         self,

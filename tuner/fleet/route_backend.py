@@ -4,7 +4,8 @@ The load comes from the engine's own ``/metrics``, read by the agent's source fo
 (vLLM, SGLang, TensorRT-LLM names mapped onto ``requests_running``, ``requests_waiting``,
 ``kv_usage``, ``generation_tokens``). Between two reads the proxy adds the requests it sent
 since the last read to ``num_waiting``: the engine has not reported them yet, and without
-them a burst arriving between reads would all go to the replica that looked idlest. And the
+them a burst arriving between reads would all go to the replica that looked idlest (one that
+is over before the next read stops counting). And the
 load is never below the proxy's own requests in flight there (a read can come before the
 engine registered a request just sent).
 
@@ -51,7 +52,8 @@ class Backend:
         self.prefill_tps = 0.0
         self.start_rate_rps = 0.0
         self.num_waiting_tokens = 0
-        self.num_sent_since_poll = 0
+        self.num_sent_since_poll = 0  # sent after the last read and not over yet
+        self._num_reads = 0
         # (monotonic time, prompt tokens, generated tokens, finished requests) at the last read
         self._last_totals: tuple[float, ...] | None = None
 
@@ -79,21 +81,24 @@ class Backend:
             start_rate_rps=self.start_rate_rps,
         )
 
-    def on_send(self) -> None:
+    def on_send(self) -> int:
+        """A request goes out; returns the read it came after, for :meth:`on_end`."""
         self.in_flight += 1
         self.num_sent_since_poll += 1
         self.breaker.on_send(time.monotonic())
+        return self._num_reads
 
-    def on_done(self, *, ok: bool) -> None:
+    def on_end(self, sent_after_read: int, *, ok: bool | None) -> None:
+        """A request ended: ``ok`` False counts against the circuit, None (client left) neither."""
         self.in_flight -= 1
-        if ok:
+        if sent_after_read == self._num_reads:
+            self.num_sent_since_poll -= 1  # over before any read could have counted it
+        if ok is None:
+            self.breaker.on_abandoned()
+        elif ok:
             self.breaker.on_success()
         else:
             self.on_failure()
-
-    def on_abandoned(self) -> None:
-        self.in_flight -= 1
-        self.breaker.on_abandoned()
 
     def on_failure(self) -> None:
         before = self.state()
@@ -111,6 +116,7 @@ class Backend:
         self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
         self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
         self.num_sent_since_poll = 0
+        self._num_reads += 1
         counters = [
             values.get(n) for n in ("prompt_tokens", "generation_tokens", "requests_finished")
         ]

@@ -233,3 +233,26 @@ def test_slo_aware_sheds_by_predicted_wait_from_live_rates() -> None:
         assert "exceeds the TTFT budget" in shed[0].json()["error"]["message"]
         metrics = client.get(proxy.url + "/metrics").text
         assert _metric(metrics, "slotune_route_shed_total", reason="policy") == len(shed)
+
+
+def test_prefix_affinity_keeps_a_session_and_a_shared_prefix_on_one_backend(
+    two_engines: list[Engine],
+) -> None:
+    text = fleet_yaml([e.url for e in two_engines], policy="prefix-affinity")
+    system = "you are a helpful assistant " * 40
+    with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
+
+        def backend(body: dict[str, object], headers: dict[str, str] | None = None) -> str:
+            r = client.post(proxy.url + "/v1/completions", json=body, headers=headers)
+            assert r.status_code == 200
+            return r.headers["X-Slotune-Backend"]
+
+        by_session = {
+            backend({"prompt": f"turn {i}", "max_tokens": 2}, {"X-Session-Id": "s1"})
+            for i in range(4)
+        }
+        assert len(by_session) == 1
+        by_prefix = {
+            backend({"prompt": f"{system} question {i}", "max_tokens": 2}) for i in range(4)
+        }
+        assert len(by_prefix) == 1

@@ -47,9 +47,12 @@ def test_vllm_load_and_rates() -> None:
         b.update_load(_scrape(text, src), at)
 
     read(10.0, running=3, waiting=0, prompt=1000, generated=500)
-    b.on_send()  # sent after the read: the engine has not reported it yet
+    quick = b.on_send()  # sent after the read: the engine has not reported it yet
+    b.on_send()
     state = b.replica_state()
-    assert (state.num_running, state.num_waiting, state.kv_usage) == (3, 1, 0.25)
+    assert (state.num_running, state.num_waiting, state.kv_usage) == (3, 2, 0.25)
+    b.on_end(quick, ok=True)  # over before the next read: no longer load
+    assert b.replica_state().num_waiting == 1
     # no queue yet: the token rate is the traffic, not the capacity, and is not taken
     read(12.0, running=4, waiting=2, prompt=3000, generated=1500)
     state = b.replica_state()
