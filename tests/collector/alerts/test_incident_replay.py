@@ -110,5 +110,6 @@ def test_ttft_regression_pages_within_the_predicted_window_and_resolves(
     # the maths says ~1 s of bad requests suffice; the scrape and the evaluation grid add up
     # to a second more
     assert regression_at <= fired <= regression_at + 3.5
-    # the 15-second window needs ~14 s of good traffic to fall under 6 % bad
-    assert recovery_at + 11.0 <= resolved <= recovery_at + 17.0
+    # the 15-second window needs ~14 s of good traffic to fall under 6 % bad; one scrape,
+    # one evaluation step and a loaded machine's slower bench start-up come on top
+    assert recovery_at + 11.0 <= resolved <= recovery_at + 18.5
