@@ -186,12 +186,10 @@ class CostModel:
         self._all_reduce_extra_s = (
             eff.all_reduce_latency_s if self.tensor_parallel_size > 1 else 0.0
         )
-        # The engines' own all-reduce kernel needs an NVLink-class link (the datasheet's).
-        self._custom_all_reduce_max_bytes = (
-            car.max_bytes
-            if self.nominal_gpu.interconnect_bw_bytes_s >= car.min_interconnect_bytes_s
-            else -1
-        )
+        # The engines' own all-reduce kernel needs an NVLink-class link (the datasheet's);
+        # below that, NCCL runs over PCIe (knobs.yaml pcie_all_reduce).
+        self._is_pcie_only = self.nominal_gpu.interconnect_bw_bytes_s < car.min_interconnect_bytes_s
+        self._custom_all_reduce_max_bytes = -1 if self._is_pcie_only else car.max_bytes
 
     # ---- kernels ----------------------------------------------------------------------
     def _roofline(self, flops: Num, moved: Num, c: GemmCoeffs, split: list[float]) -> None:
@@ -208,7 +206,13 @@ class CostModel:
 
     def _all_reduce(self, num_bytes: float, fam: FamilyCoeffs) -> float:
         c = fam.all_reduce
-        if num_bytes <= self._custom_all_reduce_max_bytes:
+        if self._is_pcie_only:
+            pcie = self.calibration.pcie_all_reduce
+            c = AllReduceCoeffs(
+                dict.fromkeys(c.latency_s, pcie.latency_s),
+                dict.fromkeys(c.bus_bw_eff, pcie.bus_bw_eff),
+            )
+        elif num_bytes <= self._custom_all_reduce_max_bytes:
             latency = self.calibration.custom_all_reduce.latency_s
             c = AllReduceCoeffs({n: latency for n in c.latency_s}, c.bus_bw_eff)
         return self._all_reduce_extra_s + float(

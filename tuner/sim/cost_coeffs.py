@@ -107,6 +107,14 @@ class CustomAllReduceKnobs:
 
 
 @dataclass(frozen=True, slots=True)
+class PcieAllReduceKnobs:
+    """NCCL's all-reduce between GPUs linked by PCIe only (the fitted data is NVLink's)."""
+
+    latency_s: float
+    bus_bw_eff: float
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryKnobs:
     non_torch_bytes: int
     non_torch_per_extra_rank_bytes: int
@@ -125,6 +133,7 @@ class Calibration:
     attention: AttentionKnobs
     overhead: OverheadKnobs
     custom_all_reduce: CustomAllReduceKnobs
+    pcie_all_reduce: PcieAllReduceKnobs
     memory: MemoryKnobs
     source: str
 
@@ -219,6 +228,12 @@ def parse_calibration(
         "max_bytes",
         "min_interconnect_gb_s",
     )
+    pcie = _floats(
+        _section(knobs, "pcie_all_reduce", origin),
+        f"{origin}.pcie_all_reduce",
+        "latency_s",
+        "bus_bw_eff",
+    )
     mem = _floats(
         _section(knobs, "memory", origin),
         f"{origin}.memory",
@@ -246,6 +261,7 @@ def parse_calibration(
             max_bytes=int(car["max_bytes"]),
             min_interconnect_bytes_s=car["min_interconnect_gb_s"] * 1e9,
         ),
+        pcie_all_reduce=PcieAllReduceKnobs(**pcie),
         memory=MemoryKnobs(
             non_torch_bytes=int(mem["non_torch_gib"] * GIB),
             non_torch_per_extra_rank_bytes=int(mem["non_torch_per_extra_rank_gib"] * GIB),
