@@ -19,6 +19,7 @@ and ``scheduler_config: {capacity_scheduler_policy}``. An unknown flag fails wit
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -171,11 +172,56 @@ def _human_int(text: str) -> int:
     # vLLM's human-readable lengths: k = 1000, K = 1024, m = 10**6, M = 2**20.
     scale = {"k": 1000, "K": 1024, "m": 10**6, "M": 1 << 20}
     try:
-        if text and text[-1] in scale:
-            return int(float(text[:-1]) * scale[text[-1]])
-        return int(text)
-    except ValueError:
+        n = int(float(text[:-1]) * scale[text[-1]]) if text and text[-1] in scale else int(text)
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"invalid length: {text!r}") from None
+    return _at_least(n, 1, text)
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 1 (0 would silently mean the default)."""
+    try:
+        return _at_least(int(text), 1, text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
+def _non_negative(text: str) -> int:
+    try:
+        return _at_least(int(text), 0, text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
+def _at_least(n: int, low: int, text: str) -> int:
+    if n < low:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least {low}")
+    return n
+
+
+def _finite(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+    return x
+
+
+# Argument types of the flags' declared types: whole numbers of at least 1 (or 0 where 0 is
+# the engine's "off"), finite floats.
+_ZERO_MEANS_OFF = {"long_prefill_token_threshold"}
+
+
+def _arg_type(field: str, typ: Any) -> Any:
+    if typ == "len":
+        return _human_int
+    if typ is int:
+        return _non_negative if field in _ZERO_MEANS_OFF else _count
+    if typ is float:
+        return _finite
+    return typ
 
 
 def _vllm_parser() -> _RaisingParser:
@@ -187,7 +233,7 @@ def _vllm_parser() -> _RaisingParser:
         p.add_argument(
             *names,
             dest=field,
-            type=_human_int if typ == "len" else typ,
+            type=_arg_type(field, typ),
             choices=_VLLM_CHOICES.get(field),
             default=None,
             help=text,
@@ -241,7 +287,7 @@ def _parse_trtllm(argv: Sequence[str]) -> dict[str, Any]:
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ in _TRTLLM_FLAGS:
-        p.add_argument(flag, dest=field, type=typ, default=None)
+        p.add_argument(flag, dest=field, type=_arg_type(field, typ), default=None)
     p.add_argument("--extra_llm_api_options", default=None)
     try:
         ns, extra = p.parse_known_args(list(argv))
@@ -272,6 +318,8 @@ def load_extra_llm_api_options(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"--extra_llm_api_options {p}: cannot read ({e.strerror})") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"--extra_llm_api_options {p}: not valid YAML ({e})") from None
+    except (UnicodeDecodeError, RecursionError) as e:  # a binary file, nesting past the stack
+        raise ConfigError(f"--extra_llm_api_options {p}: not a YAML text file ({e})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"--extra_llm_api_options {p}: expected a mapping of LLM API options")
     out: dict[str, Any] = {}
