@@ -25,6 +25,11 @@ SRE_WORKBOOK: tuple[BurnWindow, ...] = (
 )
 
 
+def has_budget(slo: SLO) -> bool:
+    """Whether the objective leaves an error budget (it does not at 100 %)."""
+    return 1.0 - slo.objective > 1e-12
+
+
 def error_budget(slo: SLO) -> float:
     """The share of requests allowed to be bad (``1 - objective``).
 
@@ -32,7 +37,7 @@ def error_budget(slo: SLO) -> float:
         SLOSpecError: the objective is 100 %, which leaves no budget to burn.
     """
     budget = 1.0 - slo.objective
-    if budget <= 1e-12:
+    if not has_budget(slo):
         raise SLOSpecError(
             f"SLO {slo.name!r}: an objective of 100 % leaves no error budget; "
             "lower it (e.g. 99.9%) or set alerting.enabled: false"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slotune.collector.alerts.policy import burn_rate, burn_windows, error_budget
+from slotune.collector.alerts.policy import burn_windows, error_budget, has_budget
 from slotune.collector.alerts.sli import Counts, SliReader
 from slotune.collector.slo import SLO, BurnWindow
 from slotune.collector.store import Store
@@ -115,16 +115,18 @@ def slo_status(
         min_window_s: the scrape interval; shorter burn-rate windows are refused.
         reader: a reader shared by the SLOs of one evaluation round (made when None).
 
+    An objective of 100 % has no budget to burn: its status holds the attainment only.
+
     Raises:
-        SLOSpecError: the objective leaves no budget, or a window is unusable.
+        SLOSpecError: a burn-rate window is unusable.
     """
     reader = reader if reader is not None and reader.at_ts == at_ts else SliReader(store, at_ts)
-    policy = burn_windows(slo, min_window_s=min_window_s)
-    budget = error_budget(slo)
+    budget = error_budget(slo) if has_budget(slo) else None
+    policy = burn_windows(slo, min_window_s=min_window_s) if budget is not None else ()
     windows = status_windows(slo, min_window_s=min_window_s)
     read = reader.counts(slo, windows)
     by_window = dict(zip(windows, read.counts, strict=True))
-    burns = {w: _burn(w, by_window[w], slo) for w in windows}
+    burns = {w: _burn(w, by_window[w], budget) for w in windows}
     period = by_window[slo.window_s]
     ratio = period.error_ratio if period is not None else None
     return SloStatus(
@@ -133,7 +135,7 @@ def slo_status(
         num_good=period.good if period is not None else None,
         num_total=period.total if period is not None else None,
         attainment=None if ratio is None else 1.0 - ratio,
-        budget_left=None if ratio is None else 1.0 - ratio / budget,
+        budget_left=None if ratio is None or budget is None else 1.0 - ratio / budget,
         burns=tuple(burns[w] for w in windows if w != slo.window_s),
         conditions=tuple(ConditionStatus(c, burns[c.long_s], burns[c.short_s]) for c in policy),
         note=read.note.message(slo.name) if read.note is not None else None,
@@ -142,11 +144,13 @@ def slo_status(
 
 def status_windows(slo: SLO, *, min_window_s: float = 0.0) -> list[float]:
     """Every window :func:`slo_status` reads: the policy's and the SLO window, shortest first."""
+    if not has_budget(slo):
+        return [slo.window_s]
     policy = burn_windows(slo, min_window_s=min_window_s)
     return sorted({w for c in policy for w in (c.long_s, c.short_s)} | {slo.window_s})
 
 
-def _burn(window_s: float, counts: Counts | None, slo: SLO) -> WindowBurn:
+def _burn(window_s: float, counts: Counts | None, budget: float | None) -> WindowBurn:
     ratio = counts.error_ratio if counts is not None else None
-    rate = None if ratio is None else burn_rate(ratio, slo)
+    rate = None if ratio is None or budget is None else ratio / budget
     return WindowBurn(window_s, ratio, rate)

@@ -137,3 +137,12 @@ def test_bench_records_give_the_exact_per_request_sli() -> None:
     records = [rec(0, 0.2), rec(1, 0.7), rec(2, 0.3, "timeout"), rec(3, 0.4)]
     assert bench_counts(parse_slo("ttft:p99<=500ms"), records) == Counts(2.0, 4.0)
     assert math.isclose(bench_counts(parse_slo("error_rate<=1%"), records).error_ratio or 0, 0.25)
+
+
+def test_an_slo_without_budget_reports_its_attainment_only(store: Store) -> None:
+    steady(store, "a", start=T0, end=T0 + 600, step=60, good_per_step=9, bad_per_step=1)
+    slo = parse_slo("ttft:p99<=500ms", window_s=3600.0)
+    perfect = SLO(**{**{f: getattr(slo, f) for f in SLO.__slots__}, "objective": 1.0})
+    status = slo_status(store, perfect, T0 + 600)
+    assert status.attainment == pytest.approx(0.9)
+    assert status.budget_left is None and status.burns == () and status.conditions == ()
