@@ -54,6 +54,16 @@ class AutoscaleResult:
     events: tuple[ScaleEvent, ...]
     max_replicas: int
 
+    @property
+    def grow_order(self) -> list[str]:
+        """Pools in the order they first grew."""
+        return _order(self.events, +1)
+
+    @property
+    def shrink_order(self) -> list[str]:
+        """Pools in the order they first shrank."""
+        return _order(self.events, -1)
+
     def to_dict(self) -> dict[str, Any]:
         s = self.fleet.summary
         return {
@@ -65,14 +75,13 @@ class AutoscaleResult:
             "goodput": s.goodput,
             "slos_met": s.all_slos_met,
             "ttft_ms": s.ttft_ms.to_dict(),
-            "grow_order": _order(self.events, +1),
-            "shrink_order": _order(self.events, -1),
+            "grow_order": self.grow_order,
+            "shrink_order": self.shrink_order,
             "events": [e.to_dict() for e in self.events],
         }
 
 
 def _order(events: Sequence[ScaleEvent], change: int) -> list[str]:
-    """Pools in the order they first grew (or shrank)."""
     out: list[str] = []
     for e in events:
         if e.change == change and e.pool not in out:

@@ -51,7 +51,8 @@ class MarginResult:
 
     Attributes:
         margin: admit while predicted queueing <= margin x the TTFT budget.
-        burst_shed_share: share of the absorbable burst's requests shed (wrongly).
+        burst_shed_share: share of the absorbable burst's requests shed (wrongly); None
+            when the fleet absorbs no burst.
         overload_shed_share: share of all requests shed under overload.
         overload_ttft_met: the admitted requests meet the TTFT SLOs under overload.
         overload_attainment: each SLO's attainment over the admitted requests, by name.
@@ -59,7 +60,7 @@ class MarginResult:
     """
 
     margin: float
-    burst_shed_share: float
+    burst_shed_share: float | None
     overload_shed_share: float
     overload_ttft_met: bool
     overload_attainment: dict[str, float]
@@ -152,17 +153,23 @@ def plan_shedding(
         results.append(
             MarginResult(
                 margin=margin,
-                burst_shed_share=_window_shed_share(normal.records, start, burst_s)
-                if normal is not None
-                else 0.0,
+                burst_shed_share=None
+                if normal is None
+                else _window_shed_share(normal.records, start, burst_s),
                 overload_shed_share=over.summary.extra["shed_share"],
                 overload_ttft_met=all(a.is_met for a in attainment if a.slo.sli is SLI.TTFT),
                 overload_attainment={a.slo.name: a.attainment for a in attainment},
                 overload_goodput=over.summary.goodput,
             )
         )
-    good = [m for m in results if m.overload_ttft_met and m.burst_shed_share < WRONG_SHED_TARGET]
-    recommended = max(good, key=lambda m: m.margin).margin if good and absorbable else None
+    good = [
+        m
+        for m in results
+        if m.overload_ttft_met
+        and m.burst_shed_share is not None
+        and m.burst_shed_share < WRONG_SHED_TARGET
+    ]
+    recommended = max(good, key=lambda m: m.margin).margin if good else None
     return SheddingPlan(routing, budget, burst_s, absorbable, overload, tuple(results), recommended)
 
 

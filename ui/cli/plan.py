@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -28,7 +28,9 @@ from slotune.ui.cli._options import (
 from slotune.ui.cli.diagnose import NoStoreOption
 
 if TYPE_CHECKING:
+    from slotune.tuner.fleet.autoscale_plan import AutoscalePlan
     from slotune.tuner.fleet.capacity import CapacityPlan
+    from slotune.tuner.fleet.shedding import SheddingPlan
 
 plan_app = typer.Typer(
     help="Plan a fleet: replicas and GPUs per pool for a trace's peak under the SLOs, and "
@@ -348,59 +350,56 @@ def autoscale(
     if json_:
         print_json(data)
         return
-    _render_autoscale(data)
+    _render_autoscale(plan, shed_plan)
 
 
-def _render_autoscale(data: dict[str, Any]) -> None:
-    auto = data["autoscale"]
-    table = Table(title=f"autoscaling under {auto['routing']}", title_justify="left")
+def _render_autoscale(plan: AutoscalePlan, shed: SheddingPlan | None) -> None:
+    table = Table(title=f"autoscaling under {plan.routing}", title_justify="left")
     table.add_column("scaling", no_wrap=True)
     for col in ("SLO violations", "shed", "GPU-h", "max replicas", "goodput"):
         table.add_column(col, justify="right")
     table.add_column("grows / shrinks")
-    for r in auto["policies"]:
+    for r in plan.results:
+        s = r.fleet.summary
         table.add_row(
-            r["scaling"],
-            f"{r['slo_violations']:,}",
-            f"{r['shed']:,}",
-            f"{r['gpu_hours']:.2f}",
-            str(r["max_replicas"]),
-            f"{r['goodput']:.2f}",
-            f"{' > '.join(r['grow_order']) or '-'} / {' > '.join(r['shrink_order']) or '-'}",
+            r.scaling,
+            f"{s.extra['slo_violations']:,}",
+            f"{s.extra['shed']:,}",
+            f"{s.extra['gpu_hours']:.2f}",
+            str(r.max_replicas),
+            f"{s.goodput:.2f}",
+            f"{' > '.join(r.grow_order) or '-'} / {' > '.join(r.shrink_order) or '-'}",
         )
     console.print(table)
-    costs = ", ".join(
-        f"{c['pool']} ${c['cost_per_request'] * 1e3:.4f}/1k req" for c in auto["pool_costs"]
-    )
+    costs = ", ".join(f"{c.pool} ${c.cost_per_request * 1e3:.4f}/1k req" for c in plan.costs)
     console.print(f"cost per SLO-met request (grow cheapest first): {costs}", highlight=False)
-    shed = data["shedding"]
     if shed is None:
         return
     normal = (
         "the fleet misses the SLOs even without a burst"
-        if shed["absorbable_factor"] is None
-        else f"normal burst x{shed['absorbable_factor']:g}"
+        if shed.absorbable_factor is None
+        else f"normal burst x{shed.absorbable_factor:g}"
     )
     st = Table(
-        title=f"load shedding (slo-aware over {shed['routing']}, TTFT budget "
-        f"{shed['ttft_budget_s'] * 1000:.0f} ms): {normal}, overload "
-        f"x{shed['overload_factor']:g}, bursts of {shed['burst_s']:.0f}s",
+        title=f"load shedding (slo-aware over {shed.routing}, TTFT budget "
+        f"{shed.ttft_budget_s * 1000:.0f} ms): {normal}, overload "
+        f"x{shed.overload_factor:g}, bursts of {shed.burst_s:.0f}s",
         title_justify="left",
     )
     for col in ("margin", "burst wrongly shed", "overload shed", "admitted TTFT ok", "goodput"):
         st.add_column(col, justify="right")
-    for m in shed["margins"]:
+    for m in shed.margins:
         st.add_row(
-            f"{m['margin']:g}",
-            f"{m['burst_shed_share']:.2%}",
-            f"{m['overload_shed_share']:.1%}",
-            "yes" if m["overload_ttft_met"] else "no",
-            f"{m['overload_goodput']:.2f}",
+            f"{m.margin:g}",
+            "-" if m.burst_shed_share is None else f"{m.burst_shed_share:.2%}",
+            f"{m.overload_shed_share:.1%}",
+            "yes" if m.overload_ttft_met else "no",
+            f"{m.overload_goodput:.2f}",
         )
     console.print(st)
-    margin = shed["recommended_margin"]
+    margin = shed.recommended_margin
     console.print(
-        f"recommended: slo-aware:{shed['routing']}:margin={margin:g}"
+        f"recommended: slo-aware:{shed.routing}:margin={margin:g}"
         if margin is not None
         else "no margin both protects TTFT under overload and sheds < 1 % of a normal burst"
     )

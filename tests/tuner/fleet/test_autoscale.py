@@ -111,7 +111,7 @@ def test_shedding_plan_keeps_wrong_sheds_of_a_normal_burst_under_target() -> Non
     )
     assert plan.absorbable_factor is not None and plan.overload_factor > plan.absorbable_factor
     for m in plan.margins:
-        assert 0 <= m.burst_shed_share <= 1
+        assert m.burst_shed_share is not None and 0 <= m.burst_shed_share <= 1
     if plan.recommended_margin is not None:
         chosen = next(m for m in plan.margins if m.margin == plan.recommended_margin)
         assert chosen.burst_shed_share < WRONG_SHED_TARGET and chosen.overload_ttft_met
