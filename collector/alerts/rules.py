@@ -30,7 +30,7 @@ from typing import Any
 from slotune.collector.alerts.metrics import metric_def
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import Selector, parse_duration_s, read_text, read_yaml
-from slotune.collector.store import AlertRuleInfo
+from slotune.collector.store import AlertRuleInfo, Store, delete_alert_rules, list_alert_rules
 
 _SHORTHAND = re.compile(
     r"^\s*(?P<metric>[A-Za-z_:][\w:]*)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
@@ -225,3 +225,18 @@ def _parse_item(item: Any, fail: Callable[..., ConfigError]) -> ThresholdRule:
         labels={str(k): str(v) for k, v in labels.items()},
         selector=Selector(**{str(k): str(v) for k, v in selector.items()}),
     )
+
+
+def delete_threshold_rule(store: Store, name: str) -> None:
+    """Delete a threshold rule with its events.
+
+    Raises:
+        ConfigError: no threshold rule has this name (an SLO's rules go with its SLO).
+    """
+    kinds = {r.name: r.kind for r in list_alert_rules(store)}
+    if kinds.get(name) != THRESHOLD_KIND:
+        hint = "; delete its SLO with `slotune slo delete`" if name in kinds else ""
+        raise ConfigError(
+            f"no threshold rule named {name!r}{hint}; see the names with `slotune alerts list`"
+        )
+    delete_alert_rules(store, [name])

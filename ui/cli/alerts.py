@@ -107,6 +107,20 @@ def add_cmd(
     console.print(f"saved rule {name}: {rule.expr}", highlight=False)
 
 
+@alerts_app.command("delete")
+def delete_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Threshold rule name (see `slotune alerts list`).")],
+) -> None:
+    """Delete a threshold rule and its events (an SLO's rules go with `slotune slo delete`)."""
+    from slotune.collector.alerts.rules import delete_threshold_rule
+    from slotune.collector.store import open_store
+
+    with run(open_store, db_url(ctx)) as store:
+        run(delete_threshold_rule, store, name)
+    console.print(f"deleted rule {name}", highlight=False)
+
+
 @alerts_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the alert rules (SLO burn-rate rules and threshold rules)."""

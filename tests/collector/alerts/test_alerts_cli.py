@@ -128,3 +128,11 @@ def test_deleting_an_slo_deletes_its_alert_rules(sqlite_url: str) -> None:
     assert slotune(sqlite_url, "slo", "delete", "chat-ttft")[0] == 0
     names = {r["name"] for r in json.loads(slotune(sqlite_url, "alerts", "list", "--json")[1])}
     assert "chat-ttft:page" not in names and {"kv", "chat-itl:page", "errors:ticket"} <= names
+
+
+def test_delete_a_threshold_rule(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    assert slotune(sqlite_url, "alerts", "add", "kv", "kv_usage > 0.9")[0] == 0
+    assert slotune(sqlite_url, "alerts", "delete", "kv")[0] == 0
+    code, _, err = slotune(sqlite_url, "alerts", "delete", "kv")
+    assert code == 1 and "no threshold rule named 'kv'" in err
