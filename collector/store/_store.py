@@ -218,7 +218,7 @@ def _require_sqlite_file(url: URL) -> None:
     path = sqlite_file(url) if is_sqlite(url) else None
     if path is not None and not path.exists():
         raise StoreUnavailable(
-            f"no SQLite database at {path}; create it with `slotune --db {redact_url(url)} "
+            f"no SQLite database at {path}; create it with `slotune --db 'sqlite:///{path}' "
             "db upgrade` or fix the path"
         )
 

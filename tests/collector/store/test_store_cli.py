@@ -96,3 +96,13 @@ def test_prune_with_rollup(store_url: str) -> None:
     assert report["rolled_up"]["samples"] == 0
     code, _, err = slotune(store_url, "db", "prune", "--older-than", "soon")
     assert code == 1 and "--older-than" in err
+
+
+def test_user_text_in_an_error_is_printed_not_read_as_markup(tmp_path: Path) -> None:
+    missing = tmp_path / "[" / "x].db"
+    code, _, err = slotune(f"sqlite:///{missing}", "slo", "list")
+    assert code == 1
+    assert err == (
+        f"error: no SQLite database at {missing}; create it with "
+        f"`slotune --db 'sqlite:///{missing}' db upgrade` or fix the path\n"
+    )
