@@ -41,6 +41,8 @@ class StepResult:
         num_prefill_tokens: prompt (or recomputed) tokens computed this step.
         num_decode_tokens: tokens decoded this step (one per decoding request).
         num_prefill_seqs: requests with a prefill chunk this step.
+        started_cached_tokens: for each of ``started``, its prompt tokens found in the
+            prefix cache.
     """
 
     duration_s: float
@@ -52,6 +54,7 @@ class StepResult:
     num_prefill_tokens: int
     num_decode_tokens: int
     num_prefill_seqs: int
+    started_cached_tokens: tuple[int, ...] = ()
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -211,6 +214,7 @@ class EngineCore:
             num_prefill_tokens=batch.num_prefill_tokens,
             num_decode_tokens=batch.num_decode_seqs,
             num_prefill_seqs=batch.num_prefill_seqs,
+            started_cached_tokens=tuple(s.num_cached_tokens for s in batch.started),
         )
 
     def decode_run(

@@ -451,12 +451,12 @@ def vllm_flags_missing(argv: Sequence[str], vllm_version: str = CURRENT_VLLM_VER
     Raises:
         ConfigError: ``vllm_version`` is not a version number.
     """
-    release = _release(vllm_version)
+    release = vllm_release(vllm_version)
     missing: list[str] = []
     for i, arg in enumerate(argv):
         key, eq, _ = _dashed(arg).partition("=")
         removed_in = _VLLM_FLAGS_REMOVED_IN.get(key)
-        if removed_in is None or release < _release(removed_in):
+        if removed_in is None or release < vllm_release(removed_in):
             continue
         missing.append(arg)
         if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
@@ -481,7 +481,12 @@ def check_vllm_flags(argv: Sequence[str], vllm_version: str = CURRENT_VLLM_VERSI
         )
 
 
-def _release(version: str) -> tuple[int, ...]:
+def vllm_release(version: str) -> tuple[int, ...]:
+    """``"0.33.0"`` -> ``(0, 33, 0)``.
+
+    Raises:
+        ConfigError: not a version number.
+    """
     parts = version.strip().split("+")[0].split(".")
     digits = [p for p in (("".join(c for c in part if c.isdigit())) for part in parts[:3]) if p]
     if not digits:

@@ -53,6 +53,7 @@ class FakeStep:
     finished: list[str]
     started: list[str]
     preempted: list[str] = field(default_factory=list)
+    started_cached_tokens: tuple[int, ...] = ()
 
 
 class FakeCore:

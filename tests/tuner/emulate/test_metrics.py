@@ -7,7 +7,7 @@ from emulate_helpers import MAX_MODEL_LEN, MODEL, RunningEmulator
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from slotune.tuner.sim.emulate.vllm_metrics import build_1_2_5_buckets
+from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics, build_1_2_5_buckets
 
 VLLM_FAMILIES = {
     # current V1 names
@@ -35,7 +35,17 @@ VLLM_FAMILIES = {
     "vllm:request_params_n": "histogram",
     "vllm:request_max_num_generation_tokens": "histogram",
     "vllm:cache_config_info": "gauge",
-    # older names still scraped
+    # always on since 0.33 (the default --vllm-version)
+    "vllm:num_requests_waiting_by_reason": "gauge",
+    "vllm:prompt_tokens_by_source": "counter",
+    "vllm:prompt_tokens_cached": "counter",
+    "vllm:prompt_tokens_cached_by_source": "counter",
+    "vllm:admission_rejections": "counter",
+    "vllm:request_num_preemptions": "histogram",
+    "vllm:request_prefill_kv_computed_tokens": "histogram",
+}
+# Served before 0.33 only (deprecated twins vLLM 0.33 no longer has).
+VLLM_DEPRECATED_FAMILIES = {
     "vllm:gpu_cache_usage_perc": "gauge",
     "vllm:gpu_prefix_cache_queries": "counter",
     "vllm:gpu_prefix_cache_hits": "counter",
@@ -81,7 +91,16 @@ def test_vllm_metrics_parse_with_vllm_names_types_and_labels(
             # vLLM's cache_config_info carries the CacheConfig fields, not the model name.
             if name != "vllm:cache_config_info":
                 assert sample.labels["model_name"] == MODEL
-            assert sample.labels["engine"] == "0"
+            # vLLM labels admission rejections by model and reason only (frontend side).
+            if name != "vllm:admission_rejections":
+                assert sample.labels["engine"] == "0"
+    assert not set(VLLM_DEPRECATED_FAMILIES) & set(families)
+    _, preempted = families["vllm:request_num_preemptions"]
+    assert _value(preempted, "vllm:request_num_preemptions_count") == 3
+    _, computed = families["vllm:request_prefill_kv_computed_tokens"]
+    assert _value(computed, "vllm:request_prefill_kv_computed_tokens_count") == 3
+    _, by_reason = families["vllm:num_requests_waiting_by_reason"]
+    assert _value(by_reason, "vllm:num_requests_waiting_by_reason", reason="deferred") == 0
     _, success = families["vllm:request_success"]
     assert _value(success, "vllm:request_success_total", finished_reason="length") == 3
     assert _value(success, "vllm:request_success_total", finished_reason="abort") == 0
@@ -241,3 +260,17 @@ def test_trtllm_prometheus_families(trtllm_emulator: RunningEmulator) -> None:
             assert sample.labels["engine_type"] == "trtllm"
     _, success = families["trtllm_request_success"]
     assert _value(success, "trtllm_request_success_total", finished_reason="length") == 2
+
+
+def test_older_vllm_version_serves_the_deprecated_twins_instead() -> None:
+    old = VllmMetrics(MODEL, MAX_MODEL_LEN, {}, vllm_version="0.15.1")
+    families = _families(old.render().decode())
+    for name, kind in VLLM_DEPRECATED_FAMILIES.items():
+        assert families[name][0] == kind, name
+    assert "vllm:prompt_tokens_cached" not in families
+    current = _families(VllmMetrics(MODEL, MAX_MODEL_LEN, {}).render().decode())
+    assert [
+        float(s.labels["le"])
+        for s in current["vllm:request_num_preemptions"][1]
+        if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"
+    ] == [1, 2, 3, 4, 5, 10, 20]

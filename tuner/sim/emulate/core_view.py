@@ -34,6 +34,9 @@ class StepLike(Protocol):
     @property
     def started(self) -> Sequence[str]: ...
 
+    @property
+    def started_cached_tokens(self) -> Sequence[int]: ...
+
 
 class EngineCoreLike(Protocol):
     """The simulator's engine core as the emulated engine drives it."""

@@ -75,7 +75,9 @@ class FinishedRequest:
     that worked on the request; it is None (like the token times) for a request aborted
     before it was scheduled. ``token_times_s`` are the ends of the steps that produced the
     tokens (what the metrics observe, as vLLM observes its engine's outputs); ``wire``, for a
-    streamed request, says when each token was written to the client.
+    streamed request, says when each token was written to the client. ``preemptions``
+    counts the times it was preempted; ``cached_tokens`` its prompt tokens found in the
+    prefix cache when it was first scheduled.
     """
 
     request_id: str
@@ -89,6 +91,8 @@ class FinishedRequest:
     token_times_s: tuple[float, ...]
     end_s: float
     wire: WireTimes | None = None
+    preemptions: int = 0
+    cached_tokens: int = 0
 
     @property
     def completion_tokens(self) -> int:

@@ -86,6 +86,8 @@ class _Flight:
     wire_times_s: list[float] = field(default_factory=list)
     is_closed: bool = False
     held: Callable[[], None] | None = None
+    preemptions: int = 0
+    cached_tokens: int = 0
 
 
 class RequestHandle:
@@ -266,11 +268,17 @@ class RealtimeEngine:
         start_wall = wall_now - (time.perf_counter() - start_perf)
         finished = set(out.finished)
         started: list[_Flight] = []
+        cached = dict(zip(out.started, out.started_cached_tokens, strict=False))
         for request_id in out.started:
             flight = self._flights.get(request_id)
             if flight is not None and flight.first_scheduled_wall_s is None:
                 flight.first_scheduled_wall_s = max(start_wall, flight.arrival_wall_s)
+                flight.cached_tokens = cached.get(request_id, 0)
                 started.append(flight)
+        for request_id in out.preempted:
+            flight = self._flights.get(request_id)
+            if flight is not None:
+                flight.preemptions += 1
         ttfts: list[float] = []
         itls: list[float] = []
         for request_id, num_tokens in out.tokens:
@@ -316,6 +324,8 @@ class RealtimeEngine:
             token_times_s=tuple(flight.token_times_s),
             end_s=end_wall_s,
             wire=wire,
+            preemptions=flight.preemptions,
+            cached_tokens=flight.cached_tokens,
         )
         for observer in self._observers:
             observer.on_finished(record)

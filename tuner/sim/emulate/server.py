@@ -31,7 +31,7 @@ from slotune.tuner.sim.emulate.stats_log import StatsLog
 from slotune.tuner.sim.emulate.timings import TimingsFile
 from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
 from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
-from slotune.tuner.sim.flags import parse_engine_flags
+from slotune.tuner.sim.flags import check_vllm_flags, parse_engine_flags
 from slotune.tuner.sim.memory import KvCapacity
 from slotune.tuner.sim.request import SimRequest
 
@@ -125,6 +125,8 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
     from slotune.tuner.sim.engine import EngineCore
 
     settings, engine_argv = parse_server_args(argv)
+    if settings.engine == "vllm":
+        check_vllm_flags(engine_argv, settings.vllm_version)
     config = parse_engine_flags(engine_argv, engine=settings.engine, gpu=DEFAULT_GPU)
     if isinstance(config, VllmConfig) and config.served_model_name is None:
         # vLLM serves under the --model value as given unless --served-model-name says else.
@@ -162,6 +164,7 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
             model.served_name,
             resolved.max_model_len,
             _cache_config_labels(resolved, counters.kv_blocks),
+            vllm_version=settings.vllm_version,
         )
     else:
         assert isinstance(resolved, ResolvedTrtllm)

@@ -3,9 +3,10 @@
 
 Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine``
 (vllm | trtllm), ``--speedup K`` (the emulated GPU runs K times faster than real time),
-``--timings-file PATH`` and ``--seed N``. ``--model`` (or the model given positionally, as in
-``vllm serve MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag
-parser; ``--gpu`` defaults to ``h100-sxm``.
+``--timings-file PATH``, ``--seed N`` and ``--vllm-version`` (the release whose flags and
+metric families to follow). ``--model`` (or the model given positionally, as in ``vllm serve
+MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag parser; ``--gpu``
+defaults to ``h100-sxm``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from pathlib import Path
 from typing import NoReturn
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.flags import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP
+from slotune.tuner.sim.flags import (
+    CURRENT_VLLM_VERSION,
+    TRTLLM_FLAGS_HELP,
+    VLLM_FLAGS_HELP,
+    vllm_release,
+)
 
 DEFAULT_GPU = "h100-sxm"
 
@@ -33,6 +39,7 @@ class ServerSettings:
     speedup: float = 1.0
     timings_file: Path | None = None
     seed: int = 0
+    vllm_version: str = CURRENT_VLLM_VERSION
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,6 +78,12 @@ def _parser() -> _Parser:
         help="append one JSON line per finished request (engine-side timings)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the generated output words")
+    p.add_argument(
+        "--vllm-version",
+        default=CURRENT_VLLM_VERSION,
+        help="the vLLM release whose /metrics families to serve (default "
+        f"{CURRENT_VLLM_VERSION}; before 0.33 with the deprecated gpu_* twins)",
+    )
     return p
 
 
@@ -85,6 +98,7 @@ def parse_server_args(argv: Sequence[str]) -> tuple[ServerSettings, list[str]]:
     ns, engine_argv = _parser().parse_known_args(list(argv))
     if not (math.isfinite(ns.speedup) and ns.speedup > 0):
         raise ConfigError(f"--speedup must be a finite number > 0, got {ns.speedup}")
+    vllm_release(ns.vllm_version)  # refuses what is not a version number, in one line
     if not 0 <= ns.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {ns.port}")
     settings = ServerSettings(
@@ -94,5 +108,6 @@ def parse_server_args(argv: Sequence[str]) -> tuple[ServerSettings, list[str]]:
         speedup=ns.speedup,
         timings_file=ns.timings_file,
         seed=ns.seed,
+        vllm_version=ns.vllm_version,
     )
     return settings, engine_argv

@@ -1,11 +1,22 @@
 """vLLM V1's Prometheus metrics, fed by the emulated engine.
 
 Names, types, help texts, labels (``model_name``, ``engine``) and bucket boundaries follow
-``vllm/v1/metrics/loggers.py`` (``PrometheusStatLogger``). Besides the current names the
-registry keeps the deprecated twins that dashboards still scrape: ``vllm:gpu_cache_usage_perc``
+``vllm/v1/metrics/loggers.py`` (``PrometheusStatLogger``). Before 0.33 (``vllm_version``),
+besides the current names the registry keeps the deprecated twins that dashboards still scrape: ``vllm:gpu_cache_usage_perc``
 (= ``vllm:kv_cache_usage_perc``), ``vllm:gpu_prefix_cache_queries`` / ``_hits`` (=
 ``vllm:prefix_cache_queries`` / ``_hits``) and ``vllm:time_per_output_token_seconds`` (the same
 per-iteration observations as ``vllm:inter_token_latency_seconds``).
+
+``vllm_version`` picks the release whose families are served: from 0.33.0 on (the default)
+the deprecated twins above are gone and the always-on families 0.33 added are served:
+``vllm:num_requests_waiting_by_reason`` (gauge, ``reason`` capacity / deferred),
+``vllm:prompt_tokens_by_source`` (counter, ``source`` local_compute / local_cache_hit /
+external_kv_transfer), ``vllm:prompt_tokens_cached`` and ``vllm:prompt_tokens_cached_by_source``
+(counters, ``source`` device / host / p2p / disk / external_unspecified),
+``vllm:admission_rejections`` (counter, labels ``model_name`` and ``reason``),
+``vllm:request_num_preemptions`` and ``vllm:request_prefill_kv_computed_tokens``
+(histograms). Families vLLM serves only with an option (LoRA, multimodal, KV transfer, KV
+block residency sampling, NaN checks, watermarks) are not served.
 
 Latencies are measured on the server's wall clock, so with ``--time-scale K`` they are K times
 shorter than the emulated GPU's.
@@ -18,6 +29,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+from slotune.tuner.sim.flags import CURRENT_VLLM_VERSION, vllm_release
 
 TTFT_BUCKETS_S = (
     0.001,
@@ -89,7 +101,15 @@ REQUEST_LATENCY_BUCKETS_S = (
 )
 _ITERATION_TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 _N_BUCKETS = (1, 2, 5, 10, 20)
+_NUM_PREEMPTIONS_BUCKETS = (1, 2, 3, 4, 5, 10, 20)
 _LABELS = ("model_name", "engine")
+# Label values vLLM 0.33 creates up front (v1/metrics/loggers.py, stats.py, cache_hit_source.py).
+_WAITING_REASONS = ("capacity", "deferred")
+_PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
+_CACHE_HIT_SOURCES = ("device", "host", "p2p", "disk", "external_unspecified")
+_ADMISSION_REASONS = ("max_num_queued_reqs", "max_num_queued_tokens")
+# The first release serving the families above and no longer the deprecated twins.
+_V0_33 = (0, 33)
 
 
 def build_1_2_5_buckets(max_value: int) -> list[int]:
@@ -115,11 +135,17 @@ class VllmMetrics:
     """
 
     def __init__(
-        self, model_name: str, max_model_len: int, cache_config: Mapping[str, str]
+        self,
+        model_name: str,
+        max_model_len: int,
+        cache_config: Mapping[str, str],
+        *,
+        vllm_version: str = CURRENT_VLLM_VERSION,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         values = (model_name, "0")
         reg = self.registry
+        self.is_v0_33 = vllm_release(vllm_version)[:2] >= _V0_33
 
         def gauge(name: str, doc: str) -> Gauge:
             return Gauge(name, doc, _LABELS, registry=reg).labels(*values)
@@ -149,11 +175,18 @@ class VllmMetrics:
         self._kv_usage = gauge(
             "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."
         )
-        self._gpu_cache_usage = gauge(
-            "vllm:gpu_cache_usage_perc",
-            "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use "
-            "vllm:kv_cache_usage_perc instead.",
-        )
+        self._deprecated_gauges: list[Gauge] = []
+        self._deprecated_queries: list[Counter] = []
+        self._deprecated_hits: list[Counter] = []
+        self._deprecated_itl: list[Histogram] = []
+        if not self.is_v0_33:
+            self._deprecated_gauges.append(
+                gauge(
+                    "vllm:gpu_cache_usage_perc",
+                    "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use "
+                    "vllm:kv_cache_usage_perc instead.",
+                )
+            )
         self._prefix_queries = counter(
             "vllm:prefix_cache_queries",
             "Prefix cache queries, in terms of number of queried tokens.",
@@ -161,16 +194,21 @@ class VllmMetrics:
         self._prefix_hits = counter(
             "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
         )
-        self._gpu_prefix_queries = counter(
-            "vllm:gpu_prefix_cache_queries",
-            "GPU prefix cache queries, in terms of number of queriedtokens. DEPRECATED: Use "
-            "vllm:prefix_cache_queries instead.",
-        )
-        self._gpu_prefix_hits = counter(
-            "vllm:gpu_prefix_cache_hits",
-            "GPU prefix cache hits, in terms of number of cached tokens. DEPRECATED: Use "
-            "vllm:prefix_cache_hits instead.",
-        )
+        if not self.is_v0_33:
+            self._deprecated_queries.append(
+                counter(
+                    "vllm:gpu_prefix_cache_queries",
+                    "GPU prefix cache queries, in terms of number of queriedtokens. "
+                    "DEPRECATED: Use vllm:prefix_cache_queries instead.",
+                )
+            )
+            self._deprecated_hits.append(
+                counter(
+                    "vllm:gpu_prefix_cache_hits",
+                    "GPU prefix cache hits, in terms of number of cached tokens. DEPRECATED: "
+                    "Use vllm:prefix_cache_hits instead.",
+                )
+            )
         self._preemptions = counter(
             "vllm:num_preemptions", "Cumulative number of preemption from the engine."
         )
@@ -218,12 +256,15 @@ class VllmMetrics:
             "Histogram of time to first token in seconds.",
             TTFT_BUCKETS_S,
         )
-        self._tpot_deprecated = histogram(
-            "vllm:time_per_output_token_seconds",
-            "Histogram of time per output token in seconds.DEPRECATED: Use "
-            "vllm:inter_token_latency_seconds instead.",
-            TOKEN_LATENCY_BUCKETS_S,
-        )
+        if not self.is_v0_33:
+            self._deprecated_itl.append(
+                histogram(
+                    "vllm:time_per_output_token_seconds",
+                    "Histogram of time per output token in seconds.DEPRECATED: Use "
+                    "vllm:inter_token_latency_seconds instead.",
+                    TOKEN_LATENCY_BUCKETS_S,
+                )
+            )
         self._itl = histogram(
             "vllm:inter_token_latency_seconds",
             "Histogram of inter-token latency in seconds.",
@@ -259,6 +300,8 @@ class VllmMetrics:
             "Histogram of time spent in DECODE phase for request.",
             REQUEST_LATENCY_BUCKETS_S,
         )
+        if self.is_v0_33:
+            self._add_v0_33_families(values, token_buckets)
         info_labels = {**cache_config, "engine": "0"}
         Gauge(
             "vllm:cache_config_info",
@@ -267,17 +310,86 @@ class VllmMetrics:
             registry=reg,
         ).labels(**info_labels).set(1)
 
+    def _add_v0_33_families(self, values: tuple[str, str], token_buckets: list[int]) -> None:
+        reg = self.registry
+        waiting_by_reason = Gauge(
+            "vllm:num_requests_waiting_by_reason",
+            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
+            "scheduling capacity; 'deferred' = deferred by transient constraints (LoRA "
+            "budget, KV transfer, blocked status). Sum of all reasons equals "
+            "vllm:num_requests_waiting.",
+            (*_LABELS, "reason"),
+            registry=reg,
+        )
+        # Every waiting request of the simulated engine waits for capacity.
+        self._waiting_capacity = waiting_by_reason.labels(*values, "capacity")
+        waiting_by_reason.labels(*values, "deferred").set(0)
+        by_source = Counter(
+            "vllm:prompt_tokens_by_source",
+            "Number of prompt tokens by source.",
+            (*_LABELS, "source"),
+            registry=reg,
+        )
+        self._prompt_by_source = {s: by_source.labels(*values, s) for s in _PROMPT_SOURCES}
+        self._prompt_cached = Counter(
+            "vllm:prompt_tokens_cached",
+            "Number of cached prompt tokens (local + external).",
+            _LABELS,
+            registry=reg,
+        ).labels(*values)
+        cached_by_source = Counter(
+            "vllm:prompt_tokens_cached_by_source",
+            "Prefix-cache hit tokens by the cache tier that supplied them: device (local "
+            "HBM), host (offloaded to DRAM), disk, p2p (transferred from another vLLM "
+            "instance) or external_unspecified. Counted at admission; sums to "
+            "vllm:prefix_cache_hits + vllm:external_prefix_cache_hits.",
+            (*_LABELS, "source"),
+            registry=reg,
+        )
+        self._cached_on_device = cached_by_source.labels(*values, "device")
+        for source in _CACHE_HIT_SOURCES[1:]:
+            cached_by_source.labels(*values, source)
+        rejections = Counter(
+            "vllm:admission_rejections",
+            "Number of admission attempts rejected by a queue limit, by reason.",
+            ("model_name", "reason"),
+            registry=reg,
+        )
+        for reason in _ADMISSION_REASONS:
+            rejections.labels(values[0], reason)
+        self._req_preemptions = Histogram(
+            "vllm:request_num_preemptions",
+            "Histogram of the number of times a request was preempted.",
+            _LABELS,
+            registry=reg,
+            buckets=_NUM_PREEMPTIONS_BUCKETS,
+        ).labels(*values)
+        self._req_prefill_computed = Histogram(
+            "vllm:request_prefill_kv_computed_tokens",
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            _LABELS,
+            registry=reg,
+            buckets=token_buckets,
+        ).labels(*values)
+
     def on_step(self, report: StepReport) -> None:
         """Record one scheduler step (gauges, token counters, TTFT and ITL)."""
         counters = report.counters
         self._running.set(counters.requests_running)
         self._waiting.set(counters.requests_waiting)
         self._kv_usage.set(counters.kv_usage)
-        self._gpu_cache_usage.set(counters.kv_usage)
-        for metric in (self._prefix_queries, self._gpu_prefix_queries):
+        for deprecated in self._deprecated_gauges:
+            deprecated.set(counters.kv_usage)
+        for metric in (self._prefix_queries, *self._deprecated_queries):
             metric.inc(report.prefix_queries)
-        for metric in (self._prefix_hits, self._gpu_prefix_hits):
+        for metric in (self._prefix_hits, *self._deprecated_hits):
             metric.inc(report.prefix_hits)
+        if self.is_v0_33:
+            self._waiting_capacity.set(counters.requests_waiting)
+            self._prompt_by_source["local_compute"].inc(report.prompt_tokens)
+            self._prompt_by_source["local_cache_hit"].inc(report.prefix_hits)
+            self._prompt_cached.inc(report.prefix_hits)
+            self._cached_on_device.inc(report.prefix_hits)
         self._preemptions.inc(report.preemptions)
         self._prompt_tokens.inc(report.prompt_tokens)
         self._generation_tokens.inc(report.generation_tokens)
@@ -286,7 +398,8 @@ class VllmMetrics:
             self._ttft.observe(ttft_s)
         for itl_s in report.itls_s:
             self._itl.observe(itl_s)
-            self._tpot_deprecated.observe(itl_s)
+            for deprecated_itl in self._deprecated_itl:
+                deprecated_itl.observe(itl_s)
 
     def on_finished(self, request: FinishedRequest) -> None:
         """Record one finished (or aborted) request's latencies and sizes."""
@@ -302,6 +415,9 @@ class VllmMetrics:
         self._params_n.observe(1)
         self._params_max_tokens.observe(request.max_tokens)
         self._max_generation_tokens.observe(request.max_tokens)
+        if self.is_v0_33:
+            self._req_preemptions.observe(request.preemptions)
+            self._req_prefill_computed.observe(request.prompt_tokens - request.cached_tokens)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of the registry."""
