@@ -288,13 +288,11 @@ def render(url: str, page: str, query: dict[str, str], repeat: int) -> list[floa
 
 VIEWS = (
     ("overview", "overview", {}),
-    ("fleet 1h", "fleet", {"range": "1h"}),
-    ("fleet 30d", "fleet", {"range": "30d"}),
-    (
-        "fleet 30d, pool+target",
-        "fleet",
-        {"range": "30d", "pool": "chat", "target": "node-000/vllm"},
-    ),
+    ("fleet 1h (table only)", "fleet", {"range": "1h"}),
+    ("fleet 30d (table only)", "fleet", {"range": "30d"}),
+    ("fleet 1h, a pool of 25", "fleet", {"range": "1h", "pool": "chat"}),
+    ("fleet 30d, a pool of 25", "fleet", {"range": "30d", "pool": "chat"}),
+    ("fleet 30d, one target", "fleet", {"range": "30d", "pool": "chat", "target": "node-000/vllm"}),
     ("slos", "slos", {}),
     ("alerts", "alerts", {}),
     ("benchmarks", "benchmarks", {}),
@@ -318,10 +316,10 @@ def run(url: str, backend: str, args: argparse.Namespace) -> None:
         f"seeded in {time.perf_counter() - t0:.0f} s (fleet {t_fleet:.0f} s)",
         flush=True,
     )
-    print(f"{'page':<26}{'median s':>10}{'worst s':>10}")
+    print(f"{'page':<30}{'median s':>10}{'worst s':>10}")
     for label, page, query in VIEWS:
         times = render(url, page, query, args.repeat)
-        print(f"{label:<26}{statistics.median(times):>10.3f}{max(times):>10.3f}", flush=True)
+        print(f"{label:<30}{statistics.median(times):>10.3f}{max(times):>10.3f}", flush=True)
 
 
 @contextmanager

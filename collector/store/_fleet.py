@@ -49,6 +49,8 @@ def series_at(
     names: Sequence[str],
     at_ts: Sequence[float],
     targets: Sequence[str] | None = None,
+    *,
+    fill_first: bool = False,
 ) -> list[SeriesPoints]:
     """Every series named in ``names`` (of ``targets``, or of all targets) on a grid.
 
@@ -57,6 +59,10 @@ def series_at(
         names: series names as stored (``ttft_bucket``, ``kv_usage``, ...).
         at_ts: increasing epoch seconds (at most :data:`MAX_GRID` of them).
         targets: target names; None for every target.
+        fill_first: a series with no sample by the first instant gets its first sample
+            inside the grid there instead, so an increase over the grid counts from the
+            series' first sample as ``counter_increase`` does (a target first scraped
+            inside the range).
 
     Returns:
         One :class:`SeriesPoints` per series, ordered by target and name.
@@ -94,6 +100,10 @@ def series_at(
             if entry is None:  # labels are parsed once per series, not per instant
                 entry = found[sid] = (target, name, _labels(labels), [None] * len(grid))
             entry[3][i] = None if value is None else float(value)
+        if fill_first and len(grid) > 1:
+            late = [sid for sid, entry in found.items() if entry[3][0] is None]
+            for sid, value in _first_samples(conn, late, grid[0], grid[-1]):
+                found[sid][3][0] = float(value)
         resets = _resets(conn, list(found), grid)
     return [
         SeriesPoints(target, name, labels, tuple(values), resets.get(sid, (0.0,) * len(grid)))
@@ -105,6 +115,22 @@ def _labels(raw: Any) -> dict[str, str]:
     if isinstance(raw, str):  # a text() query hands the JSON column through as text
         raw = json.loads(raw)
     return {str(k): str(v) for k, v in (raw or {}).items()}
+
+
+def _first_samples(
+    conn: Connection, series_ids: list[int], start: float, end: float
+) -> list[tuple[int, float]]:
+    if not series_ids:
+        return []
+    rows = conn.execute(
+        text(
+            "SELECT m.id, (SELECT s.value FROM sample s WHERE s.series_id = m.id "
+            "AND s.ts > :a AND s.ts <= :b ORDER BY s.ts LIMIT 1) "
+            "FROM metric_series m WHERE m.id IN :ids"
+        ).bindparams(bindparam("ids", expanding=True)),
+        {"ids": series_ids, "a": start, "b": end},
+    ).all()
+    return [(sid, value) for sid, value in rows if value is not None]
 
 
 def _resets(

@@ -21,6 +21,7 @@ from slotune.collector.store import (
     list_alert_rules,
     open_store,
     save_worker,
+    upgrade,
 )
 
 
@@ -68,7 +69,7 @@ def test_an_slo_saved_on_the_page_is_what_slo_list_shows(
 def test_a_wrong_slo_field_is_one_message_and_stores_nothing(
     sqlite_url: str, run_page: RunPage, field: str, value: str, message: str
 ) -> None:
-    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    upgrade(sqlite_url)
     at = run_page("slos", sqlite_url)
     at.text_input(key="slo_name").input("chat-ttft")
     at.text_input(key="slo_spec").input("ttft:p99<=500ms")
@@ -164,7 +165,7 @@ def _fill_study(at: AppTest, name: str) -> None:
 def test_a_study_started_on_the_page_runs_in_a_worker_and_is_listed(
     sqlite_url: str, run_page: RunPage
 ) -> None:
-    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    upgrade(sqlite_url)
     at = run_page("tuning", sqlite_url)
     _fill_study(at, "page-study")
     at = _click(at, "Start study")
@@ -188,7 +189,7 @@ def test_a_study_started_on_the_page_runs_in_a_worker_and_is_listed(
 def test_an_unparsable_trace_upload_is_one_message_and_starts_nothing(
     sqlite_url: str, run_page: RunPage
 ) -> None:
-    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    upgrade(sqlite_url)
     at = run_page("tuning", sqlite_url)
     _fill_study(at, "bad-trace")
     at.selectbox(key="study_workload").select("(upload a trace)")
@@ -204,7 +205,7 @@ def test_an_unparsable_trace_upload_is_one_message_and_starts_nothing(
 def test_a_dead_worker_is_said_so_with_the_way_to_resume(
     sqlite_url: str, run_page: RunPage
 ) -> None:
-    subprocess.run([SLOTUNE, "--db", sqlite_url, "db", "upgrade"], check=True, capture_output=True)
+    upgrade(sqlite_url)
     at = run_page("tuning", sqlite_url)
     _fill_study(at, "dies")
     at = _click(at, "Start study")
@@ -228,3 +229,29 @@ def test_a_dead_worker_is_said_so_with_the_way_to_resume(
     assert len(at.error) == 1
     assert "stopped without finishing" in at.error[0].value
     assert "slotune tune resume dies" in at.error[0].value
+
+
+def test_cancel_stops_the_worker_and_leaves_the_study_resumable(
+    sqlite_url: str, run_page: RunPage
+) -> None:
+    upgrade(sqlite_url)
+    at = run_page("tuning", sqlite_url)
+    _fill_study(at, "long-study")
+    at.number_input(key="study_trials").set_value(500)
+    at = _click(at, "Start study")
+    assert_clean(at)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the worker has created the study
+        if _cli(sqlite_url, "tune", "list"):
+            break
+        time.sleep(0.5)
+    at = run_page("tuning", sqlite_url, query={"study": "long-study"})
+    assert_clean(at)
+    at = _click(at, "Cancel study")
+    assert not at.exception
+    info = _wait_for_worker(sqlite_url, "long-study", limit_s=120)
+    assert info.state is WorkerState.CANCELLED
+    listed = _cli(sqlite_url, "tune", "list")
+    assert [(s["name"], s["status"]) for s in listed] == [("long-study", "stopped")]  # type: ignore[union-attr]
+    at = run_page("tuning", sqlite_url, query={"study": "long-study"})
+    assert "slotune tune resume long-study" in at.warning[0].value

@@ -46,6 +46,13 @@ def test_fleet_groups_targets_into_pools_and_drills_down(
     assert "All targets, last 5m" in texts(at)
     assert len(at.get("vega_lite_chart")) == 12
 
+    # a range longer than the data: targets first scraped inside it count from then on
+    at = run_page("fleet", seeded_url, query={"range": "1h"})
+    assert_clean(at)
+    pools = at.dataframe[0].value.set_index("pool")
+    assert 100 < pools.loc["chat", "ttft_p50"] < 250
+    assert abs(pools.loc["chat", "req_s"] - 4.0 / 6) < 0.01  # 10 minutes of data in an hour
+
     at = run_page(
         "fleet", seeded_url, query={"range": "5m", "pool": "code", "target": "node-3/vllm"}
     )

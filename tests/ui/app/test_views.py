@@ -34,13 +34,17 @@ def test_series_at_reads_every_series_on_the_grid_with_resets(sqlite_url: str) -
         ]
         assert points[0].labels == {"k": "v"}
         assert series_at(store, ["reqs"], [5.0], targets=["b"])[0].values == (None,)
+        # a series first scraped inside the grid starts from its first sample there
+        late = series_at(store, ["reqs"], [5.0, 30.0], targets=["b"], fill_first=True)
+        assert late[0].values == (7.0, 7.0)
 
 
-def test_fleet_table_agrees_with_metrics_summary(store_url: str) -> None:
+@pytest.mark.parametrize("window_s", [300.0, 3600.0])  # the seed holds the last 10 minutes
+def test_fleet_table_agrees_with_metrics_summary(store_url: str, window_s: float) -> None:
     end = seed(store_url)
     with open_store(store_url) as store:
-        table = fleet_table(store, end - 300, end)
-        cli = {s.target: s for s in summarize_metrics(store, window_s=300, end_ts=end)}
+        table = fleet_table(store, end - window_s, end)
+        cli = {s.target: s for s in summarize_metrics(store, window_s=window_s, end_ts=end)}
     for row in table.targets:
         mine, theirs = row.summary, cli[row.summary.target]
         for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
@@ -60,7 +64,8 @@ def test_fleet_table_agrees_with_metrics_summary(store_url: str) -> None:
             assert getattr(mine, field) == pytest.approx(getattr(theirs, field)), field
     chat = next(r for r in table.pools if r.pool == "chat")
     assert chat.num_targets == 2
-    assert chat.summary.request_throughput == pytest.approx(4.0)
+    # 2 targets x 2 req/s over the 600 s the seed covers, spread over the window
+    assert chat.summary.request_throughput == pytest.approx(4.0 * min(window_s, 600) / window_s)
 
 
 def test_slo_status_budget_and_burn_from_the_alert_maths(sqlite_url: str) -> None:

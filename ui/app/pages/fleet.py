@@ -24,6 +24,7 @@ from slotune.ui.app._common import (
 from slotune.ui.app.tables import fleet_columns, fleet_frame
 
 GROUPS = ["pool", "model", "node"]
+MAX_CHART_TARGETS = 25
 ALL = "(all)"
 
 
@@ -34,9 +35,9 @@ def _table(_store: Store, url: str | None, range_s: float, end: float) -> FleetT
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _series(
-    _store: Store, url: str | None, targets: tuple[str, ...], range_s: float, end: float
+    _store: Store, url: str | None, targets: tuple[str, ...], range_s: float, end: float, steps: int
 ) -> list[TargetMetricsSummary]:
-    return fleet_timeseries(_store, targets, end - range_s, end, steps=60)
+    return fleet_timeseries(_store, targets, end - range_s, end, steps=steps)
 
 
 def _frame(points: list[TargetMetricsSummary]) -> pd.DataFrame:
@@ -166,6 +167,15 @@ if target != choices[0]:
 else:
     label = "All targets" if pool == ALL else f"Pool {pool}"
 st.subheader(f"{label}, last {range_key}")
+if len(picked) > MAX_CHART_TARGETS:
+    # Charts read every series of every target at each step: a whole large fleet at once
+    # would take seconds per refresh; a pool or a target keeps the page live.
+    st.info(
+        f"{len(picked)} targets selected: pick a pool or a target above to chart them "
+        f"(charts show at most {MAX_CHART_TARGETS} targets at once)."
+    )
+    st.stop()
+steps = 60 if len(picked) == 1 else 30
 with guarded():
-    df = _frame(_series(s, db_url(), picked, range_s, end))
-_charts(df, range_s / 60)
+    df = _frame(_series(s, db_url(), picked, range_s, end, steps))
+_charts(df, range_s / steps)

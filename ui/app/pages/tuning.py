@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.engine import make_url
 
 from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
 from slotune.collector.workload import NAMED_WORKLOADS
@@ -73,9 +74,11 @@ def _catalog() -> tuple[list[str], list[str]]:
 
 
 def _uploads_dir() -> Path:
-    url = db_url() or default_db_url()
-    base = Path(url.split("///", 1)[1]).parent if url.startswith("sqlite:///") else Path.cwd()
-    return base / "uploads"
+    """Uploaded traces live next to a SQLite store, else in the working directory."""
+    url = make_url(db_url() or default_db_url())
+    if url.get_backend_name() == "sqlite" and url.database:
+        return Path(url.database).parent / "uploads"
+    return Path.cwd() / "uploads"
 
 
 def _start_form() -> None:
