@@ -20,7 +20,7 @@ not start or the run failed, else 0). Every trial carries the same keys.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -67,14 +67,6 @@ class ObjectiveKind(StrEnum):
     def failed_values(self) -> tuple[float, ...]:
         """Values recorded for a configuration that did not run (worst possible)."""
         return (0.0, math.inf) if self is ObjectiveKind.PARETO else (0.0,)
-
-
-@dataclass(frozen=True, slots=True)
-class RatePoint:
-    """One run of the workload at one offered rate."""
-
-    rate: float | None
-    summary: Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +170,6 @@ def evaluate_objective(
     if kind is ObjectiveKind.THROUGHPUT and rate is None:
         rate = SATURATION_RATE
     summary = measure(rate)
-    point = RatePoint(rate, summary)
     values: tuple[float, ...]
     if kind is ObjectiveKind.GOODPUT:
         values = (summary.goodput,)
@@ -188,22 +179,22 @@ def evaluate_objective(
         p99 = summary.ttft_ms.percentiles.get(99.0)
         values = (summary.output_token_throughput, p99 if p99 is not None else math.inf)
     return Measurement(
-        values, slo_constraints(summary, slos), rate, summary.to_dict(), _curve([point])
+        values, slo_constraints(summary, slos), rate, summary.to_dict(), _curve({rate: summary})
     )
 
 
 def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Measurement:
     from slotune.collector.bench import find_max_rate
 
-    points: list[RatePoint] = []
+    # rate -> its run's summary (the search's own curve keeps only their JSON form)
+    runs: dict[float, Summary] = {}
     floor = start_rate * CAPACITY_FLOOR_FRACTION
 
     def recorded(r: float) -> Summary:
         if r < floor * (1 - 1e-9):
             raise _BelowFloor
-        s = measure(r)
-        points.append(RatePoint(r, s))
-        return s
+        runs[r] = measure(r)
+        return runs[r]
 
     try:
         result = find_max_rate(
@@ -216,25 +207,21 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
         max_rate = float(result.max_rate or 0.0)
     except _BelowFloor:
         max_rate = 0.0
-    held = [p for p in points if p.summary.all_slos_met and p.rate is not None]
+    held = [r for r, s in runs.items() if s.all_slos_met]
     if max_rate > 0 and held:
-        at = min(held, key=lambda p: abs((p.rate or 0.0) - max_rate))
+        at = runs[min(held, key=lambda r: abs(r - max_rate))]
         return Measurement(
-            (max_rate,),
-            slo_constraints(at.summary, slos),
-            max_rate,
-            at.summary.to_dict(),
-            _curve(points),
+            (max_rate,), slo_constraints(at, slos), max_rate, at.to_dict(), _curve(runs)
         )
     # No rate held: report the violation at the gentlest rate tried, so the sampler
     # still sees how far from feasible the configuration is.
-    lowest = min(points, key=lambda p: p.rate or 0.0)
+    lowest = min(runs)
     return Measurement(
         (0.0,),
-        slo_constraints(lowest.summary, slos),
-        lowest.rate,
-        lowest.summary.to_dict(),
-        _curve(points),
+        slo_constraints(runs[lowest], slos),
+        lowest,
+        runs[lowest].to_dict(),
+        _curve(runs),
     )
 
 
@@ -242,8 +229,10 @@ class _BelowFloor(Exception):
     """The capacity search went below the lowest rate worth measuring."""
 
 
-def _curve(points: Sequence[RatePoint]) -> tuple[tuple[float | None, float, bool], ...]:
+def _curve(
+    runs: Mapping[float | None, Summary] | Mapping[float, Summary],
+) -> tuple[tuple[float | None, float, bool], ...]:
     return tuple(
-        (p.rate, p.summary.goodput, p.summary.all_slos_met)
-        for p in sorted(points, key=lambda p: p.rate or 0.0)
+        (rate, s.goodput, s.all_slos_met)
+        for rate, s in sorted(runs.items(), key=lambda kv: kv[0] or 0.0)
     )
