@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import optuna
 import pytest
 from typer.testing import CliRunner
 
@@ -21,6 +22,7 @@ from slotune.tuner import (
     show_study,
     tune_study,
 )
+from slotune.tuner.study import open_storage
 from slotune.ui.cli import app
 
 
@@ -191,3 +193,20 @@ def test_resume_keeps_the_recheck_the_study_was_started_with(db):
     assert resume_study("kept", db).robustness == []
     again = resume_study("kept", db, recheck_k=1)
     assert again.best is None or len(again.robustness) == 1
+
+
+def test_show_gives_the_values_a_failed_trial_ran_not_optuna_indexes(db):
+    tune_study(sim_spec("idx", trials=1), db)
+    study = optuna.load_study(study_name="idx", storage=open_storage(db))
+    # A trial whose worker died before it recorded its configuration: only Optuna's
+    # parameters remain, and an ordered choice is stored as its position.
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"max_num_batched_tokens": 1},
+            distributions={"max_num_batched_tokens": optuna.distributions.IntDistribution(0, 6)},
+            state=optuna.trial.TrialState.FAIL,
+        )
+    )
+    failed = show_study("idx", db).to_dict()["trial_details"][-1]
+    assert failed["state"] == "fail"
+    assert failed["params"] == {"max_num_batched_tokens": 1024}
