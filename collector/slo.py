@@ -502,7 +502,7 @@ def _parse_window(value: Any, path: tuple[Any, ...], fail: Any) -> BurnWindow:
     except SLOSpecError as e:
         raise fail(path, str(e)) from e
     factor = value["factor"]
-    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < math.inf:
         raise fail((*path, "factor"), f"field 'factor' must be a positive number: {form}")
     if not 0 < short_s < long_s:
         raise fail((*path, "short"), f"the short window must be shorter than the long one: {form}")

@@ -22,11 +22,12 @@ Anything else (``Timeslices``, calendar windows, ``raw`` ratios, ``alertAfter``,
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from slotune.collector.alerts.promrules import ENGINE_RULES
 from slotune.collector.errors import SLOSpecError
@@ -63,6 +64,20 @@ SHORT_WINDOW_RATIO = 12.0
 Fail = Callable[[tuple[Any, ...], str], SLOSpecError]
 
 
+def _field(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _mapping(value: Any, path: tuple[Any, ...], fail: Fail) -> Mapping[str, Any]:
+    """``value`` as a mapping (None: empty); anything else is refused at ``path``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fail(path, "must be a mapping")
+    return value
+
+
 def is_openslo(text: str) -> bool:
     """Whether a YAML text holds OpenSLO documents."""
     return re.search(r"^apiVersion:\s*['\"]?openslo/", text, re.MULTILINE) is not None
@@ -90,7 +105,7 @@ def parse_openslo(text: str, *, source: str = "<string>") -> list[SLO]:
         kind = doc.get("kind")
         if kind not in KINDS:
             raise fail(("kind",), f"kind {kind!r} is not an OpenSLO v1 kind ({', '.join(KINDS)})")
-        name = (doc.get("metadata") or {}).get("name")
+        name = _field(doc, "metadata").get("name")
         if not isinstance(name, str) or not name:
             raise fail(("metadata", "name"), "is required")
         by_kind[kind][name] = (doc, fail)
@@ -109,7 +124,7 @@ def parse_openslo(text: str, *, source: str = "<string>") -> list[SLO]:
 
 def _failer(source: str, index: int, doc: Any, lines: Mapping[tuple[Any, ...], int]) -> Fail:
     kind = doc.get("kind", "?") if isinstance(doc, Mapping) else "?"
-    name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc, Mapping) else "?"
+    name = _field(doc, "metadata").get("name", "?") if isinstance(doc, Mapping) else "?"
 
     def fail(path: tuple[Any, ...], why: str) -> SLOSpecError:
         line = next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), 1)
@@ -122,7 +137,7 @@ def _failer(source: str, index: int, doc: Any, lines: Mapping[tuple[Any, ...], i
 def _slo(
     doc: Mapping[str, Any], fail: Fail, by_kind: Mapping[str, Mapping[str, tuple[Any, Fail]]]
 ) -> list[SLO]:
-    spec = doc.get("spec") or {}
+    spec = _mapping(doc.get("spec"), ("spec",), fail)
     name = doc["metadata"]["name"]
     method = spec.get("budgetingMethod")
     if method is None:
@@ -190,7 +205,7 @@ def _ref(
     path: tuple[Any, ...],
     fail: Fail,
 ) -> tuple[Mapping[str, Any], Fail]:
-    found = by_kind[kind].get(name)
+    found = by_kind[kind].get(name) if isinstance(name, str) else None
     if found is None:
         raise fail(path, f"refers to {kind} {name!r}, which is not in the file")
     return found
@@ -200,7 +215,7 @@ def _indicator(
     spec: Mapping[str, Any], fail: Fail, by_kind: Mapping[str, Mapping[str, tuple[Any, Fail]]]
 ) -> tuple[Mapping[str, Any], Fail, tuple[Any, ...]]:
     if "indicator" in spec:
-        return spec["indicator"] or {}, fail, ("spec", "indicator")
+        return _mapping(spec["indicator"], ("spec", "indicator"), fail), fail, ("spec", "indicator")
     if "indicatorRef" in spec:
         doc, ref_fail = _ref(by_kind, "SLI", spec["indicatorRef"], ("spec", "indicatorRef"), fail)
         return doc, ref_fail, ()
@@ -229,8 +244,8 @@ def _objective_slo(
         raise fail((*path, "target"), f"{target!r} must be in (0, 1)")
     if "timeSliceTarget" in objective or "timeSliceWindow" in objective:
         raise fail((*path, "timeSliceTarget"), "time slices are not supported (Occurrences only)")
-    spec = indicator.get("spec") or {}
     ipath = (*ind_path, "spec")
+    spec = _mapping(indicator.get("spec"), ipath, ind_fail)
     if "thresholdMetric" in spec:
         sli, unit, selector = _source(
             spec["thresholdMetric"], (*ipath, "thresholdMetric"), ind_fail
@@ -264,7 +279,7 @@ def _latency(
             "within the threshold, so use lte (or lt)",
         )
     value = objective.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _positive(value):
         raise fail((*path, "value"), "the threshold must be a positive number")
     return _latency_slo(name, sli, float(value) * unit, target, window_s, selector)
 
@@ -294,7 +309,7 @@ def _metric_source(metric: Any, path: tuple[Any, ...], fail: Fail) -> tuple[str,
             f"metric source {source.get('type')!r} is not supported: use slotune "
             "(spec: {sli: ttft, unit: ms}) or prometheus with an engine metric slotune knows",
         )
-    return type_, source.get("spec") or {}
+    return type_, _mapping(source.get("spec"), (*path, "metricSource", "spec"), fail)
 
 
 def _source(metric: Any, path: tuple[Any, ...], fail: Fail) -> tuple[SLI, float, Selector]:
@@ -362,7 +377,7 @@ def _ratio(
         if sli is SLI.ERROR_RATE:
             return _error_slo(name, target, window_s, selector)
         threshold = spec.get("threshold")
-        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+        if not _positive(threshold):
             raise fail((*spath, "threshold"), "a latency ratio needs the threshold (in unit)")
         return _latency_slo(name, sli, float(threshold) * unit, target, window_s, selector)
     canonical, matchers = _prometheus(spec, spath, fail)
@@ -405,8 +420,8 @@ def _policy(
     fail: Fail,
     by_kind: Mapping[str, Mapping[str, tuple[Any, Fail]]],
 ) -> BurnWindow:
-    spec = doc.get("spec") or {}
     spath = (*path, "spec")
+    spec = _mapping(doc.get("spec"), spath, fail)
     if spec.get("alertWhenNoData"):
         raise fail((*spath, "alertWhenNoData"), "no-data alerts are not supported; set it to false")
     if spec.get("alertWhenBreaching") is False:
@@ -425,9 +440,9 @@ def _policy(
 
 
 def _condition(doc: Any, path: tuple[Any, ...], fail: Fail) -> BurnWindow:
-    spec = (doc or {}).get("spec") or {} if isinstance(doc, Mapping) else {}
-    cond = spec.get("condition") or {}
+    spec = _mapping(_mapping(doc, path, fail).get("spec"), (*path, "spec"), fail)
     cpath = (*path, "spec", "condition")
+    cond = _mapping(spec.get("condition"), cpath, fail)
     if cond.get("kind", "burnrate") != "burnrate":
         raise fail((*cpath, "kind"), f"{cond.get('kind')!r} is not supported; use burnrate")
     if _duration(cond.get("alertAfter", "0m"), (*cpath, "alertAfter"), fail) > 0:
@@ -437,7 +452,7 @@ def _condition(doc: Any, path: tuple[Any, ...], fail: Fail) -> BurnWindow:
             "of a twelfth of lookbackWindow must burn too); set 0m or leave it out",
         )
     factor = cond.get("threshold")
-    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+    if not _positive(factor):
         raise fail((*cpath, "threshold"), "the burn-rate factor must be a positive number")
     if cond.get("op", "gte") not in ("gt", "gte"):
         raise fail((*cpath, "op"), "a burn-rate alert fires above the factor: use gte or gt")
@@ -458,3 +473,13 @@ def load_slo_documents(path: str | Path) -> list[SLO]:
     if is_openslo(text):
         return parse_openslo(text, source=str(path))
     return parse_slo_yaml(text, source=str(path))
+
+
+def _positive(value: Any) -> TypeGuard[float]:
+    """A finite number above zero (YAML's .inf and .nan are not)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )

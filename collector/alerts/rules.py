@@ -20,6 +20,7 @@ Without ``resolve`` an alert resolves as soon as the condition no longer holds.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -140,6 +141,8 @@ def parse_rule(text: str, *, name: str, severity: str = "warning") -> ThresholdR
         raise ConfigError(f"rule {text!r} is not understood; write {SHORTHAND_FORM}")
     metric_def(m["metric"])
     value = float(m["value"]) / (100.0 if m["pct"] else 1.0)
+    if not math.isfinite(value):
+        raise ConfigError(f"rule {text!r}: the value {m['value']} is not a finite number")
     for_s = parse_duration_s(m["for"], field_name="'for'") if m["for"] else 0.0
     return ThresholdRule(
         name=name, metric=m["metric"], op=m["op"], threshold=value, for_s=for_s, severity=severity
@@ -204,7 +207,11 @@ def _parse_item(item: Any, fail: Callable[..., ConfigError]) -> ThresholdRule:
     except ConfigError as e:
         raise fail("expr" if "expr" in item else "metric", str(e)) from e
     resolve = item.get("resolve")
-    if resolve is not None and (isinstance(resolve, bool) or not isinstance(resolve, int | float)):
+    if resolve is not None and (
+        isinstance(resolve, bool)
+        or not isinstance(resolve, int | float)
+        or not math.isfinite(resolve)
+    ):
         raise fail("resolve", "must be a number (the value that resolves a firing alert)")
     if resolve is not None and rule.op in ("==", "!="):
         raise fail("resolve", "hysteresis needs a comparison (> >= < <=), not == or !=")

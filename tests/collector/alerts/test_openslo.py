@@ -108,3 +108,28 @@ def test_refusals() -> None:
         SLOSpecError, match=r"ratioMetric\.raw: precomputed ratios are not supported"
     ):
         parse_openslo(SLO_WITH.format(indicator=raw, objective="{target: 0.9}"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "apiVersion: openslo/v1\nkind: SLO\nmetadata: {name: s}\nspec: [1]\n",
+            "spec: must be a mapping",
+        ),
+        (
+            "apiVersion: openslo/v1\nkind: AlertCondition\nmetadata: {name: c}\n"
+            "spec: {severity: page, condition: {threshold: .inf, lookbackWindow: 1h}}\n",
+            "the burn-rate factor must be a positive number",
+        ),
+        (
+            "apiVersion: openslo/v1\nkind: SLO\nmetadata: {name: s}\nspec: {budgetingMethod: "
+            "Occurrences, indicatorRef: [1], objectives: [{target: 0.9}]}\n",
+            "refers to SLI [1], which is not in the file",
+        ),
+    ],
+)
+def test_malformed_documents_are_one_clear_error(text: str, message: str) -> None:
+    with pytest.raises(SLOSpecError) as e:
+        parse_openslo(text)
+    assert message in str(e.value)
