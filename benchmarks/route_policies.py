@@ -8,11 +8,13 @@ timestamps compressed by S (``--trace-timing --time-scale 1/S``), with the TTFT 
 divided by S. Latencies and goodput are scaled back by S, so they read in the emulated GPU's
 time, as the simulator's do. Then ``slotune fleet simulate`` runs the same pool, trace,
 requests, SLO and policies (``--known-output``: bench sends max_tokens = the trace's output
-length). Prints both tables and both rankings (by goodput under the SLO, the simulator's
+length). With ``--repeats N`` each policy runs N times for real, interleaved, and the table
+shows means. Prints both tables and both rankings (by goodput under the SLO, the simulator's
 order). Asserts nothing.
 
     .venv/bin/python benchmarks/route_policies.py [--workload mooncake-conversation]
         [--num-requests 300] [--speedup 4] [--policies round-robin,least-requests,...]
+        [--repeats 1]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 
 from _route import MODEL, SLOTUNE, bench, emulated_engines, route_proxy
@@ -115,6 +118,7 @@ def main() -> None:
     ap.add_argument("--ttft-slo-s", type=float, default=2.0)
     ap.add_argument("--block-size", type=int, default=512, help="the trace's block size")
     ap.add_argument("--policies", default="round-robin,least-requests,prefix-affinity,score")
+    ap.add_argument("--repeats", type=int, default=1, help="real runs per policy (mean shown)")
     args = ap.parse_args()
     policies = args.policies.split(",")
     print(
@@ -123,7 +127,14 @@ def main() -> None:
         f"emulated engines at speedup {args.speedup:g}; {os.cpu_count()} CPU cores, load "
         f"average {os.getloadavg()[0]:.1f}"
     )
-    real = {p: measured(args, p) for p in policies}
+    # repeats interleaved (every policy once, then again), so drift in the machine's load
+    # spreads over all policies; the table shows the mean, the spread is printed per run
+    runs: dict[str, list[dict[str, float]]] = {p: [] for p in policies}
+    for _ in range(args.repeats):
+        for p in policies:
+            runs[p].append(measured(args, p))
+            print(f"  {p}: goodput {runs[p][-1]['goodput']:.3f} req/s", flush=True)
+    real = {p: {k: statistics.mean(r[k] for r in rs) for k in rs[0]} for p, rs in runs.items()}
     print(f"load average after the real runs: {os.getloadavg()[0]:.1f}")
     real_rank = _table("slotune route + emulated engines (emulated-GPU time)", real)
     sim_rank = _table("slotune fleet simulate", simulated(args, policies))
