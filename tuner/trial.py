@@ -16,7 +16,7 @@ from slotune.tuner.objectives import Measurement, ObjectiveKind, evaluate_object
 from slotune.tuner.space import Value
 from slotune.tuner.steady import is_steady
 
-MAX_EXTENSIONS = 2
+MAX_EXTENSIONS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,9 @@ class TrialRunner:
         """Measure one configuration; a refused or crashed engine is an infeasible result.
 
         Every run is checked for steady state (:mod:`tuner.steady`); one that is not is run
-        again with twice the requests, up to ``MAX_EXTENSIONS`` times, and the rates still
+        again with twice the requests, up to ``MAX_EXTENSIONS`` times (past a rate the engine
+        cannot sustain, the queue then grows into the SLOs as it would in production), and the
+        rates still
         unsteady after that are listed in the measurement.
         """
         unsteady: list[float] = []
