@@ -70,7 +70,8 @@ class Fleet:
     def retire_idle(self, now_s: float) -> None:
         """Stop the draining replicas that have finished their last request."""
         for r in [r for r in self.replicas if r.draining and r.is_idle]:
-            r.stopped_s = max(now_s, r.clock_s)
+            # one drained while still loading stops now, not when it would have been ready
+            r.stopped_s = now_s if r.ready_s > now_s else max(now_s, r.clock_s)
             self.replicas.remove(r)
             self.retired.append(r)
 

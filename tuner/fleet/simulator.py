@@ -9,7 +9,7 @@ per replica.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,7 +26,7 @@ from slotune.tuner.fleet.policy import RoutingPolicy
 from slotune.tuner.fleet.pools import PoolSpec, check_unique
 from slotune.tuner.fleet.registry import POLICY_NAMES, PolicyContext, policy_from_name
 from slotune.tuner.fleet.replica import Replica
-from slotune.tuner.sim import trace_requests
+from slotune.tuner.sim import SimRequest, trace_requests
 
 LONG_POOL = "long"
 
@@ -178,10 +178,8 @@ def simulate_fleet(
     for r in fleet.replicas:
         r.stopped_s = end_s
     records = fleet.records(requests)
-    replicas = tuple(
-        _replica_result(r, {q.request_id: q for q in requests})
-        for r in fleet.retired + fleet.replicas
-    )
+    by_id = {q.request_id: q for q in requests}
+    replicas = tuple(_replica_result(r, by_id) for r in fleet.retired + fleet.replicas)
     return FleetResult(policy.name, _summary(records, slos, fleet, replicas), replicas, records)
 
 
@@ -247,7 +245,7 @@ def _summary(
     return summarize(records, slos, extra=extra)
 
 
-def _replica_result(replica: Replica, requests: dict[str, Any]) -> ReplicaResult:
+def _replica_result(replica: Replica, requests: Mapping[str, SimRequest]) -> ReplicaResult:
     stats = replica.core.stats
     up_s = max((replica.stopped_s or replica.clock_s) - replica.started_s, 0.0)
     queued = np.asarray(replica.queued_s(requests), dtype=float) * 1000
