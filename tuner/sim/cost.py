@@ -107,6 +107,7 @@ class CostModel:
             ``fp8_e5m2``).
         enforce_eager: run without CUDA graphs (one kernel launch at a time).
         calibration: coefficients; the bundled fitted ones by default.
+        engine: ``"vllm"`` or ``"trtllm"``: whose per-step host time applies.
 
     Raises:
         EngineConfigError: the tensor-parallel size does not divide the model's heads.
@@ -122,6 +123,7 @@ class CostModel:
         kv_cache_dtype: str = "auto",
         enforce_eager: bool = False,
         calibration: Calibration | None = None,
+        engine: str = "vllm",
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
         self.model = model
@@ -138,6 +140,7 @@ class CostModel:
         self.tensor_parallel_size = tensor_parallel_size
         self.kv_cache_dtype = kv_cache_dtype
         self.enforce_eager = enforce_eager
+        self.engine = str(engine)
         self.calibration = calibration or load_calibration()
         self._eager_family = self.calibration.family_for(gpu)
         self._graph_family = _graph_replay(
@@ -181,7 +184,8 @@ class CostModel:
         # Batches above the largest captured size run without a graph, as with enforce_eager.
         self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
         eff = self.nominal_gpu.efficiency
-        self._step_s = ovh.step_s if eff.step_overhead_s is None else eff.step_overhead_s
+        engine_step_s = ovh.trtllm_step_s if self.engine == "trtllm" else ovh.step_s
+        self._step_s = engine_step_s if eff.step_overhead_s is None else eff.step_overhead_s
         self._per_seq_s = ovh.per_seq_s
         self._all_reduce_extra_s = (
             eff.all_reduce_latency_s if self.tensor_parallel_size > 1 else 0.0

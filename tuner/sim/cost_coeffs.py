@@ -90,6 +90,7 @@ class AttentionKnobs:
 @dataclass(frozen=True, slots=True)
 class OverheadKnobs:
     step_s: float
+    trtllm_step_s: float
     per_seq_s: float
     cuda_graph_launch_s: float
     eager_launch_per_layer_s: float
@@ -215,6 +216,7 @@ def parse_calibration(
         _section(knobs, "overhead", origin),
         f"{origin}.overhead",
         "step_s",
+        "trtllm_step_s",
         "per_seq_s",
         "cuda_graph_launch_s",
         "eager_launch_per_layer_s",
@@ -250,6 +252,7 @@ def parse_calibration(
         attention=AttentionKnobs(**att),
         overhead=OverheadKnobs(
             step_s=ovh["step_s"],
+            trtllm_step_s=ovh["trtllm_step_s"],
             per_seq_s=ovh["per_seq_s"],
             cuda_graph_launch_s=ovh["cuda_graph_launch_s"],
             eager_launch_per_layer_s=ovh["eager_launch_per_layer_s"],

@@ -358,4 +358,5 @@ def _cost_model(config: ResolvedConfig) -> CostModel:
         tensor_parallel_size=config.tensor_parallel_size,
         kv_cache_dtype=config.kv_cache_dtype,
         enforce_eager=isinstance(config, ResolvedVllm) and config.enforce_eager,
+        engine="vllm" if isinstance(config, ResolvedVllm) else "trtllm",
     )
