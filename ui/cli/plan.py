@@ -86,8 +86,10 @@ def capacity(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """Replicas per pool and GPUs for the trace's peak (or --rate) under the SLOs, the cost
-    per hour and per million tokens, and whether long/short pools pay.
+    """Replicas and GPUs per pool for the trace's peak under the SLOs, and what they cost.
+
+    Sizes one pool and a short/long split from each configuration's simulated capacity under
+    the SLOs, prices both per hour and per million tokens, and says whether the split pays.
 
     Engine flags (vLLM's names) after the options configure --model/--gpu, e.g.
     slotune plan capacity --model llama-3.1-8b --gpu h100-sxm --workload azure-conv
@@ -252,9 +254,12 @@ def autoscale(
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
-    """Replay a (repeated, day-curved, flash-crowded) trace against scaling policies with a
-    real start-up delay; report SLO violations, shed requests, GPU-hours and the grow/shrink
-    order per policy, and the load-shedding margin that protects TTFT without cutting bursts.
+    """Replay a trace against scaling policies; find the load-shedding margin.
+
+    The trace can be repeated (--days), day-curved (--diurnal) and flash-crowded; replicas
+    start after --cold-start. Per policy: SLO violations, shed requests, GPU-hours and the
+    order pools grow and shrink; then the slo-aware margin that keeps TTFT within the SLO
+    under overload while shedding under 1 % of a burst the fleet can absorb.
 
     Example: slotune plan autoscale --pool a:2:llama-3.1-8b:h100-sxm --workload azure-conv
     --time-scale 0.25 --days 2 --diurnal 0.6 --flash-crowd 1300:60:3 --slo ttft:p99<=1s
