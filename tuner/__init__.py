@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from slotune.tuner.studies import (
         RunOptions,
+        check_study,
         export_study,
         list_studies_report,
         resume_study,
@@ -66,6 +67,7 @@ _LAZY = {
     "StudySpec": ("slotune.tuner.study", "StudySpec"),
     "RunOptions": ("slotune.tuner.studies", "RunOptions"),
     "tune_study": ("slotune.tuner.studies", "tune_study"),
+    "check_study": ("slotune.tuner.studies", "check_study"),
     "export_study": ("slotune.tuner.studies", "export_study"),
     "list_studies_report": ("slotune.tuner.studies", "list_studies_report"),
     "resume_study": ("slotune.tuner.studies", "resume_study"),
@@ -87,6 +89,7 @@ __all__ = [
     "StudyProgress",
     "StudySpec",
     "TrialFailed",
+    "check_study",
     "default_space",
     "engine_defaults",
     "export_config",

@@ -82,6 +82,17 @@ def resolve_url(url: str | None) -> str:
     return url or default_db_url()
 
 
+def check_study(spec: StudySpec, options: RunOptions = RunOptions()) -> None:
+    """Check everything a study needs before anything is stored or run.
+
+    Raises:
+        ConfigError: one line naming the option and the fix (a bad ``--param`` included).
+    """
+    spec.validate()
+    options.validate()
+    build_space(spec, load_plan(spec))
+
+
 def tune_study(
     spec: StudySpec,
     url: str | None,
@@ -101,9 +112,7 @@ def tune_study(
     Returns:
         The study report.
     """
-    spec.validate()
-    options.validate()
-    build_space(spec, load_plan(spec))  # a bad --param stops here, before anything is stored
+    check_study(spec, options)
     db = resolve_url(url)
     with study_lock(db, spec, options.workers):
         return _create_and_run(spec, db, url, options, progress, phase)

@@ -23,6 +23,7 @@ EXPORTED = [
     "StudyProgress",
     "StudySpec",
     "TrialFailed",
+    "check_study",
     "default_space",
     "engine_defaults",
     "export_config",

@@ -144,6 +144,7 @@ def tune_command(
         RunOptions,
         SamplerKind,
         StudySpec,
+        check_study,
         space_overrides,
         tune_study,
     )
@@ -173,6 +174,7 @@ def tune_command(
             recheck_k=recheck,
         )
         options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
+        check_study(spec, options)  # before the progress bar: a bad input is one line
     with _progress(not as_json) as (on_progress, on_phase):
         report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
