@@ -166,6 +166,32 @@ async def discover_model(
     return str(models[0]["id"])
 
 
+async def model_context(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    api_key: str | None,
+    model: str,
+    timeout_s: float = 10.0,
+) -> int | None:
+    """The context length (``max_model_len``) ``/v1/models`` lists for ``model``, as vLLM and
+    the emulated engine do; None when the server lists none or cannot be asked."""
+    try:
+        async with session.get(
+            f"{base_url}/v1/models",
+            headers=headers(api_key),
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+        ) as resp:
+            data = await resp.json(content_type=None) if resp.status == 200 else None
+    except (aiohttp.ClientError, TimeoutError, ValueError, RecursionError):
+        return None
+    models = data.get("data") if isinstance(data, dict) else None
+    for m in models if isinstance(models, list) else ():
+        if isinstance(m, dict) and m.get("id") == model:
+            n = m.get("max_model_len")
+            return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    return None
+
+
 _PARSE_BATCH = 16  # events parsed per event-loop turn once a stream has ended
 
 

@@ -24,6 +24,7 @@ from slotune.collector.bench.client import (
     ErrorKind,
     Prompt,
     discover_model,
+    model_context,
     send_request,
     timing_trace_config,
 )
@@ -31,6 +32,7 @@ from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.plan import Plan, make_plan
 from slotune.collector.bench.prompts import PromptBuilder, token_counter
 from slotune.collector.bench.result import BenchResult, build_result
+from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
 
 START_LEAD_S = 0.05  # schedule origin a little ahead, so request 0 is not already late
@@ -208,7 +210,10 @@ async def _closed_loop(run: _Run) -> None:
 
 
 async def arun_benchmark(
-    config: BenchConfig, *, progress: ProgressSink | None = None
+    config: BenchConfig,
+    *,
+    progress: ProgressSink | None = None,
+    refuse_over_context: bool = False,
 ) -> BenchResult:
     """Run one benchmark (async); see :func:`run_benchmark`."""
     plan = make_plan(config)
@@ -221,6 +226,10 @@ async def arun_benchmark(
         timeout=aiohttp.ClientTimeout(total=None),
     ) as session:
         model = config.model or await discover_model(session, config.url, config.api_key)
+        if refuse_over_context:
+            context = await model_context(session, config.url, config.api_key, model)
+            if context is not None:
+                check_context(plan, model, context)
         options = ClientOptions(
             base_url=config.url,
             model=model,
@@ -279,19 +288,45 @@ async def _refresh(sink: ProgressSink) -> None:
         sink.refresh()
 
 
-def run_benchmark(config: BenchConfig, *, progress: bool = False) -> BenchResult:
+def check_context(plan: Plan, model: str, context: int) -> None:
+    """Refuse a plan with requests longer than the model's context (the server would answer
+    each of them HTTP 400, and the client would build their prompts for nothing).
+
+    Raises:
+        ConfigError: naming how many requests are too long, the longest, and the context.
+    """
+    too_long = [r for r in plan.trace.requests if r.input_tokens + r.output_tokens > context]
+    if too_long:
+        worst = max(too_long, key=lambda r: r.input_tokens + r.output_tokens)
+        raise ConfigError(
+            f"{len(too_long)} of {len(plan.trace)} requests ask more tokens than {model}'s "
+            f"context of {context} (its /v1/models max_model_len), up to {worst.input_tokens} "
+            f"input + {worst.output_tokens} output; lower --input-len / --output-len or "
+            "--turns, or use a trace that fits"
+        )
+
+
+def run_benchmark(
+    config: BenchConfig, *, progress: bool = False, refuse_over_context: bool = False
+) -> BenchResult:
     """Run one benchmark and return its measured requests and summary.
 
     Args:
         config: what to run.
         progress: show a live Rich display on stderr.
+        refuse_over_context: ask ``/v1/models`` for the model's context and refuse a plan
+            with requests that do not fit (:func:`check_context`); ``slotune bench`` does,
+            the tuner does not (a trial's too-long requests are its errors to count).
 
     Raises:
-        ConfigError: bad settings, unreachable server for model discovery, short trace.
+        ConfigError: bad settings, unreachable server for model discovery, short trace,
+            requests longer than the model's context (with ``refuse_over_context``).
     """
     sink: ProgressSink | None = None
     if progress:
         from slotune.collector.bench.render import LiveProgress
 
         sink = LiveProgress(config.slos)
-    return asyncio.run(arun_benchmark(config, progress=sink))
+    return asyncio.run(
+        arun_benchmark(config, progress=sink, refuse_over_context=refuse_over_context)
+    )

@@ -199,7 +199,7 @@ def bench(
     if find_max_rate:
         _max_rate(ctx, config, max_rate_tolerance, max_rate_steps, no_store, save, json)
         return
-    result = run(run_benchmark, config, progress=not json)
+    result = run(run_benchmark, config, progress=not json, refuse_over_context=True)
     run_id = None if no_store else run(save_run, db_url(ctx), result, name)
     _emit(result.to_dict(with_records=True), save)
     if json:

@@ -216,3 +216,26 @@ def test_credentials_in_the_url_are_neither_printed_nor_stored(
     for text in (proc.stdout, proc.stderr, saved.read_text(), listed.stdout):
         assert "PW-S3CRET" not in text
     assert json.loads(listed.stdout)[0]["url"] == f"http://user:***@{host}"
+
+
+def test_requests_longer_than_the_models_context_are_refused_before_sending(
+    tmp_path: Path,
+) -> None:
+    with running_emulator(tmp_path / "timings.jsonl", speedup=50.0) as url:
+        proc = _slotune(
+            "bench",
+            "--url",
+            url,
+            "--input-len",
+            "140000",
+            "--output-len",
+            "4",
+            "--rate",
+            "10",
+            "--num-requests",
+            "2",
+            "--no-store",
+        )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert "requests ask more tokens than llama-3.1-8b's context of 131072" in proc.stderr
