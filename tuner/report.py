@@ -359,7 +359,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         workload=spec.workload_name,
         slos=list(spec.slos),
         objective=spec.objective.value,
-        value_names=spec.kind.value_names,
+        value_names=spec.objective.value_names,
         target_trials=spec.trials,
         trials=len(done),
         feasible=num_feasible,
@@ -381,7 +381,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
             {"number": t.number, "params": trial_params(t), "values": list(t.values)}
             for t in _pareto_front(done)
         ]
-        if spec.kind is ObjectiveKind.PARETO
+        if spec.objective is ObjectiveKind.PARETO
         else None,
         trial_details=[trial_report(t, space) for t in trials] if details else [],
     )

@@ -200,7 +200,7 @@ def _run(
     study = load(spec, db)
     if (
         spec.recheck_k > 0
-        and spec.kind is not ObjectiveKind.PARETO
+        and spec.objective is not ObjectiveKind.PARETO
         and study_report(study, spec, details=False).feasible
     ):
         _say(
@@ -211,7 +211,7 @@ def _run(
         plan = load_plan(spec)
         with gpu_slot(spec) as slot:
             runner = TrialRunner(
-                make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
+                make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.objective
             )
             recheck(study, runner, top_k=spec.recheck_k, num_seeds=options.recheck_seeds)
     record_savings(study)

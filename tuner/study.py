@@ -137,10 +137,6 @@ class StudySpec:
         )
 
     @property
-    def kind(self) -> ObjectiveKind:
-        return self.objective
-
-    @property
     def workload_name(self) -> str:
         return self.workload or str(self.trace_file)
 
@@ -326,7 +322,7 @@ def create(spec: StudySpec, url: str) -> optuna.Study:
         study = optuna.create_study(
             storage=storage,
             study_name=spec.name,
-            directions=spec.kind.directions,
+            directions=spec.objective.directions,
             sampler=_sampler_of(spec, spec.seed, space),
         )
     study.set_user_attr(SPEC_ATTR, spec.to_json())
@@ -368,7 +364,7 @@ def _sampler_of(
         spec.sampler,
         seed,
         space,
-        multi_objective=len(spec.kind.directions) > 1,
+        multi_objective=len(spec.objective.directions) > 1,
         forced_attr=FORCED_ATTR,
     )
 
@@ -425,7 +421,7 @@ def work(
     space = build_space(spec, plan)
     with gpu_slot(spec) as slot, quiet_optuna():
         runner = TrialRunner(
-            make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.kind
+            make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.objective
         )
         study = load(spec, url, sampler_seed=spec.seed + 1000 * worker_index)
         current: list[int] = []
