@@ -29,8 +29,9 @@ from slotune.collector.records import UNTIMED_GAP_BOUNDS_S, RequestRecord, untim
 from slotune.collector.redact import redact_url
 from slotune.collector.workload.tokens import count_tokens
 
-# Enough for a 64k-token output streamed one token per chunk; an endless stream stops here.
-DEFAULT_MAX_TIMED_CHUNKS = 65_536
+# A 16k-token output streamed one token per chunk is timed whole; past it chunks are only
+# counted, so a stream without end costs bounded memory and a bounded parse (~0.2 s here).
+DEFAULT_MAX_TIMED_CHUNKS = 16_384
 
 
 class Endpoint(StrEnum):
@@ -138,6 +139,26 @@ def request_body(options: ClientOptions, prompt: Prompt) -> dict[str, Any]:
     return body
 
 
+# A model list is a few kilobytes; a server that streams more is not answering one.
+_MAX_MODELS_BYTES = 1 << 20
+
+
+async def _models_json(resp: aiohttp.ClientResponse) -> Any:
+    """The ``/v1/models`` body as JSON, read up to 1 MiB.
+
+    Raises:
+        ValueError: the body is longer, not UTF-8, or not JSON.
+        RecursionError: it nests deeper than the parser's stack.
+    """
+    body = bytearray()
+    while len(body) <= _MAX_MODELS_BYTES:
+        chunk = await resp.content.read(_MAX_MODELS_BYTES + 1 - len(body))
+        if not chunk:
+            return json.loads(bytes(body))
+        body += chunk
+    raise ValueError(f"a model list longer than {_MAX_MODELS_BYTES} bytes")
+
+
 async def discover_model(
     session: aiohttp.ClientSession, base_url: str, api_key: str | None, timeout_s: float = 10.0
 ) -> str:
@@ -154,11 +175,15 @@ async def discover_model(
         ) as resp:
             if resp.status != 200:
                 raise ConfigError(f"GET {shown} answered HTTP {resp.status}; pass --model NAME")
-            data = await resp.json(content_type=None)
+            data = await _models_json(resp)
     except (aiohttp.ClientError, TimeoutError) as e:
         raise ConfigError(
             f"cannot reach {shown} ({type(e).__name__}: {e}); check --url "
             "and that the server is running"
+        ) from e
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(
+            f"{shown} did not answer a model list ({type(e).__name__}); pass --model NAME"
         ) from e
     models = data.get("data") if isinstance(data, dict) else None
     if not models or not isinstance(models[0], dict) or "id" not in models[0]:
@@ -181,7 +206,7 @@ async def model_context(
             headers=headers(api_key),
             timeout=aiohttp.ClientTimeout(total=timeout_s),
         ) as resp:
-            data = await resp.json(content_type=None) if resp.status == 200 else None
+            data = await _models_json(resp) if resp.status == 200 else None
     except (aiohttp.ClientError, TimeoutError, ValueError, RecursionError):
         return None
     models = data.get("data") if isinstance(data, dict) else None
