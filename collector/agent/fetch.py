@@ -11,6 +11,10 @@ from slotune.collector.agent.base import Response
 from slotune.collector.errors import SourceError
 from slotune.collector.redact import redact_url
 
+# Largest body a scrape reads (Prometheus' body_size_limit, which slotune sets for you):
+# a node with many GPUs exposes a few megabytes.
+MAX_BODY_BYTES = 64 << 20
+_MAX_MODEL_CHARS = 200
 _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
 
 
@@ -53,7 +57,8 @@ class HttpFetcher:
                         f"{redact_url(url)} answered HTTP {resp.status}; check the path "
                         "(engines serve /metrics) and that metrics are enabled"
                     )
-                text = await resp.text(errors="replace")
+                body = await _read_capped(resp.content, url)
+                text = body.decode(resp.charset or "utf-8", errors="replace")
                 return Response(text, resp.headers.get("Content-Type", ""))
         except TimeoutError:
             raise SourceError(
@@ -75,6 +80,20 @@ class HttpFetcher:
         try:
             data = json.loads(resp.text).get("data") or []
             model = data[0].get("id") if data and isinstance(data[0], dict) else None
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, TypeError, LookupError, RecursionError):
             return None
-        return str(model) if model else None
+        # the store's model column holds 200 characters
+        return str(model)[:_MAX_MODEL_CHARS] if model else None
+
+
+async def _read_capped(content: aiohttp.StreamReader, url: str) -> bytes:
+    """The body, refused past MAX_BODY_BYTES (an endless or runaway exposition)."""
+    body = bytearray()
+    while chunk := await content.read(MAX_BODY_BYTES + 1 - len(body)):
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise SourceError(
+                f"{redact_url(url)} answered more than {MAX_BODY_BYTES >> 20} MiB; an "
+                "exposition is kilobytes to a few megabytes: check the path"
+            )
+    return bytes(body)

@@ -133,3 +133,30 @@ def test_poisoned_spool_lines_and_refused_batches_are_quarantined(
     rejected = [json.loads(x) for x in spool.rejected_path.read_text().splitlines()]
     assert len(rejected) == 4
     assert "no-such-type" in rejected[-1]["reason"]
+
+
+def test_a_runaway_body_or_a_garbage_model_list_is_a_target_error(
+    agent_db: str, tmp_path: Path, metrics_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slotune.collector.agent import fetch
+
+    monkeypatch.setattr(fetch, "MAX_BODY_BYTES", 4096)
+    healthy = metrics_server(
+        {
+            "/metrics": lambda: vllm_exposition([1, 0, 0, 0, 0, 0, 0]),
+            "/v1/models": lambda: ("[" * 100_000, "application/json"),
+        }
+    )
+    runaway = metrics_server({"/metrics": lambda: "# HELP x y\n" * 1000})
+    targets = [
+        make_target(SourceKind.VLLM, healthy.url, node="n", name="healthy"),
+        make_target(SourceKind.VLLM, runaway.url, node="n", name="runaway"),
+    ]
+    writer = StoreWriter(agent_db, Spool(tmp_path / "spool"), flush_interval_s=0.05)
+    agent = Agent(targets, writer, timeout_s=2.0)
+    try:
+        by_name = {o.target: o for o in asyncio.run(agent.scrape_all_once())}
+    finally:
+        agent.close()
+    assert by_name["healthy"].is_up
+    assert not by_name["runaway"].is_up and "answered more than" in by_name["runaway"].error
