@@ -28,7 +28,7 @@ class BoundCounts:
     """What the bounds changed for one target since the agent started."""
 
     num_dropped: int
-    num_truncated: int
+    num_truncated: int  # label sets with a value cut
 
 
 class _TargetTally:
@@ -64,14 +64,17 @@ class SampleBounds:
             self._note(target, why=f"{len(labels)} labels (at most {MAX_LABELS})")
             return None
         out: dict[str, str] = {}
+        cut = ""
         for key, value in labels.items():
             if not 0 < len(key) <= MAX_LABEL_KEY_CHARS:
                 self._note(target, why=f"label name of {len(key)} characters")
                 return None
             if len(value) > MAX_LABEL_VALUE_CHARS:
-                self._note(target, truncated=1, why=f"label {key!r} of {len(value)} characters")
+                cut = f"label {key[:40]!r} of {len(value)} characters"
                 value = value[:MAX_LABEL_VALUE_CHARS]
             out[key] = value
+        if cut:
+            self._note(target, truncated=1, why=cut)
         return out
 
     def note_dropped(self, target: str, num: int) -> None:
@@ -95,7 +98,7 @@ class SampleBounds:
             t.reported_at = now
             log.warning(
                 "target %s exposes samples the store cannot hold (latest: %s): %d dropped, "
-                "%d label values truncated to %d characters so far (names at most %d "
+                "%d label sets with a value cut to %d characters so far (names at most %d "
                 "characters, at most %d labels of names up to %d characters)",
                 target,
                 t.why,
