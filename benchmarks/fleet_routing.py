@@ -57,7 +57,8 @@ def _scenario(
         [parse_pool(p) for p in pools], trace, "all", slos=parse_slos(list(slos))
     )
     print(
-        f"{'policy':26} {'TTFT p50':>9} {'TTFT p99':>9} {'TPOT p99':>9} {'goodput':>8} "
+        f"{'policy':26} {'TTFT p50':>9} {'TTFT p90':>9} {'TTFT p99':>9} {'TPOT p99':>9} "
+        f"{'goodput':>8} "
         f"{'prefix hit':>10} {'shed':>6}"
     )
     for r in results:

@@ -175,7 +175,7 @@ class Autoscaler:
         fleet.retire_idle(now_s)
         for group, recent in zip(self.groups, self._recent, strict=True):
             active = [r for r in fleet.replicas if r.pool in group and not r.draining]
-            ready = [r.state(now_s) for r in active if r.ready_s <= now_s]
+            ready = [r.state() for r in active if r.ready_s <= now_s]
             want = self.policy.desired(now_s, self.day_s, ready, len(active))
             want = len(active) if want is None else want
             s = self.settings

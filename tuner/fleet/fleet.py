@@ -105,7 +105,7 @@ class Fleet:
         live = [r for r in self.replicas if r.ready_s <= now_s and not r.draining]
         serving = [r for r in live if r.model == model] or live
         by_name = {r.name: r for r in serving}
-        decision = self.policy.choose(info, [r.state(now_s) for r in serving])
+        decision = self.policy.choose(info, [r.state() for r in serving])
         if decision.replica is None:
             self.shed[request.request_id] = decision.shed_reason
             return

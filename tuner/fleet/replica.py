@@ -19,8 +19,10 @@ from slotune.tuner.sim import EngineCore, ResolvedConfig, ResolvedVllm, SimReque
 
 # Weight of the newest step in the live throughput averages (about the last 50 steps).
 _EWMA = 0.02
-# Time constant of the live start rate (what slo-aware's queue prediction reads).
+# Time constant of the live start rate (what slo-aware's queue prediction reads), and the
+# queued time it needs before it is trusted.
 _START_TAU_S = 10.0
+_MIN_QUEUED_S = 1.0
 
 
 class Replica:
@@ -67,11 +69,11 @@ class Replica:
         self.prefill_tps = budget / self.core.cost.step_time_s(budget, budget * budget / 2, 0, 0, 1)
         self.throughput_tps = 0.0
         self._stuck = False
-        self._start_rate = 0.0
-        self._last_start_s = ready_s
+        self._queued_starts = 0.0
+        self._queued_s = 0.0
 
     # routing
-    def state(self, now_s: float) -> ReplicaState:
+    def state(self) -> ReplicaState:
         s = self.core.stats
         return ReplicaState(
             name=self.name,
@@ -83,7 +85,7 @@ class Replica:
             throughput_tps=self.throughput_tps,
             num_waiting_tokens=self._num_waiting_tokens,
             prefill_tps=self.prefill_tps,
-            start_rate_rps=self.start_rate_rps(now_s),
+            start_rate_rps=self.start_rate_rps,
         )
 
     def admit(self, request: SimRequest, now_s: float) -> None:
@@ -115,6 +117,7 @@ class Replica:
         core = self.core
         finished: list[str] = []
         while self.clock_s < until_s and core.has_unfinished():
+            queued = bool(core.scheduler.waiting)
             run = core.decode_run(1 << 30, until_s - self.clock_s, with_split=False)
             if run is not None:
                 j = len(self.step_end_s)
@@ -125,7 +128,10 @@ class Replica:
                 for rid in run.request_ids:
                     self._extend(rid, j, j + k)
                 finished += run.finished
-                self._measure(k * len(run.request_ids), 0, sum(run.durations_s), False)
+                duration = sum(run.durations_s)
+                self._measure(k * len(run.request_ids), 0, duration, False)
+                if queued:
+                    self._count_queued(duration, 0)  # the queue waited through the run
                 continue
             result = core.step(with_split=False)
             if result is None:
@@ -136,29 +142,38 @@ class Replica:
             self.clock_s += result.duration_s
             self.step_end_s.append(self.clock_s)
             for rid, _ in result.tokens:
+                if not self._runs[rid]:
+                    # its first token: the prompt is no longer queued work
+                    self._num_waiting_tokens -= self._waiting_tokens.pop(rid, 0)
                 self._extend(rid, j, j + 1)
             for rid in result.started:
                 self._started[rid] = start
-                self._count_start(start)
-                self._num_waiting_tokens -= self._waiting_tokens.pop(rid, 0)
             finished += result.finished
-            queued = core.stats.num_waiting > 0
+            if queued:
+                self._count_queued(result.duration_s, len(result.started))
             self._measure(
-                result.num_scheduled_tokens, result.num_prefill_tokens, result.duration_s, queued
+                result.num_scheduled_tokens,
+                result.num_prefill_tokens,
+                result.duration_s,
+                bool(core.scheduler.waiting),
             )
         if not core.has_unfinished() and until_s != math.inf:
             self.clock_s = max(self.clock_s, until_s)  # idle until then
         return finished
 
-    def _count_start(self, at_s: float) -> None:
-        # an exponentially decayed count of starts: a rate over about the last _START_TAU_S
-        decay = math.exp(-(at_s - self._last_start_s) / _START_TAU_S)
-        self._start_rate = self._start_rate * decay + 1.0 / _START_TAU_S
-        self._last_start_s = at_s
+    def _count_queued(self, duration_s: float, starts: int) -> None:
+        # starts over time spent with a queue, both decayed over about _START_TAU_S of it:
+        # the rate a queue drains at, never an idle replica's trickle of arrivals
+        decay = math.exp(-duration_s / _START_TAU_S)
+        self._queued_starts = self._queued_starts * decay + starts
+        self._queued_s = self._queued_s * decay + duration_s
 
-    def start_rate_rps(self, now_s: float) -> float:
-        """Requests per second taken from the queue lately."""
-        return self._start_rate * math.exp(-max(now_s - self._last_start_s, 0.0) / _START_TAU_S)
+    @property
+    def start_rate_rps(self) -> float:
+        """Requests per second taken from the queue while one waited (0 until measured)."""
+        if self._queued_s < _MIN_QUEUED_S:
+            return 0.0
+        return self._queued_starts / self._queued_s
 
     def _extend(self, rid: str, j: int, end: int) -> None:
         runs = self._runs[rid]
