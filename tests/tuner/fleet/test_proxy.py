@@ -70,14 +70,20 @@ def test_streams_pass_through_and_are_spread(two_engines: list[Engine]) -> None:
         )
         assert chat.status_code == 200
         assert chat.json()["usage"]["completion_tokens"] == 3
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True}
+        with client.stream("POST", proxy.url + "/v1/chat/completions", json=body) as r:
+            assert r.headers["Content-Type"].startswith("text/event-stream")
+            events = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
+        assert json.loads(events[0])["choices"][0]["delta"]["role"] == "assistant"
+        assert events[-1] == "[DONE]"
         assert client.get(proxy.url + "/v1/models").json()["data"][0]["id"] == MODEL
         assert client.get(proxy.url + "/health").status_code == 200
 
         # the agent scrapes the proxy like any target: its parser and sources read it
         text = client.get(proxy.url + "/metrics").text
-        assert _metric(text, "slotune_route_decisions_total", policy="least-requests") == 5
+        assert _metric(text, "slotune_route_decisions_total", policy="least-requests") == 6
         assert _metric(text, "slotune_route_backend_up") == 2
-        assert _metric(text, "slotune_route_overhead_seconds_count") == 5
+        assert _metric(text, "slotune_route_overhead_seconds_count") == 6
         scrape = VllmSource(["x"]).from_families(
             list(PromTextParser().parse(text, source="proxy").families)
         )
