@@ -13,6 +13,13 @@ from route_helpers import FakeBackend, engines, fleet_yaml, running_proxy, wait_
 from slotune.tuner.fleet.route_breaker import BreakerState
 
 
+def _all_served_by_b1(client: httpx.Client, url: str, num_requests: int) -> None:
+    for _ in range(num_requests):
+        r = client.post(url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+        assert r.status_code == 200
+        assert r.headers["X-Slotune-Backend"] == "b1"
+
+
 def test_a_backend_that_answers_garbage_is_ejected_and_others_serve() -> None:
     bad = FakeBackend(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
     try:
@@ -21,13 +28,8 @@ def test_a_backend_that_answers_garbage_is_ejected_and_others_serve() -> None:
                 [bad.url, good.url], extra="circuit_breaker: {failures: 2, open_for: 60s}\n"
             )
             with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
-                for _ in range(6):
-                    r = client.post(
-                        proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2}
-                    )
-                    # a failure before the backend answered is retried on another backend
-                    assert r.status_code == 200
-                    assert r.headers["X-Slotune-Backend"] == "b1"
+                # a failure before the backend answered is retried on another backend
+                _all_served_by_b1(client, proxy.url, 6)
                 backends = proxy.proxy.backends
                 assert wait_until(lambda: backends["b0"].state() is BreakerState.OPEN)
                 assert backends["b1"].state() is BreakerState.CLOSED
@@ -101,12 +103,7 @@ def test_a_backend_killed_mid_run() -> None:
         assert sorted(b for b, _ in results) == ["b0"] * 3 + ["b1"] * 3
         assert wait_until(lambda: backends["b0"].state() is BreakerState.OPEN)
         with httpx.Client(timeout=30) as client:
-            for _ in range(5):
-                r = client.post(
-                    proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2}
-                )
-                assert r.status_code == 200
-                assert r.headers["X-Slotune-Backend"] == "b1"
+            _all_served_by_b1(client, proxy.url, 5)
         assert backends["b0"].in_flight == 0
 
 
@@ -120,11 +117,6 @@ def test_a_backend_that_accepts_no_connection_is_retried_elsewhere() -> None:
         with engines(1, speedup=20) as [good]:
             text = fleet_yaml([url, good.url], extra="timeouts: {connect: 300ms}\n")
             with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
-                for _ in range(3):
-                    r = client.post(
-                        proxy.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2}
-                    )
-                    assert r.status_code == 200
-                    assert r.headers["X-Slotune-Backend"] == "b1"
+                _all_served_by_b1(client, proxy.url, 3)
                 metrics = client.get(proxy.url + "/metrics").text
                 assert 'slotune_route_upstream_errors_total{backend="b0",kind="connect"}' in metrics
