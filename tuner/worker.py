@@ -4,8 +4,9 @@
 session, so the study outlives the page that started it and a restart of the dashboard. The
 worker records itself in the store (``study_worker``), beats every :data:`HEARTBEAT_S` while
 the study runs and records how it ended: finished, failed (with the error's one line) or
-cancelled (SIGTERM from :func:`cancel_worker`, which stops the study as Ctrl-C stops
-``slotune tune``: the study is left ``stopped`` and ``slotune tune resume`` continues it).
+cancelled (SIGTERM from :func:`cancel_worker`: the study stops after the trial that runs,
+as Ctrl-C stops ``slotune tune``; it is left ``stopped`` and ``slotune tune resume``
+continues it).
 
 A worker that stopped beating (killed, machine rebooted) reads as dead: :func:`worker_view`.
 """
@@ -220,8 +221,21 @@ def cancel_worker(url: str | None, study_name: str) -> WorkerInfo:
     return info
 
 
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+class _Cancel:
+    """SIGTERM asks the study to stop at the next trial boundary (a clean point: the trial
+    is stored, the study left ``stopped``); a second SIGTERM stops it at once."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def on_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+
+    def on_progress(self, _progress: object) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
 
 
 def _beat(url: str | None, name: str, stop: threading.Event) -> None:
@@ -237,7 +251,8 @@ def run_worker(spec: StudySpec, url: str | None) -> WorkerState:
     """Run a study in this process, recording the worker's state (the worker's main)."""
     from slotune.tuner import RunOptions, tune_study
 
-    signal.signal(signal.SIGTERM, _interrupt)
+    cancel = _Cancel()
+    signal.signal(signal.SIGTERM, cancel.on_signal)
     started = time.time()
 
     def record(state: WorkerState, error: str = "") -> None:
@@ -253,7 +268,7 @@ def run_worker(spec: StudySpec, url: str | None) -> WorkerState:
     beat = threading.Thread(target=_beat, args=(url, spec.name, stop), daemon=True)
     beat.start()
     try:
-        tune_study(spec, url, RunOptions())
+        tune_study(spec, url, RunOptions(), cancel.on_progress)
         state, error = WorkerState.FINISHED, ""
     except KeyboardInterrupt:
         state, error = WorkerState.CANCELLED, "cancelled from the dashboard"

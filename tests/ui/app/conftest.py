@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from ui_pages import PAGES, RunPage
 from ui_seed import seed
-
-PAGES = Path(__file__).resolve().parents[3] / "ui" / "app" / "pages"
-
-RunPage = Callable[..., AppTest]
 
 
 @pytest.fixture

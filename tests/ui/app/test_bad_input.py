@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 from _tools import free_port
-from conftest import RunPage
-from ui_pages import assert_clean, texts
+from ui_pages import RunPage, assert_clean, texts
 
 from slotune.collector.store import schema_status, upgrade
 
-PAGES = ("overview", "fleet", "slos", "alerts", "benchmarks", "tuning", "diagnosis")
+PAGE_NAMES = ("overview", "fleet", "slos", "alerts", "benchmarks", "tuning", "diagnosis")
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGE_NAMES)
 def test_an_empty_store_says_how_to_fill_it(sqlite_url: str, run_page: RunPage, page: str) -> None:
     upgrade(sqlite_url)
     at = run_page(page, sqlite_url)
@@ -21,7 +20,7 @@ def test_an_empty_store_says_how_to_fill_it(sqlite_url: str, run_page: RunPage, 
     assert "slotune" in texts(at) or at.form, page  # each empty page names the command to run
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGE_NAMES)
 def test_an_older_schema_asks_for_db_upgrade_and_changes_nothing(
     sqlite_url: str, run_page: RunPage, page: str
 ) -> None:
@@ -33,7 +32,7 @@ def test_an_older_schema_asks_for_db_upgrade_and_changes_nothing(
     assert schema_status(sqlite_url).current == "0001"
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGE_NAMES)
 def test_an_unreachable_postgresql_is_one_message(run_page: RunPage, page: str) -> None:
     url = f"postgresql+psycopg://slotune:secret-pw@127.0.0.1:{free_port()}/slotune"
     at = run_page(page, url)

@@ -10,9 +10,8 @@ import time
 
 import pytest
 from _tools import SLOTUNE
-from conftest import RunPage
 from streamlit.testing.v1 import AppTest
-from ui_pages import assert_clean
+from ui_pages import RunPage, assert_clean
 
 from slotune.collector.store import (
     WorkerInfo,

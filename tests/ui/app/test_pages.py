@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PAGES, RunPage
 from streamlit.testing.v1 import AppTest
-from ui_pages import assert_clean, texts
+from ui_pages import PAGES, RunPage, assert_clean, texts
 
 
 def test_overview_counts_targets_slos_and_alerts(seeded_url: str, run_page: RunPage) -> None:

@@ -1,8 +1,16 @@
-"""Assertions shared by the page tests."""
+"""What the page tests share: where the pages are, and assertions on a page run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from streamlit.testing.v1 import AppTest
+
+PAGES = Path(__file__).resolve().parents[3] / "ui" / "app" / "pages"
+
+# run_page("fleet", url, read_only=False, query={...}) -> the page run once
+RunPage = Callable[..., AppTest]
 
 
 def texts(at: AppTest) -> str:
