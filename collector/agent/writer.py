@@ -183,6 +183,13 @@ class StoreWriter:
                 log.warning("store unavailable, spooling to %s: %s", self.spool.directory, e)
             self._is_up = False
             self._drop_store()
+        except Exception as e:
+            # Anything else (a disk error reading the spool, a bug) must not end the writer
+            # task, after which every later batch would wait in memory: the batch is set
+            # aside with the error and the next write starts afresh.
+            log.exception("unexpected error writing %d samples", len(batch))
+            self.spool.quarantine(batch, f"unexpected error: {type(e).__name__}: {e}")
+            self._drop_store()
 
     def _write(self, store: Store, batch: Sequence[SampleIn]) -> None:
         if not batch:

@@ -160,3 +160,28 @@ def test_a_runaway_body_or_a_garbage_model_list_is_a_target_error(
         agent.close()
     assert by_name["healthy"].is_up
     assert not by_name["runaway"].is_up and "answered more than" in by_name["runaway"].error
+
+
+def test_an_unexpected_error_sets_the_batch_aside_and_the_writer_goes_on(
+    agent_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slotune.collector.agent import writer as writer_module
+
+    calls = itertools.count()
+    real = writer_module.write_samples
+
+    def flaky(store: object, batch: list[SampleIn]) -> int:
+        if next(calls) == 0:
+            raise OSError("disk on fire")
+        return real(store, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_module, "write_samples", flaky)
+    spool = Spool(tmp_path / "spool")
+    writer = StoreWriter(agent_db, spool)
+    try:
+        writer.write_now([SampleIn("t", "up", "gauge", {}, 1.0, 1.0)])
+        writer.write_now([SampleIn("t", "up", "gauge", {}, 2.0, 1.0)])
+    finally:
+        writer.close()
+    assert samples_of(agent_db, "t") == {"up": 1}
+    assert "disk on fire" in spool.rejected_path.read_text()
