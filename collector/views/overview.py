@@ -6,28 +6,29 @@ import time
 from dataclasses import dataclass
 
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
-from slotune.collector.store import Store
-from slotune.collector.views.fleet import FleetTable, fleet_table
+from slotune.collector.store import Store, list_targets, series_at
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
 
 @dataclass(frozen=True, slots=True)
 class Overview:
-    """The overview at ``end_ts``: the fleet over the last ``window_s``, SLOs, alerts."""
+    """The overview at ``end_ts``.
+
+    Attributes:
+        end_ts: evaluation time, epoch seconds.
+        num_targets: registered targets.
+        num_up: targets whose newest ``up`` sample is 1.
+        num_down: targets whose newest ``up`` sample is 0 (the rest expose no ``up``).
+        slos: every SLO's status.
+        firing: every alert instance firing, as the evaluator sees it.
+    """
 
     end_ts: float
-    window_s: float
-    fleet: FleetTable
+    num_targets: int
+    num_up: int
+    num_down: int
     slos: tuple[SLOStatus, ...]
     firing: tuple[RuleStatus, ...]
-
-    @property
-    def num_up(self) -> int:
-        return sum(r.summary.is_up is True for r in self.fleet.targets)
-
-    @property
-    def num_down(self) -> int:
-        return sum(r.summary.is_up is False for r in self.fleet.targets)
 
     def count(self, state: SLOState) -> int:
         return sum(s.state is state for s in self.slos)
@@ -39,13 +40,17 @@ def firing_alerts(store: Store, *, end_ts: float | None = None) -> list[RuleStat
     return [s for s in statuses if s.state is RuleState.FIRING]
 
 
-def overview(store: Store, *, window_s: float = 300.0, end_ts: float | None = None) -> Overview:
-    """The overview now (or at ``end_ts``), the fleet over the last ``window_s``."""
+def overview(store: Store, *, end_ts: float | None = None) -> Overview:
+    """The overview now (or at ``end_ts``)."""
     end = time.time() if end_ts is None else end_ts
+    targets = list_targets(store)
+    # One lookup per target: the newest "up" sample at the end (the fleet page has the rest).
+    up = {p.target: p.values[0] for p in series_at(store, ["up"], [end])}
     return Overview(
         end_ts=end,
-        window_s=window_s,
-        fleet=fleet_table(store, end - window_s, end, steps=1),
+        num_targets=len(targets),
+        num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in targets),
+        num_down=sum(up.get(t.name) == 0.0 for t in targets),
         slos=tuple(slo_statuses(store, end_ts=end)),
         firing=tuple(firing_alerts(store, end_ts=end)),
     )

@@ -12,12 +12,10 @@ from slotune.collector.views import Overview, SLOState, overview
 from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
 
-WINDOW_S = 300.0
-
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _overview(_store: Store, url: str | None) -> Overview:
-    return overview(_store, window_s=WINDOW_S)
+    return overview(_store)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
@@ -36,9 +34,9 @@ def live() -> None:
     with guarded():
         o = _overview(store(), db_url())
         study = _latest_study(db_url())
-    st.caption(f"as of {when(o.end_ts)}; fleet figures over the last {WINDOW_S / 60:g} min")
+    st.caption(f"as of {when(o.end_ts)}; targets by their newest `up` sample")
     cols = st.columns(4)
-    cols[0].metric("Targets up", f"{o.num_up} / {len(o.fleet.targets)}")
+    cols[0].metric("Targets up", f"{o.num_up} / {o.num_targets}")
     cols[0].caption(f"{o.num_down} down")
     cols[1].metric("SLOs met", f"{o.count(SLOState.MET)} / {len(o.slos)}")
     cols[1].caption(
@@ -55,7 +53,7 @@ def live() -> None:
             "-" if gain is None else f"{gain:.2f}× default",
         )
         cols[3].caption(f"{study['status']}, {study['objective']}, {study['trials'] or 0} trials")
-    if not o.fleet.targets and not o.slos:
+    if not o.num_targets and not o.slos:
         st.info(
             "The store is empty: start an agent (`slotune agent`), declare SLOs "
             "(`slotune slo apply`) or run `slotune demo` to fill it."
