@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+FUZZ = settings(
+    max_examples=int(os.environ.get("SLOTUNE_FUZZ_EXAMPLES", "40")),
+    deadline=None,  # no timed assertions: a loaded machine must not fail a property
+    database=None,  # nothing written into the working tree
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=os.environ.get("CI") == "true",  # reproducible in CI, searching locally
+)
 
 NUMBERS = st.sampled_from(
     ["0", "1", "-1", "1.5", "NaN", "+Inf", "-Inf", "1e999", "-1e999", "9" * 400, "0x10", "", "abc"]

@@ -9,7 +9,7 @@ import contextlib
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import DEEP_JSON, EXPOSITIONS, JSON_VALUES, json_text
+from strategies import DEEP_JSON, EXPOSITIONS, FUZZ, JSON_VALUES, json_text
 
 from slotune.collector.agent.base import Response, SourceKind
 from slotune.collector.agent.encode import SampleEncoder
@@ -30,6 +30,7 @@ class _Fetch:
         return self.response
 
 
+@FUZZ
 @given(EXPOSITIONS | st.text(), st.sampled_from(["", "application/openmetrics-text"]))
 def test_prometheus_text_parser(text: str, content_type: str) -> None:
     with contextlib.suppress(SourceError):
@@ -37,6 +38,7 @@ def test_prometheus_text_parser(text: str, content_type: str) -> None:
 
 
 @pytest.mark.parametrize("kind", HTTP_SOURCES)
+@FUZZ
 @given(body=EXPOSITIONS | JSON_VALUES.map(json_text) | DEEP_JSON | st.text())
 def test_every_source_and_what_follows_a_scrape(kind: SourceKind, body: str) -> None:
     source = SOURCES[kind]([f"http://127.0.0.1:1/{kind.value}"])
@@ -50,6 +52,7 @@ def test_every_source_and_what_follows_a_scrape(kind: SourceKind, body: str) -> 
             snapshot_from_scrape(kind.value, "http://127.0.0.1:1", scrape, 1.0)
 
 
+@FUZZ
 @given(JSON_VALUES.map(json_text) | DEEP_JSON | st.text())
 def test_trtllm_iteration_stats(text: str) -> None:
     with contextlib.suppress(SourceError):

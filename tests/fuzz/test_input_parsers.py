@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import DEEP_JSON, JSON_VALUES, json_text
+from strategies import DEEP_JSON, FUZZ, JSON_VALUES, json_text
 
 from slotune.collector.agent.targets import load_targets_file, parse_target_arg
 from slotune.collector.bench.sse import ProtocolError, SSEDecoder, parse_chunk
@@ -47,6 +47,7 @@ def _events(data: bytes, cuts: list[int]) -> list[str]:
     return events + decoder.close()
 
 
+@FUZZ
 @given(sse_streams(), st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
 def test_sse_split_anywhere_gives_the_same_events_and_only_protocol_errors(
     data: bytes, cuts: list[int]
@@ -81,6 +82,7 @@ TRACE_LINES = st.one_of(
 )
 
 
+@FUZZ
 @given(
     st.sampled_from(["", "TIMESTAMP,ContextTokens,GeneratedTokens\n"]),
     st.lists(TRACE_LINES, min_size=1, max_size=8),
@@ -118,6 +120,7 @@ YAML_TEXT = st.one_of(
 )
 
 
+@FUZZ
 @given(YAML_TEXT, st.binary(max_size=6))
 def test_targets_files(text: str, tail: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
@@ -127,6 +130,7 @@ def test_targets_files(text: str, tail: bytes) -> None:
             load_targets_file(path, node="n")
 
 
+@FUZZ
 @given(YAML_TEXT)
 def test_slo_files(text: str) -> None:
     with contextlib.suppress(ConfigError):
@@ -160,6 +164,7 @@ FLAG_TEXT = st.one_of(
 )
 
 
+@FUZZ
 @given(FLAG_TEXT)
 def test_command_line_values(text: str) -> None:
     for parse in (
