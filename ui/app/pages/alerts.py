@@ -16,6 +16,7 @@ from slotune.collector.store import (
     Store,
     ack_event,
     alert_history,
+    delete_alert_rules,
     save_alert_rule,
     silence_rule,
 )
@@ -63,8 +64,8 @@ def _status_row(s: RuleStatus) -> dict[str, object]:
 
 def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry]) -> None:
     rules = sorted({x.rule for x in statuses})
-    add, silence, ack, test = st.tabs(
-        ["Add a threshold rule", "Silence", "Acknowledge", "Test notification"]
+    add, remove, silence, ack, test = st.tabs(
+        ["Add or replace a rule", "Delete a rule", "Silence", "Acknowledge", "Test notification"]
     )
     with add, st.form("rule_form"):
         c1, c2, c3 = st.columns([1, 2, 1])
@@ -82,6 +83,21 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
             else:
                 _clear()
                 st.success(f"saved rule {rule.name}: {rule.expr}")
+    with remove, st.form("delete_rule_form"):
+        victim = st.selectbox("rule", rules, key="delete_rule")
+        sure = st.checkbox("yes, delete it and its history", key="delete_sure")
+        st.caption("An SLO's burn-rate rules come back when the SLO is saved again.")
+        if st.form_submit_button("Delete rule"):
+            if victim is None or not sure:
+                st.error("pick a rule and tick 'yes, delete it and its history'")
+            else:
+                try:
+                    delete_alert_rules(s, [victim])
+                except Exception as e:
+                    st.error(explain(e))
+                else:
+                    _clear()
+                    st.success(f"deleted rule {victim}")
     with silence, st.form("silence_form"):
         c1, c2, c3 = st.columns(3)
         rule_name = c1.selectbox("rule", rules, key="silence_rule")
