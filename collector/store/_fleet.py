@@ -77,29 +77,35 @@ def series_at(
         )
     if not names or (targets is not None and not targets):
         return []
-    params: dict[str, object] = {f"t{i}": float(t) for i, t in enumerate(grid)}
-    # A VALUES list of (index, instant): one correlated lookup per series and instant.
-    values_sql = ", ".join(f"({i}, :t{i})" for i in range(len(grid)))
     where = "m.name IN :names" + (" AND t.name IN :targets" if targets is not None else "")
-    stmt = text(
+    series_stmt = text(
+        "SELECT m.id, t.name, m.name, m.labels FROM metric_series m "
+        f"JOIN target t ON t.id = m.target_id WHERE {where} ORDER BY t.name, m.name, m.id"
+    ).bindparams(bindparam("names", expanding=True))
+    params: dict[str, object] = {"names": list(names)}
+    if targets is not None:
+        series_stmt = series_stmt.bindparams(bindparam("targets", expanding=True))
+        params["targets"] = list(targets)
+    # A VALUES list of (index, instant): one correlated index lookup per series and instant;
+    # the series' labels are read once above, not with every instant.
+    values_sql = ", ".join(f"({i}, :t{i})" for i in range(len(grid)))
+    grid_stmt = text(
         f"WITH g(i, at) AS (VALUES {values_sql}) "
-        "SELECT m.id, t.name, m.name, m.labels, g.i, "
+        "SELECT m.id, g.i, "
         "(SELECT s.value FROM sample s WHERE s.series_id = m.id AND s.ts <= g.at "
         "ORDER BY s.ts DESC LIMIT 1) "
-        "FROM metric_series m JOIN target t ON t.id = m.target_id CROSS JOIN g "
-        f"WHERE {where} ORDER BY t.name, m.name, m.id, g.i"
-    ).bindparams(bindparam("names", expanding=True))
-    params["names"] = list(names)
-    if targets is not None:
-        stmt = stmt.bindparams(bindparam("targets", expanding=True))
-        params["targets"] = list(targets)
+        "FROM metric_series m CROSS JOIN g WHERE m.id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
     found: dict[int, tuple[str, str, dict[str, str], list[float | None]]] = {}
     with store.connection() as conn:
-        for sid, target, name, labels, i, value in conn.execute(stmt, params):
-            entry = found.get(sid)
-            if entry is None:  # labels are parsed once per series, not per instant
-                entry = found[sid] = (target, name, _labels(labels), [None] * len(grid))
-            entry[3][i] = None if value is None else float(value)
+        for sid, target, name, labels in conn.execute(series_stmt, params):
+            found[sid] = (target, name, _labels(labels), [None] * len(grid))
+        if not found:
+            return []
+        grid_params: dict[str, object] = {f"t{i}": float(t) for i, t in enumerate(grid)}
+        grid_params["ids"] = list(found)
+        for sid, i, value in conn.execute(grid_stmt, grid_params):
+            found[sid][3][i] = None if value is None else float(value)
         if fill_first and len(grid) > 1:
             late = [sid for sid, entry in found.items() if entry[3][0] is None]
             for sid, value in _first_samples(conn, late, grid[0], grid[-1]):
