@@ -58,7 +58,9 @@ class BlockManager:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_caching = enable_caching
-        self._ref_cnt = [0] * num_blocks
+        # Holders beyond the first of blocks several requests share (prefix hits on a block
+        # in use); a block is free exactly when it sits in the free queue.
+        self._extra_holders: dict[int, int] = {}
         self._hash: list[int | None] = [None] * num_blocks
         self._cached: dict[int, int] = {}
         self._fifo: list[int] | None = list(range(num_blocks))
@@ -83,7 +85,15 @@ class BlockManager:
 
     def is_free(self, block_id: int) -> bool:
         """Whether no request holds the block (it may still carry a reusable prefix)."""
-        return self._ref_cnt[block_id] == 0
+        if self._fifo is not None:
+            return block_id in self._fifo[self._fifo_head :]
+        return block_id in self._free
+
+    def num_free_among(self, block_ids: Sequence[int]) -> int:
+        """How many of ``block_ids`` no request holds (prefix hits on cached free blocks)."""
+        if not block_ids or self._fifo is not None:
+            return sum(map(self.is_free, block_ids))
+        return sum(map(self._free.__contains__, block_ids))
 
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
@@ -123,9 +133,8 @@ class BlockManager:
         self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
     ) -> bool:
         """Whether ``num_new_tokens`` more tokens (after ``cached`` hits) fit in free blocks."""
-        num_cached_free = list(map(self._ref_cnt.__getitem__, cached)).count(0) if cached else 0
         return self._num_to_allocate(state, num_new_tokens, cached) <= (
-            self.num_free_blocks - num_cached_free
+            self.num_free_blocks - self.num_free_among(cached)
         )
 
     # changes
@@ -156,11 +165,12 @@ class BlockManager:
             return True
         if not self.can_allocate(state, num_new_tokens, cached):
             return False
-        ref, free = self._ref_cnt, self._free
+        free, extra = self._free, self._extra_holders
         for bid in cached:
-            if ref[bid] == 0:
+            if bid in free:
                 del free[bid]
-            ref[bid] += 1
+            else:
+                extra[bid] = extra.get(bid, 0) + 1
         state.block_ids.extend(cached)
         # The hit blocks already carry these hashes: registration starts after them.
         state.num_hashed_blocks = len(cached)
@@ -199,17 +209,19 @@ class BlockManager:
             self._fifo.extend(reversed(state.block_ids))
             state.block_ids.clear()
             return
-        ref = self._ref_cnt
-        free = self._free
+        free, extra = self._free, self._extra_holders
         tail_first = state.block_ids[::-1]
-        if max(map(ref.__getitem__, tail_first), default=1) == 1:
+        if not extra or extra.keys().isdisjoint(tail_first):
             # Nobody shares these blocks (the common case): release them in bulk.
-            _consume(map(ref.__setitem__, tail_first, repeat(0)))
             free.update(dict.fromkeys(tail_first))
         else:
             for bid in tail_first:
-                ref[bid] -= 1
-                if ref[bid] == 0:
+                holders = extra.get(bid, 0)
+                if holders > 1:
+                    extra[bid] = holders - 1
+                elif holders == 1:
+                    del extra[bid]
+                else:
                     free[bid] = None
         state.block_ids.clear()
         state.num_hashed_blocks = 0
@@ -245,17 +257,13 @@ class BlockManager:
         if evicted:
             _consume(map(self._cached.pop, evicted))
             _consume(map(hashes.__setitem__, taken, repeat(None)))
-        _consume(map(self._ref_cnt.__setitem__, taken, repeat(1)))
         out.extend(taken)
 
     def _leave_fifo_mode(self) -> None:
         fifo = self._fifo
         if fifo is None:
             return
-        free_ids = fifo[self._fifo_head :]
-        free_set = set(free_ids)
-        self._ref_cnt = [0 if b in free_set else 1 for b in range(self.num_blocks)]
-        self._free = OrderedDict.fromkeys(free_ids)
+        self._free = OrderedDict.fromkeys(fifo[self._fifo_head :])
         self._fifo = None
 
     def _register(self, state: RequestState, num_tokens_with_kv: int) -> None:

@@ -102,7 +102,7 @@ class TrtllmScheduler(Scheduler):
     def _fits_reservation(self, state: RequestState, cached: list[int], outstanding: int) -> bool:
         bm = self.block_manager
         need = self._full_blocks(state) - len(cached)
-        available = bm.num_free_blocks - outstanding - sum(1 for b in cached if bm.is_free(b))
+        available = bm.num_free_blocks - outstanding - bm.num_free_among(cached)
         return need <= available
 
     def _admission_blocked(self) -> bool:
