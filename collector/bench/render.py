@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -108,7 +109,7 @@ def _num(x: Any, unit: str = "") -> str:
 
 def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType:
     """The final table of one run: latency percentiles, throughputs, goodput, SLOs, errors."""
-    lat = Table(title=title or None, title_justify="left")
+    lat = Table(title=escape(title) or None, title_justify="left")  # run names are user text
     lat.add_column("metric (ms)")
     for stat in ("mean", "p50", "p90", "p95", "p99", "p99.9", "count"):
         lat.add_column(stat, justify="right")
@@ -183,8 +184,8 @@ def compare_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str) -> 
     """Two runs side by side with the relative change."""
     table = Table(title="bench compare", title_justify="left")
     table.add_column("metric")
-    table.add_column(label_a, justify="right")
-    table.add_column(label_b, justify="right")
+    table.add_column(escape(label_a), justify="right")
+    table.add_column(escape(label_b), justify="right")
     table.add_column("change", justify="right")
     for r in rows:
         change = "-" if r.change is None else f"{r.change:+.1%}"
@@ -241,9 +242,9 @@ def runs_table(infos: Sequence[BenchRunInfo]) -> Table:
         started = datetime.fromtimestamp(i.meta.started_at).strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
             str(i.run_id),
-            i.meta.name,
-            i.meta.model,
-            i.meta.workload,
+            escape(i.meta.name),  # names, models and workloads are user text, not markup
+            escape(i.meta.model),
+            escape(i.meta.workload),
             started,
             str(i.num_requests),
             _ms((s.get("ttft_ms") or {}).get("p99")),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
@@ -85,12 +86,12 @@ def agent(
     if once:
         table = Table("target", "up", "samples", "skipped lines", "seconds", "error")
         for o in outcomes:
-            table.add_row(
-                o.target,
+            table.add_row(  # names and errors are user text, not markup
+                escape(o.target),
                 "yes" if o.is_up else "no",
                 str(o.num_samples),
                 str(o.num_skipped_lines),
                 f"{o.duration_s:.3f}",
-                o.error,
+                escape(o.error),
             )
         console.print(table)

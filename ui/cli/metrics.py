@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
@@ -43,7 +44,7 @@ def summary_cmd(
     if json:
         print_json([s.to_dict() for s in summaries])
         return
-    table = Table("", *(s.target for s in summaries))
+    table = Table("", *(escape(s.target) for s in summaries))  # user text, not markup
     for label, render in _ROWS:
         table.add_row(label, *(render(s) for s in summaries))
     console.print(table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
@@ -48,5 +49,6 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     now = time.time()
     for t in targets:
         seen = "never" if t.last_seen_at is None else f"{now - t.last_seen_at:.0f} s ago"
-        table.add_row(t.name, t.kind, t.url, t.node or "", t.pool or "", t.model or "", seen)
+        cells = (t.name, t.kind, t.url, t.node or "", t.pool or "", t.model or "")
+        table.add_row(*(escape(c) for c in cells), seen)  # user text, not markup
     console.print(table)
