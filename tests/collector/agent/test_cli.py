@@ -149,9 +149,9 @@ def test_credentials_in_a_target_url_are_neither_printed_nor_stored(
 
 def test_user_text_in_tables_is_printed_not_read_as_markup(agent_db: str) -> None:
     url = "http://127.0.0.1:1/[/x]"
-    code, out, err = slotune(agent_db, "agent", "--once", "--target", f"vllm={url}")
+    code, _, err = slotune(agent_db, "agent", "--once", "--target", f"vllm={url}")
     assert code == 0, err
-    code, out, err = slotune(agent_db, "targets", "list")
+    code, _, err = slotune(agent_db, "targets", "list")
     assert code == 0, err
-    code, out, err = slotune(agent_db, "metrics", "summary")
+    code, _, err = slotune(agent_db, "metrics", "summary")
     assert code == 0, err
