@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.slo import read_text, read_yaml
 from slotune.tuner.sim.config import Engine, config_from_params, resolve
 
 # Other names the engines' own tools use for one parameter (trtllm-serve's ``--tp_size``);
@@ -493,16 +493,11 @@ def _scalar(text: str) -> Value:
 
 def load_space_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML search-space file: a mapping of parameter name -> spec (module docstring)."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as e:
-        raise ConfigError(f"--space {p}: cannot read it ({e.strerror}); check the path") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--space {p}: not valid YAML ({e})") from e
+    text = read_text(path, "search-space file (--space)", ConfigError)
+    data, _ = read_yaml(text, source=f"--space {path}", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(
-            f"--space {p}: expected a mapping of parameter name -> range, choices or value"
+            f"--space {path}: expected a mapping of parameter name -> range, choices or value"
         )
     return data
 

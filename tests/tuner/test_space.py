@@ -7,6 +7,7 @@ from slotune.tuner.space import (
     ParamKind,
     default_space,
     engine_defaults,
+    load_space_file,
     parse_param_override,
     powers_of_two,
 )
@@ -162,3 +163,18 @@ def test_default_outside_a_narrowed_range_is_forced_not_sampled():
     config = space.suggest(trial, space.forced_defaults())
     assert config["max_num_seqs"] == 1024 and "max_num_seqs" not in trial.params
     assert config["max_num_batched_tokens"] == 8192
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe\x00binary", "not UTF-8 text"),
+        (b"a: " + b"[" * 100_000, "nests deeper than YAML can be read"),
+        (b"- 1\n- 2\n", "expected a mapping"),
+    ],
+)
+def test_unreadable_space_files_are_one_clear_error(tmp_path, content, message):
+    path = tmp_path / "space.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        load_space_file(path)
