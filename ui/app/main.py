@@ -37,6 +37,12 @@ page = st.navigation(
             icon=":material/troubleshoot:",
             url_path="diagnosis",
         ),
+        st.Page(
+            PAGES / "fleet_plan.py",
+            title="Fleet plans",
+            icon=":material/hub:",
+            url_path="fleet-plan",
+        ),
     ]
 )
 page.run()

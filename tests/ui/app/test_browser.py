@@ -29,6 +29,7 @@ PAGES = {
     "benchmarks": "Benchmarks",
     "tuning": "Tuning",
     "diagnosis": "Diagnosis",
+    "fleet-plan": "Fleet plans",
 }
 README_SHOTS = {"": "overview.png", "fleet": "fleet.png", "tuning": "tuning.png"}
 
