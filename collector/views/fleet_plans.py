@@ -122,13 +122,30 @@ class ScalingResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MarginTrial:
+    """One ``slo-aware`` margin replayed on the absorbable burst and on the overload."""
+
+    margin: float
+    burst_shed_share: float  # wrongly shed: the fleet absorbs this burst within the SLOs
+    overload_shed_share: float
+    overload_ttft_met: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SheddingAdvice:
-    """The recommended ``slo-aware`` margin and what it sheds (shares in [0, 1])."""
+    """The load-shedding analysis: burst factors (× the traffic) and the margins tried.
+
+    ``recommended_margin`` is None when no margin both protects TTFT under the overload and
+    wrongly sheds under the target share of the absorbable burst.
+    """
 
     routing: str
-    recommended_margin: float | None
-    burst_shed_share: float | None
+    burst_s: float
     absorbable_factor: float | None
+    overload_factor: float | None
+    wrong_shed_target: float
+    recommended_margin: float | None
+    margins: tuple[MarginTrial, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,24 +280,22 @@ def _timeline(
 
 
 def _shedding(s: Mapping[str, Any]) -> SheddingAdvice:
-    margin = _opt(s.get("recommended_margin"))
-    shed = next(
-        (float(m["burst_shed_share"]) for m in s.get("margins", []) if m["margin"] == margin),
-        None,
-    )
     return SheddingAdvice(
         routing=str(s["routing"]),
-        recommended_margin=margin,
-        burst_shed_share=shed,
+        burst_s=float(s["burst_s"]),
         absorbable_factor=_opt(s.get("absorbable_factor")),
+        overload_factor=_opt(s.get("overload_factor")),
+        wrong_shed_target=float(s["wrong_shed_target"]),
+        recommended_margin=_opt(s.get("recommended_margin")),
+        margins=tuple(_record(MarginTrial, m) for m in s["margins"]),
     )
 
 
-_CASTS: dict[str, Callable[[Any], Any]] = {"str": str, "int": int, "float": float}
+_CASTS: dict[str, Callable[[Any], Any]] = {"str": str, "int": int, "float": float, "bool": bool}
 
 
 def _record(cls: type[R], m: Mapping[str, Any]) -> R:
-    """A flat record of str / int / float fields from its JSON object, each field cast."""
+    """A flat record of str / int / float / bool fields from its JSON object, each cast."""
     return cls(**{f.name: _CASTS[str(f.type)](m[f.name]) for f in fields(cls)})
 
 

@@ -32,7 +32,7 @@ def fleet_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     # A schedule scales for sure: 1 → 3 replicas at 20 s, back to 1 from 60 s.
     _cli(url, "plan", "autoscale", "--pool", "a:1:llama-3.1-8b:h100-sxm", *WORKLOAD,
          "--num-requests", "300", "--scaling", "schedule:0=1,20=3,60=1", "--scaling", "waiting:2",
-         "--cold-start", "5s", "--cooldown", "10s", "--interval", "5s", "--no-shedding")  # fmt: skip
+         "--cold-start", "5s", "--cooldown", "10s", "--interval", "5s", "--burst", "10s")  # fmt: skip
     return url
 
 
@@ -119,6 +119,18 @@ def test_autoscale_shows_each_policy_and_the_replica_timeline(
     assert schedule["max replicas"] == 3 and schedule["grows first"] == "a"
     assert "Replicas over time (s)" in texts(at)
     assert len(at.get("vega_lite_chart")) == 1
+
+
+def test_autoscale_shows_the_shedding_margins_tried(fleet_url: str, run_page: RunPage) -> None:
+    at = run_page("fleet_plan", fleet_url)
+    assert_clean(at)
+    assert "Load-shedding thresholds" in texts(at)
+    verdict = [e.value for e in (*at.success, *at.info)]
+    assert any(v.startswith(("Recommended: `slo-aware:least-requests:margin=", "No `slo-aware"))
+               for v in verdict)  # fmt: skip
+    margins = at.dataframe[2].value
+    assert list(margins["margin (× TTFT budget)"]) == [0.25, 0.5, 0.75, 1.0, 1.5]
+    assert all(0 <= x <= 100 for x in margins["absorbable burst shed (%)"])
 
 
 def test_the_timeline_steps_from_the_starting_fleet(fleet_url: str) -> None:

@@ -13,6 +13,7 @@ from slotune.collector.views.fleet_plans import (
     AutoscalePlan,
     CapacityPlan,
     PolicyResult,
+    SheddingAdvice,
     autoscale_plan,
     capacity_plan,
     fleet_results,
@@ -177,13 +178,38 @@ def _show_autoscale(plan: AutoscalePlan) -> None:
         st.line_chart(points, x="time (s)", y="replicas", color="policy")
     else:
         st.caption("No policy scaled during the replay: the replica count stayed constant.")
-    s = plan.shedding
-    if s is not None and s.recommended_margin is not None:
-        shed = "" if s.burst_shed_share is None else f", shedding {s.burst_shed_share:.2%}"
-        st.caption(
-            f"Load shedding: `slo-aware:{s.routing}` margin {s.recommended_margin:g}{shed} "
-            f"of a burst of {s.absorbable_factor or 1:g}× the traffic the fleet absorbs."
+    if plan.shedding is not None:
+        _show_shedding(plan.shedding)
+
+
+def _show_shedding(s: SheddingAdvice) -> None:
+    st.subheader("Load-shedding thresholds")
+    target = f"{s.wrong_shed_target:.0%}"
+    if s.recommended_margin is None:
+        st.info(
+            f"No `slo-aware:{s.routing}` margin both keeps admitted requests within the TTFT "
+            f"SLOs under the overload and wrongly sheds under {target} of the absorbable burst."
         )
+    else:
+        st.success(f"Recommended: `slo-aware:{s.routing}:margin={s.recommended_margin:g}`.")
+    absorbable = "-" if s.absorbable_factor is None else f"{s.absorbable_factor:g}×"
+    overload = "none found" if s.overload_factor is None else f"{s.overload_factor:g}×"
+    st.caption(
+        f"A {s.burst_s:g} s burst at the busiest moment: absorbable without shedding up to "
+        f"{absorbable} the traffic, TTFT SLOs broken from {overload}; target: under {target} of "
+        "the absorbable burst shed."
+    )
+    _table(
+        [
+            {
+                "margin (× TTFT budget)": m.margin,
+                "absorbable burst shed (%)": m.burst_shed_share * 100.0,
+                "overload shed (%)": m.overload_shed_share * 100.0,
+                "overload TTFT met": m.overload_ttft_met,
+            }
+            for m in s.margins
+        ]
+    )
 
 
 st.title("Fleet plans")
