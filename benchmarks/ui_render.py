@@ -53,7 +53,7 @@ from slotune.collector.store import (
 )
 from slotune.collector.summary import summarize
 
-PAGES = Path(__file__).resolve().parents[1] / "ui" / "app" / "pages"
+PAGES = Path(__file__).resolve().parents[1] / "ui" / "app" / "screens"
 BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, math.inf)
 LATENCIES = {"ttft": 0.15, "itl": 0.02, "tpot": 0.025, "e2e": 4.0}  # median seconds
 COUNTERS = ("e2e_count", "generation_tokens", "prompt_tokens", "preemptions")

@@ -8,7 +8,9 @@ import streamlit as st
 
 from slotune.ui.app._common import login_required
 
-PAGES = Path(__file__).parent / "pages"
+# Not "pages/": Streamlit would also build its automatic navigation from a folder of that
+# name next to the main script, and a deep link's first load would show that one.
+PAGES = Path(__file__).parent / "screens"
 
 st.set_page_config(page_title="slotune", page_icon=":material/speed:", layout="wide")
 if login_required() and not st.user.get("is_logged_in"):

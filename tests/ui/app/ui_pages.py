@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-PAGES = Path(__file__).resolve().parents[3] / "ui" / "app" / "pages"
+PAGES = Path(__file__).resolve().parents[3] / "ui" / "app" / "screens"
 
 # run_page("fleet", url, read_only=False, query={...}) -> the page run once
 RunPage = Callable[..., AppTest]
