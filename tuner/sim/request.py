@@ -119,6 +119,8 @@ class RequestState:
     num_hashed_blocks: int = 0
     block_ids: list[int] = field(default_factory=list)
     was_scheduled: bool = False
+    # Order the engine received it in: breaks ties of equal priority and arrival time.
+    arrival_order: int = 0
 
     @property
     def request_id(self) -> str:

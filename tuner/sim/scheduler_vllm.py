@@ -25,8 +25,10 @@ from slotune.tuner.sim.request import RequestState, RequestStatus
 from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
 
 
-def _priority_key(state: RequestState) -> tuple[int, float]:
-    return (state.request.priority, state.request.arrival_s)
+def _priority_key(state: RequestState) -> tuple[int, float, int]:
+    # Equal priority and arrival: the later-received request yields (without it two such
+    # requests that cannot fit together would preempt each other forever).
+    return (state.request.priority, state.request.arrival_s, state.arrival_order)
 
 
 class VllmScheduler(Scheduler):
@@ -43,8 +45,11 @@ class VllmScheduler(Scheduler):
         self.max_partial = config.max_num_partial_prefills
         self.max_long_partial = config.max_long_partial_prefills
         self.is_priority = config.scheduling_policy == "priority"
+        self._num_received = 0
 
     def add(self, state: RequestState) -> None:
+        self._num_received += 1
+        state.arrival_order = self._num_received
         if self.is_priority:
             bisect.insort(self.waiting, state, key=_priority_key)
         else:
