@@ -8,15 +8,24 @@ import time
 from pathlib import Path
 
 import optuna
+import pytest
 from _tools import SLOTUNE
 from optuna.trial import TrialState
 
+from slotune.collector.errors import EngineConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import upgrade
 from slotune.collector.workload import named_workload, retime
 from slotune.tuner.backends import BackendKind
 from slotune.tuner.backends.attach import AttachBackend
-from slotune.tuner.backends.launch import EngineProcess, LaunchBackend, failure_reason, free_port
+from slotune.tuner.backends.base import TrialFailed
+from slotune.tuner.backends.launch import (
+    EngineProcess,
+    LaunchBackend,
+    failure_reason,
+    free_port,
+    render_command,
+)
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.studies import RunOptions, export_study, resume_study, show_study
@@ -219,3 +228,18 @@ time.sleep(600)
     while engines_left() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert engines_left() == []
+
+
+def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(monkeypatch):
+    monkeypatch.setattr("slotune.tuner.backends.launch.installed_vllm_version", lambda: "0.33.0")
+    template = "vllm serve {hf_model} --port {port} --max-num-partial-prefills 2 {engine_args}"
+    with pytest.raises(EngineConfigError, match="unrecognized arguments: --max-num-partial"):
+        render_command(template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args="")
+    backend = LaunchBackend(template, engine="vllm", model="llama-3.1-8b", gpu="h100-sxm")
+    with pytest.raises(TrialFailed, match=r"vLLM 0\.33\.0 has no such flag"):
+        backend.argv({}, 1, Path("/nonexistent"))
+    # the emulated engine and older releases keep the flag
+    monkeypatch.setattr("slotune.tuner.backends.launch.installed_vllm_version", lambda: "0.10.0")
+    assert "--max-num-partial-prefills" in render_command(
+        template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
+    )

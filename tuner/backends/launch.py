@@ -24,6 +24,7 @@ summary is in real-GPU seconds and comparable to the SLOs and to the simulator.
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import json
 import os
 import re
@@ -46,7 +47,7 @@ from slotune.collector.agent.snapshot import scrape_snapshot
 from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
 from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.runner import run_benchmark
-from slotune.collector.errors import ConfigError, SourceError
+from slotune.collector.errors import ConfigError, EngineConfigError, SourceError
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
@@ -55,7 +56,7 @@ from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.gpu_slots import GpuSlot
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import TrtllmConfig, config_from_params
-from slotune.tuner.sim.flags import extra_llm_api_options, to_argv
+from slotune.tuner.sim.flags import check_vllm_flags, extra_llm_api_options, to_argv
 from slotune.tuner.space import Value
 from slotune.tuner.steady import with_queue_growth
 
@@ -122,7 +123,18 @@ def render_command(
         raise ConfigError(
             "--command is empty; e.g. 'vllm serve {hf_model} --port {port} {engine_args}'"
         )
+    vllm_version = installed_vllm_version()
+    if Path(argv[0]).name == "vllm" and vllm_version is not None:
+        check_vllm_flags(argv[1:], vllm_version)
     return argv
+
+
+def installed_vllm_version() -> str | None:
+    """The release of the vLLM installed beside slotune, None when there is none."""
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def write_trace(trace: Trace, path: Path) -> None:
@@ -336,7 +348,7 @@ class LaunchBackend(Backend):
             return render_command(
                 self.command, model=self.model, gpu=self.gpu, port=port, engine_args=engine_args
             )
-        except ConfigError as e:
+        except (ConfigError, EngineConfigError) as e:
             raise TrialFailed(str(e)) from e
 
     @contextmanager
