@@ -136,6 +136,29 @@ class Infeasibility:
 
 
 @dataclass(frozen=True, slots=True)
+class StudyListing:
+    """One stored study as ``slotune tune list`` shows it: status and headline result."""
+
+    name: str
+    status: str
+    backend: str
+    engine: str
+    model: str
+    gpu: str
+    workload: str
+    objective: str
+    slos: tuple[str, ...]
+    trials: int | None
+    best_value: float | None
+    gain: float | None
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``slotune tune list --json``."""
+        return dataclasses.asdict(self) | {"slos": list(self.slos)}
+
+
+@dataclass(frozen=True, slots=True)
 class StudyReport:
     """What a study found (see the module docstring)."""
 

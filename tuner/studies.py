@@ -32,7 +32,7 @@ from slotune.tuner.prescreen import (
     seed_study,
     trials_to_reach,
 )
-from slotune.tuner.report import StudyReport, study_report
+from slotune.tuner.report import StudyListing, StudyReport, study_report
 from slotune.tuner.robustness import recheck
 from slotune.tuner.study import (
     ProgressFn,
@@ -240,7 +240,7 @@ def export_study(name: str, url: str | None, fmt: str) -> str:
     )
 
 
-def list_studies_report(url: str | None) -> list[dict[str, Any]]:
+def list_studies_report(url: str | None) -> list[StudyListing]:
     """Every stored study, newest first, with its status and headline result."""
     store = open_store(url)
     try:
@@ -248,21 +248,21 @@ def list_studies_report(url: str | None) -> list[dict[str, Any]]:
         for info in list_studies(store):
             result = dict(info.result)
             out.append(
-                {
-                    "name": info.name,
-                    "status": str(info.status),
-                    "backend": info.backend,
-                    "engine": info.engine,
-                    "model": info.model,
-                    "gpu": info.gpu,
-                    "workload": info.workload,
-                    "objective": info.objective,
-                    "slos": list(info.slos),
-                    "trials": result.get("trials"),
-                    "best_value": (result.get("best") or {}).get("value"),
-                    "gain": result.get("gain"),
-                    "created_at": info.created_at,
-                }
+                StudyListing(
+                    name=info.name,
+                    status=str(info.status),
+                    backend=info.backend,
+                    engine=info.engine,
+                    model=info.model,
+                    gpu=info.gpu,
+                    workload=info.workload,
+                    objective=info.objective,
+                    slos=tuple(info.slos),
+                    trials=result.get("trials"),
+                    best_value=(result.get("best") or {}).get("value"),
+                    gain=result.get("gain"),
+                    created_at=info.created_at,
+                )
             )
         return out
     finally:

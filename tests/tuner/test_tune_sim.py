@@ -78,7 +78,7 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
     assert info is not None and info.status == "complete" and info.result["trials"] == 4
     assert show_study("s", db).to_dict()["best"] == best
     assert export_study("s", db, "vllm").startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
-    assert [s["name"] for s in list_studies_report(db)] == ["s"]
+    assert [s.name for s in list_studies_report(db)] == ["s"]
 
 
 def test_prescreen_seeds_the_study_with_simulated_best(db):

@@ -37,7 +37,7 @@ def db(sqlite_url: str) -> str:
 
 
 def stored_studies(db: str) -> list[str]:
-    return study_names(db) + [r["name"] for r in list_studies_report(db)]
+    return study_names(db) + [r.name for r in list_studies_report(db)]
 
 
 @pytest.mark.parametrize(

@@ -239,23 +239,23 @@ def list_command(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
     rows = run(list_studies_report, db_url(ctx))
     if as_json:
-        print_json(rows)
+        print_json([r.to_dict() for r in rows])
         return
     table = Table(
         "name", "status", "backend", "engine", "model", "gpu", "objective", "trials", "best", "gain"
     )
     for r in rows:
         table.add_row(
-            r["name"],
-            r["status"],
-            r["backend"],
-            r["engine"],
-            r["model"],
-            r["gpu"],
-            r["objective"],
-            str(r["trials"] or 0),
-            _num(r["best_value"]),
-            _gain(r["gain"]),
+            r.name,
+            r.status,
+            r.backend,
+            r.engine,
+            r.model,
+            r.gpu,
+            r.objective,
+            str(r.trials or 0),
+            _num(r.best_value),
+            _gain(r.gain),
         )
     console.print(table)
 

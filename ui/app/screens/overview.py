@@ -3,12 +3,11 @@ latest study's best vs default."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from slotune.collector.store import Store
 from slotune.collector.views import Overview, SLOState, overview
+from slotune.tuner.report import StudyListing
 from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
 
@@ -19,7 +18,7 @@ def _overview(_store: Store, url: str | None) -> Overview:
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def _latest_study(url: str | None) -> dict[str, Any] | None:
+def _latest_study(url: str | None) -> StudyListing | None:
     from slotune.tuner import list_studies_report
 
     studies = list_studies_report(url)
@@ -47,12 +46,12 @@ def live() -> None:
     if study is None:
         cols[3].metric("Latest study", "none")
     else:
-        gain = study.get("gain")
+        gain = study.gain
         cols[3].metric(
-            f"Latest study: {study['name']}",
+            f"Latest study: {study.name}",
             "-" if gain is None else f"{gain:.2f}× default",
         )
-        cols[3].caption(f"{study['status']}, {study['objective']}, {study['trials'] or 0} trials")
+        cols[3].caption(f"{study.status}, {study.objective}, {study.trials or 0} trials")
     if not o.num_targets and not o.slos:
         st.info(
             "The store is empty: start an agent (`slotune agent`), declare SLOs "
@@ -76,16 +75,16 @@ def live() -> None:
         st.write("No alert is firing.")
     if study is not None:
         st.subheader("Latest study")
-        best = study["best_value"]
-        gain = study["gain"]
+        best = study.best_value
+        gain = study.gain
         st.write(
-            f"**{study['name']}** ({study['engine']} {study['model']} on {study['gpu']}, "
-            f"SLOs {', '.join(study['slos'])}): best {study['objective']} "
+            f"**{study.name}** ({study.engine} {study.model} on {study.gpu}, "
+            f"SLOs {', '.join(study.slos)}): best {study.objective} "
             + ("-" if best is None else f"{best:.3g}")
             + ", gain over the default "
             + ("-" if gain is None else f"{gain:.2f}×")
         )
-        st.markdown(f"[Open it on the Tuning page](tuning?study={study['name']})")
+        st.markdown(f"[Open it on the Tuning page](tuning?study={study.name})")
 
 
 live()

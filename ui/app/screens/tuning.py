@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
 from slotune.collector.workload import NAMED_WORKLOADS
 from slotune.tuner.dashboard import StudyFigures, study_figures
+from slotune.tuner.report import StudyListing
 from slotune.tuner.worker import (
     StudyForm,
     WorkerView,
@@ -37,7 +38,7 @@ UPLOAD = "(upload a trace)"
 
 
 @st.cache_data(ttl=LIVE_S, show_spinner=False)
-def _studies(url: str | None) -> list[dict[str, Any]]:
+def _studies(url: str | None) -> list[StudyListing]:
     from slotune.tuner import list_studies_report
 
     return list_studies_report(url)
@@ -262,7 +263,7 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
     def live() -> None:
         with guarded():
             report = _report(db_url(), name)
-        status = next((s["status"] for s in _studies(db_url()) if s["name"] == name), "?")
+        status = next((s.status for s in _studies(db_url()) if s.name == name), "?")
         st.caption(
             f"{report['engine']} {report['model']} on {report['gpu']} ({report['backend']} backend), "
             f"workload {report['workload']}, SLOs {', '.join(report['slos'])}, "
@@ -321,25 +322,25 @@ if not studies:
 st.dataframe(
     [
         {
-            "name": x["name"],
-            "status": x["status"],
-            "worker": views[x["name"]].state if x["name"] in views else "-",
-            "backend": x["backend"],
-            "engine": x["engine"],
-            "model": x["model"],
-            "gpu": x["gpu"],
-            "objective": x["objective"],
-            "trials": x["trials"],
-            "best": x["best_value"],
-            "gain": x["gain"],
-            "created": when(x["created_at"]),
+            "name": x.name,
+            "status": x.status,
+            "worker": views[x.name].state if x.name in views else "-",
+            "backend": x.backend,
+            "engine": x.engine,
+            "model": x.model,
+            "gpu": x.gpu,
+            "objective": x.objective,
+            "trials": x.trials,
+            "best": x.best_value,
+            "gain": x.gain,
+            "created": when(x.created_at),
         }
         for x in studies
     ],
     hide_index=True,
     column_config={"gain": st.column_config.NumberColumn("gain over default", format="%.2f×")},
 )
-names = [x["name"] for x in studies]
+names = [x.name for x in studies]
 name = query_choice("study", names, names[0])
 name = st.selectbox("Study", names, index=names.index(name))
 set_query("study", name)
