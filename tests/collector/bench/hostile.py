@@ -159,6 +159,10 @@ class HostileServer:
             while True:
                 writer.write(_TOKEN * 64)
                 await writer.drain()
+                # drain() does not yield while the client keeps up: without this the loop
+                # would starve the server's other connections (and, holding the GIL, the
+                # client too)
+                await asyncio.sleep(0)
 
     def stop(self) -> None:
         async def shut() -> None:
