@@ -282,7 +282,9 @@ def _capacities(spec: StudySpec, report: StudyReport, say: Callable[[str], None]
     slos = tuple(parse_slos(spec.slos))
     sim = TrialRunner(
         SimBackend(spec.engine, spec.model, spec.gpu),
-        WorkloadPlan(plan.trace, spec.rate),
+        # with the whole workload behind it, so a run that did not reach steady state is
+        # run again on more requests instead of reporting a capacity 40 requests cannot hold
+        WorkloadPlan(plan.trace, spec.rate, plan.source),
         slos,
         ObjectiveKind.CAPACITY,
     )
@@ -293,7 +295,10 @@ def _capacities(spec: StudySpec, report: StudyReport, say: Callable[[str], None]
         attainment: list[dict[str, Any]] = []
         if rate > 0:
             emulated = TrialRunner(
-                make_backend(spec), WorkloadPlan(plan.trace, rate), slos, ObjectiveKind.GOODPUT
+                make_backend(spec),
+                WorkloadPlan(plan.trace, rate, plan.source),
+                slos,
+                ObjectiveKind.GOODPUT,
             ).measure(config)
             confirmed = emulated.is_feasible
             attainment = list((emulated.summary or {}).get("slo_attainment", []))
