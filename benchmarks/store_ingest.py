@@ -43,33 +43,10 @@ from slotune.collector.store import (
     upgrade,
     write_samples,
 )
+from slotune.tuner.sim.emulate.vllm_metrics import TTFT_BUCKETS_S
 
 FAMILY = "vllm:time_to_first_token_seconds"
-# vLLM V1's TTFT buckets (vllm/v1/metrics/loggers.py).
-BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
+BUCKETS = TTFT_BUCKETS_S  # vLLM V1's TTFT buckets, as the emulated engine exposes them
 LES = (*(f"{b:g}" for b in BUCKETS), "+Inf")
 SCRAPE_S = 5.0
 DAY_S = 86400.0

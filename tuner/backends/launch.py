@@ -123,9 +123,10 @@ def render_command(
         raise ConfigError(
             "--command is empty; e.g. 'vllm serve {hf_model} --port {port} {engine_args}'"
         )
-    vllm_version = installed_vllm_version()
-    if Path(argv[0]).name == "vllm" and vllm_version is not None:
-        check_vllm_flags(argv[1:], vllm_version)
+    if Path(argv[0]).name == "vllm":
+        vllm_version = installed_vllm_version()
+        if vllm_version is not None:
+            check_vllm_flags(argv[1:], vllm_version)
     return argv
 
 
