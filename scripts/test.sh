@@ -5,18 +5,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real servers and tools the tests start themselves: PostgreSQL (initdb/pg_ctl),
-# Prometheus/promtool and headless Chromium (the dashboard's browser test).
+# Prometheus/promtool, Alertmanager and headless Chromium (the dashboard's browser test).
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 command -v prometheus >/dev/null || missing+=(prometheus)
 command -v promtool >/dev/null || missing+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
 command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
     sudo_cmd=()
     [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-    "${sudo_cmd[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
-        $(printf '%s\n' "${missing[@]}" | sort -u)
+    # Another apt-get (an unattended upgrade, a second job) may hold the dpkg lock: wait for it
+    # for up to 10 minutes instead of failing at once.
+    apt_wait=(-o DPkg::Lock::Timeout=600)
+    "${sudo_cmd[@]}" apt-get "${apt_wait[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get "${apt_wait[@]}" install -y -qq \
+        --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u)
 fi
 
 python3 -m venv .venv
