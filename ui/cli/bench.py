@@ -143,6 +143,10 @@ def bench(
     name: Annotated[str | None, typer.Option(help="Run name in the store.")] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the run.")] = False,
     save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")] = None,
+    requests_out: Annotated[
+        Path | None,
+        typer.Option(help="Write the measured requests as JSONL (sim calibrate --observed)."),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Run a benchmark (subcommands: compare, list)."""
@@ -202,6 +206,10 @@ def bench(
     result = run(run_benchmark, config, progress=not json, refuse_over_context=True)
     run_id = None if no_store else run(save_run, db_url(ctx), result, name)
     _emit(result.to_dict(with_records=True), save)
+    if requests_out is not None:
+        from slotune.collector.observed import write_observed
+
+        run(write_observed, result.records, requests_out)
     if json:
         print_json({**result.to_dict(), "run_id": run_id})
     else:
