@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,13 +31,10 @@ from prometheus_client.openmetrics.parser import (
 )
 
 from slotune.collector.agent.base import Family, Labels, MetricType, Sample, SkippedLine
+from slotune.collector.agent.sampleline import NAME, NOT_A_SAMPLE, scan_sample_line
 from slotune.collector.errors import SourceError
 
-_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_SAMPLE_RE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+)?))?\s*$")
-_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
-_COMMENT_RE = re.compile(rf"^#\s*(TYPE|HELP)\s+({_NAME})(?:\s+(.*))?$")
-_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+_COMMENT_RE = re.compile(rf"#\s*+(TYPE|HELP)\s++({NAME})(?:\s++(.*))?$")
 _TYPES = {
     "counter": MetricType.COUNTER,
     "gauge": MetricType.GAUGE,
@@ -54,6 +52,10 @@ _SUFFIXES = {
     MetricType.GAUGE: ("_info",),
 }
 _MAX_REPORTED_LINE = 200
+# Real series lines are a few hundred characters; longer ones are parsed but not remembered,
+# so a target serving new long lines at each scrape cannot grow the caches without bound.
+_MAX_CACHED_LINE = 1024
+_LINES_PER_CLOCK_CHECK = 256
 _NOT_A_VALUE: tuple[str, Labels] = ("", ())  # cached head of a ``_created`` line
 
 
@@ -97,29 +99,41 @@ class PromTextParser:
         self._last_result: ParseResult | None = None
         self._last_families: dict[str, Family] = {}
 
-    def parse(self, text: str, *, content_type: str = "", source: str = "response") -> ParseResult:
+    def parse(
+        self,
+        text: str,
+        *,
+        content_type: str = "",
+        source: str = "response",
+        deadline: float | None = None,
+    ) -> ParseResult:
         """Parse a Prometheus text (0.0.4) or OpenMetrics body.
 
         Args:
             text: the body.
             content_type: the HTTP Content-Type, used to recognise OpenMetrics.
             source: where the body came from (a URL or file name), for error messages.
+            deadline: a ``time.monotonic()`` instant past which parsing stops (the scrape's
+                time budget); None parses to the end.
 
         Returns:
             The families and the skipped lines.
 
         Raises:
-            SourceError: the body has lines but none of them is a metric sample.
+            SourceError: the body has lines but none of them is a metric sample, or the
+                deadline passed.
         """
         # An idle engine serves the same body scrape after scrape: same body, same result.
         if self._last_result is not None and self._last_body == (text, content_type):
             return self._last_result
-        flat = _flat_from_client(text) if is_openmetrics(text, content_type) else None
+        clock = _Deadline(deadline, source)
+        openmetrics = is_openmetrics(text, content_type)
+        flat = _flat_from_client(text, clock) if openmetrics else None
         if flat is None:
             if len(self._heads) + len(self._comments) > self._MAX_CACHED:
                 self._heads.clear()
                 self._comments.clear()
-            flat = _flat_line_by_line(text, self._heads, self._comments)
+            flat = _flat_line_by_line(text, self._heads, self._comments, openmetrics, clock)
         if not flat.samples and flat.skipped:
             first = flat.skipped[0]
             raise SourceError(
@@ -150,11 +164,28 @@ def reuse_unchanged(families: tuple[Family, ...], last: dict[str, Family]) -> tu
     return tuple(out)
 
 
-def _flat_from_client(text: str) -> _Flat | None:
+class _Deadline:
+    """Stops a parse that outlasts its scrape's time budget (checked every few lines)."""
+
+    def __init__(self, deadline: float | None, source: str) -> None:
+        self.deadline = deadline
+        self.source = source
+
+    def check(self, line_no: int) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise SourceError(
+                f"parsing {self.source} outlasted the scrape timeout (stopped at line "
+                f"{line_no}); the target serves an exposition too large or too slow to read: "
+                "check it, or raise its scrape_timeout"
+            )
+
+
+def _flat_from_client(text: str, clock: _Deadline) -> _Flat | None:
     """Parse OpenMetrics with prometheus_client; None when it refuses the body."""
     flat = _Flat({}, {}, {}, [])
     try:
         for fam in openmetrics_families(text):  # type: ignore[no-untyped-call]
+            clock.check(0)
             kind = _TYPES.get(fam.type, MetricType.UNKNOWN)
             if kind is not MetricType.UNKNOWN:
                 flat.types[fam.name] = kind
@@ -164,6 +195,8 @@ def _flat_from_client(text: str) -> _Flat | None:
                 flat.helps[fam.name] = fam.documentation
             for s in fam.samples:
                 _add(flat, s.name, tuple(sorted(s.labels.items())), float(s.value))
+    except SourceError:
+        raise
     except Exception:
         return None
     return flat
@@ -173,10 +206,14 @@ def _flat_line_by_line(
     text: str,
     heads: dict[str, tuple[str, Labels]],
     comments: dict[str, tuple[str, str, str] | None],
+    openmetrics: bool,
+    clock: _Deadline,
 ) -> _Flat:
     flat = _Flat({}, {}, {}, [])
     samples = flat.samples
     for line_no, raw_line in enumerate(text.splitlines(), start=1):
+        if not line_no % _LINES_PER_CLOCK_CHECK:
+            clock.check(line_no)
         line = raw_line.strip()
         if not line:
             continue
@@ -193,7 +230,7 @@ def _flat_line_by_line(
                 continue
             except ValueError:
                 pass  # the slow path names the problem
-        reason = _sample_line(flat, line, heads)
+        reason = _sample_line(flat, line, heads, openmetrics)
         if reason:
             flat.skipped.append(SkippedLine(line_no, line[:_MAX_REPORTED_LINE], reason))
     return flat
@@ -204,9 +241,9 @@ def _comment(flat: _Flat, line: str, comments: dict[str, tuple[str, str, str] | 
         parsed = comments[line]
     else:
         m = _COMMENT_RE.match(line)
-        parsed = comments[line] = (
-            (m.group(1), m.group(2), (m.group(3) or "").strip()) if m else None
-        )
+        parsed = (m.group(1), m.group(2), (m.group(3) or "").strip()) if m else None
+        if len(line) <= _MAX_CACHED_LINE:
+            comments[line] = parsed
     if parsed is None:
         return
     keyword, name, rest = parsed
@@ -218,42 +255,37 @@ def _comment(flat: _Flat, line: str, comments: dict[str, tuple[str, str, str] | 
         flat.helps[name] = rest
 
 
-def _sample_line(flat: _Flat, line: str, heads: dict[str, tuple[str, Labels]]) -> str:
+def _sample_line(
+    flat: _Flat, line: str, heads: dict[str, tuple[str, Labels]], openmetrics: bool
+) -> str:
     """Add one sample line; return why it was skipped, or '' when it was added."""
-    m = _SAMPLE_RE.match(line)
-    if not m:
-        if line.strip(".") == "":
+    parts = scan_sample_line(line, openmetrics=openmetrics)
+    if isinstance(parts, str):
+        if parts == NOT_A_SAMPLE and line.strip(".") == "":
             return "is an elision ('...') from a documentation excerpt, not a sample"
-        return "is not '<name>{labels} <value>'"
-    name, label_text, value_text = m.group(1), m.group(2), m.group(3)
-    labels = _parse_labels(label_text) if label_text else ()
-    if labels is None:
-        return "has malformed labels"
+        return parts
     try:
-        value = float(value_text)
+        value = float(parts.value)
     except ValueError:
-        return f"has a value {value_text!r} that is not a number"
-    value_at = m.start(3)
+        return f"has a value {parts.value[:40]!r} that is not a number"
+    if parts.timestamp and not is_finite_number(parts.timestamp):
+        return f"has a timestamp {parts.timestamp[:40]!r} that is not a finite number"
+    name = parts.name
     is_value = not name.endswith("_created")  # creation timestamps are not values
-    if m.group(4) is None and line[value_at - 1] == " ":
+    if not parts.timestamp and line[parts.value_at - 1] == " " and len(line) <= _MAX_CACHED_LINE:
         # what rpartition(" ") yields for this line next time: name and labels
-        heads[line[: value_at - 1]] = (name, labels) if is_value else _NOT_A_VALUE
+        heads[line[: parts.value_at - 1]] = (name, parts.labels) if is_value else _NOT_A_VALUE
     if is_value:
-        flat.samples[(name, labels)] = value
+        flat.samples[(name, parts.labels)] = value
     return ""
 
 
-def _parse_labels(text: str) -> Labels | None:
-    pairs: dict[str, str] = {}
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _LABEL_RE.match(text, pos)
-        if not m:
-            return None
-        pairs[m.group(1)] = re.sub(r"\\[\\\"n]", lambda e: _ESCAPES[e.group(0)], m.group(2))
-        pos = m.end()
-    return tuple(sorted(pairs.items()))
+def is_finite_number(text: str) -> bool:
+    """Whether ``text`` reads as a finite number (a timestamp must be one)."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _add(flat: _Flat, name: str, labels: Labels, value: float) -> None:
