@@ -12,6 +12,12 @@ MB) whatever the file size.
   top-level object's other keys: the standard library's ``raw_decode``, one value at a time.
   Every error message (truncated file, bad JSON, a field of the wrong type) comes from here.
 
+What real profilers write is read as they write it: roctracer's numbers written as strings
+(``"bytes": "9216"``) are numbers. What none writes is refused with the character it is at:
+NaN and Infinity (not JSON), ids past int64, times past 1e18 µs, numbers past Python's digit
+limit, nesting past its recursion limit, lone surrogate escapes, and values over 64 Mi
+characters.
+
 Measured on 20 MB of the replicated shared trace (CPU time, best of 3): this reader 462 MB/s,
 ``ijson.items`` on its C backend 99 MB/s, ``json.load`` of the whole file 60 MB/s (see
 docs/diagnose.md for the whole analysis at 1 GB).
@@ -27,10 +33,11 @@ import gzip
 import io
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
 import msgspec
 
@@ -48,16 +55,24 @@ class TraceFileError(ConfigError):
     """A trace file that cannot be analysed; the message names the file and what is missing."""
 
 
+# Ids are stored in int64 columns; times are µs, bounded so that ``ts + dur`` stays finite and
+# exact to the µs (1e18 µs is 31,700 years); other figures need only be finite. The bounds also
+# refuse NaN and infinity.
+Id = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Micros = Annotated[float, msgspec.Meta(ge=-1e18, le=1e18)]
+Finite = Annotated[float, msgspec.Meta(ge=-1.7e308, le=1.7e308)]
+
+
 class RawArgs(msgspec.Struct, frozen=True, gc=False):
     """The ``args`` of an event that the analyses read."""
 
-    correlation: int | None = None
-    device: int | None = None
-    bytes: float = 0.0
+    correlation: Id | None = None
+    device: Id | None = None
+    bytes: Finite = 0.0
     # Joins a CPU operator to the kernels it launched; the operator carries its FLOP count
     # when the profiler ran with_flops=True.
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    flops: float = 0.0
+    external_id: Id | None = msgspec.field(default=None, name="External id")
+    flops: Finite = 0.0
 
 
 class RawEvent(msgspec.Struct, frozen=True, gc=False):
@@ -70,10 +85,14 @@ class RawEvent(msgspec.Struct, frozen=True, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    ts: float = 0.0
-    dur: float = 0.0
-    pid: int | str = 0
+    ts: Micros = 0.0
+    dur: Micros = 0.0
+    pid: Id | str = 0
     args: RawArgs | None = None
+
+
+class _NotJSON(ValueError):
+    """A constant (NaN, Infinity) that Python's decoder accepts and JSON does not."""
 
 
 class TraceStream:
@@ -82,8 +101,10 @@ class TraceStream:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.metadata: dict[str, Any] = {}
-        self._decode = json.JSONDecoder().raw_decode
-        self._load_list = msgspec.json.Decoder(list[RawEvent]).decode
+        self._decode = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode
+        # strict=False: numbers written as strings are read as numbers (roctracer writes
+        # ``"bytes": "9216"``); anything else of the wrong type is still refused.
+        self._load_list = msgspec.json.Decoder(list[RawEvent], strict=False).decode
         self._buf = ""
         self._pos = 0
         self._consumed = 0  # characters dropped from the buffer's front
@@ -184,11 +205,22 @@ class TraceStream:
 
     def _event(self, item: dict[str, Any], offset: int) -> RawEvent:
         try:
-            return msgspec.convert(item, RawEvent)
+            event = msgspec.convert(item, RawEvent, strict=False)
+            # msgspec's own decoder refuses lone surrogates; Python's keeps them in strings.
+            for text in (event.ph, event.cat, event.name, event.pid):
+                if isinstance(text, str):
+                    text.encode()
+            return event
         except msgspec.ValidationError as e:
             raise TraceFileError(
                 f"{self.path}: the event at character {offset:,} has a field of the wrong type "
-                f"({e}); re-export the trace"
+                f"or out of range ({e}); re-export the trace"
+            ) from e
+        except UnicodeEncodeError as e:
+            raise TraceFileError(
+                f"{self.path}: the event at character {offset:,} holds a string that is not "
+                f"Unicode (a lone surrogate escape {e.object[e.start : e.end]!r}); no profiler "
+                "writes one: re-export the trace"
             ) from e
 
     def _fill(self, f: TextIO) -> bool:
@@ -227,8 +259,22 @@ class TraceStream:
                 return value
             except json.JSONDecodeError as e:
                 # Most often the value runs past the buffer: read more and retry.
-                if len(self._buf) - self._pos > _MAX_VALUE_CHARS or not self._fill(f):
+                if len(self._buf) - self._pos > _MAX_VALUE_CHARS:
+                    self._refuse(_oversized(e))
+                if not self._fill(f):
                     self._fail("a complete JSON value", _runs_to_end(self._buf, e))
+            except _NotJSON as e:
+                self._refuse(f"{e} is not JSON (a profiler writes finite numbers)")
+            except RecursionError:
+                self._refuse("a value nested deeper than Python's JSON reader can follow")
+            except ValueError:  # int(): past Python's limit on the digits it converts
+                self._refuse(f"a number of more than {sys.get_int_max_str_digits():,} digits")
+
+    def _refuse(self, what: str) -> Any:
+        raise TraceFileError(
+            f"{self.path}: at character {self._consumed + self._pos:,}: {what}; pass the "
+            "profiler's .json or .json.gz export"
+        )
 
     def _fail(self, what: str, truncated: bool | None = None) -> Any:
         offset = self._consumed + self._pos
@@ -244,6 +290,18 @@ class TraceStream:
             f"{self.path}: not valid JSON at character {offset:,} (expected {what}, found "
             f"{near!r}); pass the profiler's .json or .json.gz export"
         )
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotJSON(name)
+
+
+def _oversized(error: json.JSONDecodeError) -> str:
+    what = "a string" if error.msg.startswith("Unterminated string") else "a value"
+    return (
+        f"{what} longer than {_MAX_VALUE_CHARS:,} characters (a profiler event is at most a few "
+        "KB), so this is no profiler trace or the file is corrupt"
+    )
 
 
 def _runs_to_end(buf: str, error: json.JSONDecodeError) -> bool:

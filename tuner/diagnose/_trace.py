@@ -18,7 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
+from typing import Annotated
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -26,6 +28,7 @@ from slotune.tuner.diagnose._reader import RawArgs, RawEvent, TraceFileError, Tr
 
 KNOWN_SCHEMA_VERSIONS = (1,)
 _STEP_PREFIX = "ProfilerStep#"
+_MAX_RANKS = 1 << 20
 
 
 class OpKind(IntEnum):
@@ -281,7 +284,7 @@ def _check_file(stream: TraceStream, num_gpu_events: int, num_correlated: int) -
     path, meta = stream.path, stream.metadata
     version = meta.get("schemaVersion")
     if version not in KNOWN_SCHEMA_VERSIONS:
-        found = "no schemaVersion" if version is None else f"schemaVersion {version!r}"
+        found = "no schemaVersion" if version is None else f"schemaVersion {version!r:.40}"
         raise TraceFileError(
             f"{path}: unknown profiler version ({found}); slotune reads Kineto traces with "
             f"schemaVersion {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))} (torch.profiler exports)"
@@ -297,11 +300,21 @@ def _check_file(stream: TraceStream, num_gpu_events: int, num_correlated: int) -
             "be joined to kernels; export the trace with torch.profiler (Kineto) and CUPTI/roctracer"
         )
     dist = meta.get("distributedInfo")
-    dist = dist if isinstance(dist, dict) else {}
-    rank, world = dist.get("rank"), dist.get("world_size")
-    return _FileCheck(
-        int(rank) if rank is not None else None, int(world) if world is not None else None
-    )
+    try:
+        info = msgspec.convert(dist if isinstance(dist, dict) else {}, _DistInfo, strict=False)
+    except msgspec.ValidationError as e:
+        raise TraceFileError(
+            f"{path}: distributedInfo is not what torch.distributed writes ({e}: rank and "
+            "world_size are whole numbers, rank from 0, world_size from 1); re-export the trace"
+        ) from e
+    return _FileCheck(info.rank, info.world_size)
+
+
+class _DistInfo(msgspec.Struct, frozen=True):
+    """The fields of ``distributedInfo`` that place a file among the ranks of a run."""
+
+    rank: Annotated[int, msgspec.Meta(ge=0, le=_MAX_RANKS)] | None = None
+    world_size: Annotated[int, msgspec.Meta(ge=1, le=_MAX_RANKS)] | None = None
 
 
 def _freeze(

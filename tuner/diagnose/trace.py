@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from slotune.collector.errors import ConfigError
 from slotune.tuner.diagnose._findings import Finding, TuneContext
 from slotune.tuner.diagnose._kernels import KernelRow, category_totals, kernel_rows
 from slotune.tuner.diagnose._launch import LaunchStats, call_of_op, launch_stats
@@ -77,7 +78,10 @@ def diagnose_trace(
 
     Raises:
         TraceFileError: bad input (the message names the file and what is missing).
+        ConfigError: ``top`` below 0.
     """
+    if top < 0:
+        raise ConfigError(f"top {top}: the number of kernels to list is 0 or more")
     devices = load_trace(path)
     overall: TimeSplit | None = None
     windows: dict[str, TimeSplit] = {}

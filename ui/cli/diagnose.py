@@ -55,7 +55,7 @@ def trace(
     memset: Annotated[
         str, typer.Option(help="Count memset as 'compute' (as TraceLens) or 'separate'.")
     ] = "compute",
-    top: Annotated[int, typer.Option(help="Kernels to list.")] = 15,
+    top: Annotated[int, typer.Option(min=0, help="Kernels to list.")] = 15,
     html: Annotated[
         Path | None, typer.Option(help="Also write a standalone HTML report with a timeline.")
     ] = None,
