@@ -33,7 +33,7 @@ def _tokenizers() -> Any:
     except ImportError as e:
         raise ConfigError(
             "building the tiny model's tokenizer needs the 'tokenizers' package: "
-            "pip install tokenizers (or pip install 'slotune[test]')"
+            "pip install 'slotune[tiny-model]'"
         ) from e
     return tokenizers
 
