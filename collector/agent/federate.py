@@ -13,12 +13,14 @@ clock stamps what it read. Series of other exporters are left out.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from urllib.parse import urlencode, urlsplit
 
 from slotune.collector.agent.base import (
     Family,
     Fetcher,
+    Response,
     Sample,
     Scrape,
     ScrapePart,
@@ -26,6 +28,7 @@ from slotune.collector.agent.base import (
     Source,
     SourceKind,
 )
+from slotune.collector.agent.budget import current_deadline, off_loop
 from slotune.collector.agent.dcgm import DcgmSource
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import PromTextParser
@@ -70,15 +73,24 @@ class FederateSource(Source):
         self.parser = PromTextParser()
         # one source per upstream target, so each keeps its own memo of unchanged families
         self._sources: dict[str, PromTextSource] = {}
+        self._lock = threading.Lock()  # see PromTextSource
 
     async def collect(self, fetch: Fetcher) -> Scrape:
+        responses = [(url, await fetch.get(url)) for url in self.urls]
+        return await off_loop(self.read, responses)
+
+    def read(self, responses: list[tuple[str, Response]]) -> Scrape:
+        """Parse and split the bodies of one scrape (blocking: runs in a worker thread)."""
+        with self._lock:
+            return self._read(responses, current_deadline())
+
+    def _read(self, responses: list[tuple[str, Response]], deadline: float | None) -> Scrape:
         skipped: list[SkippedLine] = []
         groups: dict[tuple[str, str], dict[str, list[Sample]]] = {}
         types: dict[str, Family] = {}
-        for url in self.urls:
-            response = await fetch.get(url)
+        for url, response in responses:
             parsed = self.parser.parse(
-                response.text, content_type=response.content_type, source=url
+                response.text, content_type=response.content_type, source=url, deadline=deadline
             )
             skipped.extend(parsed.skipped)
             for fam in parsed.families:

@@ -8,12 +8,10 @@ from types import TracebackType
 import aiohttp
 
 from slotune.collector.agent.base import Response
+from slotune.collector.agent.budget import DEFAULT_BODY_SIZE_LIMIT, current_budget
 from slotune.collector.errors import SourceError
 from slotune.collector.redact import redact_url
 
-# Largest body a scrape reads (Prometheus' body_size_limit, which slotune sets for you):
-# a node with many GPUs exposes a few megabytes.
-MAX_BODY_BYTES = 64 << 20
 _MAX_MODEL_CHARS = 200
 _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
 
@@ -21,8 +19,11 @@ _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0
 class HttpFetcher:
     """An async context manager that GETs URLs with a per-request timeout.
 
+    Inside a scrape (:func:`~collector.agent.budget.scrape_budget`) a request gets what is
+    left of the scrape's timeout and the target's body size limit instead.
+
     Args:
-        timeout_s: limit for one request, connection included.
+        timeout_s: limit for one request, connection included, outside a scrape.
     """
 
     def __init__(self, timeout_s: float = 5.0) -> None:
@@ -50,20 +51,24 @@ class HttpFetcher:
         """GET ``url``; raise SourceError unless it answers 200 in time."""
         if self._session is None:
             raise RuntimeError("HttpFetcher used outside 'async with'")
+        budget = current_budget()
+        timeout_s = budget.timeout_s if budget else self.timeout_s
+        max_bytes = budget.max_body_bytes if budget else DEFAULT_BODY_SIZE_LIMIT
+        total_s = budget.remaining_s() if budget else self.timeout_s
         try:
-            async with self._session.get(url) as resp:
+            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=total_s)) as resp:
                 if resp.status != 200:
                     raise SourceError(
                         f"{redact_url(url)} answered HTTP {resp.status}; check the path "
                         "(engines serve /metrics) and that metrics are enabled"
                     )
-                body = await _read_capped(resp.content, url)
+                body = await _read_capped(resp.content, url, max_bytes)
                 text = body.decode(resp.charset or "utf-8", errors="replace")
                 return Response(text, resp.headers.get("Content-Type", ""))
         except TimeoutError:
             raise SourceError(
-                f"{redact_url(url)} did not answer within {self.timeout_s:g} s; check the "
-                "server's load or raise the scrape timeout"
+                f"{redact_url(url)} did not answer within {timeout_s:g} s; check the "
+                "server's load or raise its scrape_timeout"
             ) from None
         except aiohttp.ClientError as e:
             raise SourceError(
@@ -86,14 +91,23 @@ class HttpFetcher:
         return str(model)[:_MAX_MODEL_CHARS] if model else None
 
 
-async def _read_capped(content: aiohttp.StreamReader, url: str) -> bytes:
-    """The body, refused past MAX_BODY_BYTES (an endless or runaway exposition)."""
+async def _read_capped(content: aiohttp.StreamReader, url: str, max_bytes: int) -> bytes:
+    """The body, refused past ``max_bytes`` (an endless or runaway exposition)."""
     body = bytearray()
-    while chunk := await content.read(MAX_BODY_BYTES + 1 - len(body)):
+    while chunk := await content.read(max_bytes + 1 - len(body)):
         body += chunk
-        if len(body) > MAX_BODY_BYTES:
+        if len(body) > max_bytes:
             raise SourceError(
-                f"{redact_url(url)} answered more than {MAX_BODY_BYTES >> 20} MiB; an "
-                "exposition is kilobytes to a few megabytes: check the path"
+                f"{redact_url(url)} answered more than its body_size_limit of "
+                f"{format_bytes(max_bytes)}; an exposition is kilobytes to a few megabytes: "
+                "check the path, or raise the target's body_size_limit"
             )
     return bytes(body)
+
+
+def format_bytes(num_bytes: int) -> str:
+    """``64 MiB``, ``4 KiB`` or ``100 B``: a size as a user would write it."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if num_bytes >= 1 << shift:
+            return f"{num_bytes / (1 << shift):g} {unit}"
+    return f"{num_bytes} B"

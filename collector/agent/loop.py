@@ -1,8 +1,11 @@
 """The agent's scrape loop: every target on its own schedule, none able to stop another.
 
-- Each target runs in its own asyncio task: scrape with a timeout, stamp the samples with
-  the *agent's* clock (the time the scrape started), queue them for the store, hand the
-  scrape to the exporters, sleep until the next slot.
+- Each target runs in its own asyncio task: scrape within its ``scrape_timeout`` and
+  ``body_size_limit`` (:mod:`collector.agent.budget`: fetching on the event loop, parsing
+  and mapping in a worker thread, so a body that is slow to read fails its own target and
+  holds back no other), stamp the samples with the *agent's* clock (the time the scrape
+  started), queue them for the store, hand the scrape to the exporters, sleep until the
+  next slot.
 - ``up`` (1/0) and ``scrape_duration_seconds`` are stored per target on every attempt, like
   Prometheus does.
 - A target that fails is retried with exponential backoff (interval × 2, × 4, ... capped
@@ -25,6 +28,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from slotune.collector.agent.base import Scrape, Source
+from slotune.collector.agent.budget import scrape_budget
 from slotune.collector.agent.encode import DEFAULT_HEARTBEAT_S, SampleEncoder
 from slotune.collector.agent.fetch import HttpFetcher
 from slotune.collector.agent.registry import make_source
@@ -36,6 +40,9 @@ from slotune.collector.store import SampleIn
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BACKOFF_S = 60.0
+# What a scrape may run past its timeout before the loop gives up on it: the parser stops
+# itself at the deadline with a clearer reason, this only catches what does not.
+_GRACE_S = 0.5
 
 
 class TargetHealth(StrEnum):
@@ -110,9 +117,15 @@ class TargetRunner:
         scrape: Scrape | None = None
         error = ""
         try:
-            scrape = await asyncio.wait_for(self.source.collect(fetch), self.timeout_s)
+            with scrape_budget(self.timeout_s, self.spec.max_body_bytes):
+                scrape = await asyncio.wait_for(
+                    self.source.collect(fetch), self.timeout_s + _GRACE_S
+                )
         except TimeoutError:
-            error = f"no answer within {self.timeout_s:g} s"
+            error = (
+                f"the scrape outlasted its scrape_timeout of {self.timeout_s:g} s; check the "
+                "target's load and body size, or raise its scrape_timeout"
+            )
         except SourceError as e:
             error = str(e)
         except Exception as e:
@@ -150,6 +163,14 @@ class TargetRunner:
             self._model_known = True
 
 
+def _scrape_timeout_s(target: TargetSpec, override_s: float | None) -> float:
+    """Like Prometheus, a scrape may not outlast its interval."""
+    if override_s is None:
+        return min(target.scrape_timeout_s, target.interval_s)
+    # never under a second: a loaded node needs that for a 40 KB exposition
+    return min(override_s, max(target.interval_s, 1.0))
+
+
 # One labels object for every health sample: the store recognises a series by the identity
 # of its labels object before it sorts labels, so a fresh {} per sample would cost a cache
 # entry per scrape.
@@ -173,7 +194,9 @@ class Agent:
         targets: what to scrape.
         writer: the store writer.
         exporters: Prometheus / OTLP exporters.
-        timeout_s: limit for one scrape of one target (capped at its interval, floor 1 s).
+        timeout_s: when given, the scrape timeout of every target instead of its own
+            (capped at its interval, floor 1 s); None: each target's ``scrape_timeout_s``,
+            capped at its interval.
         clock: the agent's clock (epoch seconds).
         heartbeat_s: longest time an unchanged cumulative series goes unwritten (see
             :mod:`collector.agent.encode`); 0 writes every sample.
@@ -185,20 +208,19 @@ class Agent:
         writer: StoreWriter,
         exporters: Sequence[Exporter] = (),
         *,
-        timeout_s: float = 5.0,
+        timeout_s: float | None = None,
         clock: Callable[[], float] = time.time,
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     ) -> None:
-        # Like Prometheus, a scrape may not outlast its interval; but never under a second,
-        # which a loaded node needs for a 40 KB exposition.
         self.runners = [
-            TargetRunner(t, make_source(t), timeout_s=min(timeout_s, max(t.interval_s, 1.0)))
+            TargetRunner(t, make_source(t), timeout_s=_scrape_timeout_s(t, timeout_s))
             for t in targets
         ]
         self.writer = writer
         self.exporters = list(exporters)
         self.clock = clock
-        self.timeout_s = timeout_s
+        # requests outside a scrape (model discovery) and the wait for scrapes at shutdown
+        self.timeout_s = max((r.timeout_s for r in self.runners), default=5.0)
         self.encoder = SampleEncoder(heartbeat_s)
         self._part_targets: set[str] = set()
         for r in self.runners:
@@ -231,7 +253,7 @@ class Agent:
                     await asyncio.sleep(duration_s)
             finally:
                 stop.set()
-                await asyncio.wait(scrapers, timeout=self.timeout_s + 1.0)
+                await asyncio.wait(scrapers, timeout=self.timeout_s + _GRACE_S + 1.0)
                 for t in (*scrapers, *helpers):
                     t.cancel()
                 for t in (*scrapers, *helpers):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import ClassVar
 
-from slotune.collector.agent.base import Family, Fetcher, Scrape, SkippedLine, Source
+from slotune.collector.agent.base import Family, Fetcher, Response, Scrape, SkippedLine, Source
+from slotune.collector.agent.budget import current_deadline, off_loop
 from slotune.collector.agent.canonical import Rule, apply_rules
 from slotune.collector.agent.promtext import PromTextParser, reuse_unchanged
 from slotune.collector.redact import redact_url
@@ -13,6 +15,9 @@ from slotune.collector.redact import redact_url
 
 class PromTextSource(Source):
     """Fetch every URL, parse it, normalise labels, map onto canonical names.
+
+    Fetching runs on the event loop; parsing and mapping (:meth:`read`) in a worker thread,
+    within the scrape's deadline.
 
     Subclasses set ``rules`` and may override :meth:`clean` (sentinel values, missing
     types), :meth:`normalise` (label spelling of canonical series) and :meth:`derive`
@@ -28,18 +33,34 @@ class PromTextSource(Source):
         self._last_scrape: Scrape | None = None
         # raw family name -> (raw, cleaned, normalised) objects of the previous scrape
         self._prepared: dict[str, tuple[Family, Family, Family]] = {}
+        # A scrape abandoned at its timeout may still be parsing when the next one starts:
+        # the parsers' and mapping's memos are used by one thread at a time.
+        self._lock = threading.Lock()
 
     async def collect(self, fetch: Fetcher) -> Scrape:
-        raw: list[Family] = []
-        skipped: list[SkippedLine] = []
-        for url in self.urls:
-            resp = await fetch.get(url)
-            parsed = self.parsers[url].parse(
-                resp.text, content_type=resp.content_type, source=redact_url(url)
-            )
-            raw.extend(parsed.families)
-            skipped.extend(parsed.skipped)
-        return self.from_families(raw, skipped)
+        responses = [(url, await fetch.get(url)) for url in self.urls]
+        return await off_loop(self.read, responses)
+
+    def read(self, responses: list[tuple[str, Response]]) -> Scrape:
+        """Parse the bodies of one scrape and map them (blocking: runs in a worker thread).
+
+        Raises:
+            SourceError: a body without samples, or the scrape's deadline passed.
+        """
+        deadline = current_deadline()
+        with self._lock:
+            raw: list[Family] = []
+            skipped: list[SkippedLine] = []
+            for url, resp in responses:
+                parsed = self.parsers[url].parse(
+                    resp.text,
+                    content_type=resp.content_type,
+                    source=redact_url(url),
+                    deadline=deadline,
+                )
+                raw.extend(parsed.families)
+                skipped.extend(parsed.skipped)
+            return self.from_families(raw, skipped)
 
     def from_families(self, raw: list[Family], skipped: list[SkippedLine] | None = None) -> Scrape:
         """Build the scrape from already parsed families (also used on files in tests).

@@ -47,7 +47,8 @@ class AgentConfig:
         otlp_endpoint: push OTLP metrics there (None: no OTLP).
         otlp_protocol: ``http`` or ``grpc``.
         spool_dir: where batches wait while the store is unreachable.
-        timeout_s: limit for one scrape.
+        scrape_timeout_s: default limit for one scrape of a target, fetch and parse (cut to
+            a shorter interval); None: 10 s or the interval if that is less.
         heartbeat_s: longest time an unchanged cumulative series goes unwritten (0: every
             sample of every scrape is written).
     """
@@ -62,18 +63,22 @@ class AgentConfig:
     otlp_endpoint: str | None = None
     otlp_protocol: str = "http"
     spool_dir: Path | None = None
-    timeout_s: float = 5.0
+    scrape_timeout_s: float | None = None
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
 
 
 def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
     """The targets of the command line and the targets file, names checked unique."""
     node = config.node or socket.gethostname()
+    interval_s, timeout_s = config.interval_s, config.scrape_timeout_s
     targets = [
-        parse_target_arg(a, interval_s=config.interval_s, node=node) for a in config.target_args
+        parse_target_arg(a, interval_s=interval_s, scrape_timeout_s=timeout_s, node=node)
+        for a in config.target_args
     ]
     if config.targets_file is not None:
-        targets += load_targets_file(config.targets_file, node=node, interval_s=config.interval_s)
+        targets += load_targets_file(
+            config.targets_file, node=node, interval_s=interval_s, scrape_timeout_s=timeout_s
+        )
     if not targets:
         raise ConfigError(
             "no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
@@ -97,9 +102,7 @@ def build_agent(config: AgentConfig) -> Agent:
         )
     if config.prometheus_port is not None:
         exporters.append(PrometheusExporter(config.prometheus_host, config.prometheus_port))
-    return Agent(
-        targets, writer, exporters, timeout_s=config.timeout_s, heartbeat_s=config.heartbeat_s
-    )
+    return Agent(targets, writer, exporters, heartbeat_s=config.heartbeat_s)
 
 
 def run_agent(

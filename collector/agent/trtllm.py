@@ -21,13 +21,14 @@ from typing import Any
 
 from slotune.collector.agent.base import (
     Family,
-    Fetcher,
     MetricType,
+    Response,
     Sample,
     Scrape,
     SkippedLine,
     SourceKind,
 )
+from slotune.collector.agent.budget import current_deadline
 from slotune.collector.agent.canonical import CANONICAL, Rule, format_le, gauge
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.errors import SourceError
@@ -144,29 +145,30 @@ class TrtllmSource(PromTextSource):
         self._latency_counts = [0] * (len(ITERATION_LATENCY_BOUNDS_S) + 1)
         self._latency_sum_s = 0.0
 
-    async def collect(self, fetch: Fetcher) -> Scrape:
-        raw: list[Family] = []
-        skipped: list[SkippedLine] = []
-        elements: list[dict[str, Any]] = []
-        has_stats = False
-        for url in self.urls:
-            resp = await fetch.get(url)
-            if resp.text.lstrip()[:1] in ("[", "{"):
-                got, sk = parse_iteration_stats(resp.text, url)
-                elements.extend(got)
-                has_stats = True
-            else:
-                parsed = self.parsers[url].parse(
-                    resp.text, content_type=resp.content_type, source=url
-                )
-                raw.extend(parsed.families)
-                sk = list(parsed.skipped)
-            skipped.extend(sk)
-        scrape = self.from_families(raw, skipped)
-        if not has_stats:
-            return scrape
-        json_raw, json_canonical = self.from_iteration_stats(elements)
-        return Scrape(scrape.raw + json_raw, scrape.canonical + json_canonical, scrape.skipped)
+    def read(self, responses: list[tuple[str, Response]]) -> Scrape:
+        deadline = current_deadline()
+        with self._lock:
+            raw: list[Family] = []
+            skipped: list[SkippedLine] = []
+            elements: list[dict[str, Any]] = []
+            has_stats = False
+            for url, resp in responses:
+                if resp.text.lstrip()[:1] in ("[", "{"):
+                    got, sk = parse_iteration_stats(resp.text, url)
+                    elements.extend(got)
+                    has_stats = True
+                else:
+                    parsed = self.parsers[url].parse(
+                        resp.text, content_type=resp.content_type, source=url, deadline=deadline
+                    )
+                    raw.extend(parsed.families)
+                    sk = list(parsed.skipped)
+                skipped.extend(sk)
+            scrape = self.from_families(raw, skipped)
+            if not has_stats:
+                return scrape
+            json_raw, json_canonical = self.from_iteration_stats(elements)
+            return Scrape(scrape.raw + json_raw, scrape.canonical + json_canonical, scrape.skipped)
 
     def from_iteration_stats(
         self, elements: list[dict[str, Any]]

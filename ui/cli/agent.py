@@ -33,6 +33,13 @@ def agent(
         typer.Option("--targets", help="YAML file of targets with labels and intervals."),
     ] = None,
     interval: Annotated[str, typer.Option(help="Default scrape interval, e.g. 5s.")] = "5s",
+    scrape_timeout: Annotated[
+        str | None,
+        typer.Option(
+            help="Default time one scrape may take, fetch and parse (default: 10s, or the "
+            "interval if shorter)."
+        ),
+    ] = None,
     once: Annotated[bool, typer.Option(help="Scrape every target once, then exit.")] = False,
     prometheus_port: Annotated[
         int | None,
@@ -70,6 +77,9 @@ def agent(
         target_args=tuple(target),
         targets_file=targets,
         interval_s=run(parse_duration_s, interval, field_name="--interval"),
+        scrape_timeout_s=None
+        if scrape_timeout is None
+        else run(parse_duration_s, scrape_timeout, field_name="--scrape-timeout"),
         db_url=db_url(ctx),
         prometheus_port=prometheus_port,
         prometheus_host=prometheus_host,

@@ -136,11 +136,8 @@ def test_poisoned_spool_lines_and_refused_batches_are_quarantined(
 
 
 def test_a_runaway_body_or_a_garbage_model_list_is_a_target_error(
-    agent_db: str, tmp_path: Path, metrics_server: Server, monkeypatch: pytest.MonkeyPatch
+    agent_db: str, tmp_path: Path, metrics_server: Server
 ) -> None:
-    from slotune.collector.agent import fetch
-
-    monkeypatch.setattr(fetch, "MAX_BODY_BYTES", 4096)
     healthy = metrics_server(
         {
             "/metrics": lambda: vllm_exposition([1, 0, 0, 0, 0, 0, 0]),
@@ -150,7 +147,7 @@ def test_a_runaway_body_or_a_garbage_model_list_is_a_target_error(
     runaway = metrics_server({"/metrics": lambda: "# HELP x y\n" * 1000})
     targets = [
         make_target(SourceKind.VLLM, healthy.url, node="n", name="healthy"),
-        make_target(SourceKind.VLLM, runaway.url, node="n", name="runaway"),
+        make_target(SourceKind.VLLM, runaway.url, node="n", name="runaway", max_body_bytes=4096),
     ]
     writer = StoreWriter(agent_db, Spool(tmp_path / "spool"), flush_interval_s=0.05)
     agent = Agent(targets, writer, timeout_s=2.0)
