@@ -7,6 +7,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from sqlalchemy import text
+
+from slotune.collector.store import open_store
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -101,3 +105,16 @@ def models_json(model: str) -> tuple[str, str]:
         f'{{"object": "list", "data": [{{"id": "{model}", "object": "model"}}]}}',
         "application/json",
     )
+
+
+def samples_of(url: str, target: str) -> dict[str, int]:
+    """How many samples the store holds for each series name of one target."""
+    with open_store(url) as store, store.connection() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT s.name, count(*) FROM sample x JOIN metric_series s ON s.id = x.series_id "
+                "JOIN target t ON t.id = s.target_id WHERE t.name = :t GROUP BY s.name"
+            ),
+            {"t": target},
+        ).all()
+    return {str(name): int(n) for name, n in rows}

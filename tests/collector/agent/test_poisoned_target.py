@@ -14,15 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from agent_helpers import MetricsServer, Routes, models_json, vllm_exposition
-from sqlalchemy import text
+from agent_helpers import MetricsServer, Routes, models_json, samples_of, vllm_exposition
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import make_target
 from slotune.collector.agent.writer import StoreWriter
-from slotune.collector.store import SampleIn, open_store, upgrade
+from slotune.collector.store import SampleIn, upgrade
 
 Server = Callable[[Routes], MetricsServer]
 
@@ -44,18 +43,6 @@ def poisoned_exposition() -> str:
             "",
         ]
     )
-
-
-def samples_of(url: str, target: str) -> dict[str, int]:
-    with open_store(url) as store, store.connection() as conn:
-        rows = conn.execute(
-            text(
-                "SELECT s.name, count(*) FROM sample x JOIN metric_series s ON s.id = x.series_id "
-                "JOIN target t ON t.id = s.target_id WHERE t.name = :t GROUP BY s.name"
-            ),
-            {"t": target},
-        ).all()
-    return {str(name): int(n) for name, n in rows}
 
 
 def test_a_poisoned_target_never_holds_back_a_healthy_one(

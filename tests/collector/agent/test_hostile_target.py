@@ -1,0 +1,140 @@
+"""A target whose exposition is built to be slow to read, beside healthy ones.
+
+Real HTTP servers on 127.0.0.1, a real store, the agent's own scrape loop over a bounded run.
+The healthy targets must have every scrape stored; the hostile one fails alone, with the
+reason named. Deadlines are the healthy targets' intervals, generous for a loaded machine;
+the hostile target's scrape timeout is the one under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from agent_helpers import MetricsServer, Routes, models_json, samples_of, vllm_exposition
+
+from slotune.collector.agent.base import Response, Scrape, SourceKind
+from slotune.collector.agent.loop import Agent
+from slotune.collector.agent.spool import Spool
+from slotune.collector.agent.targets import TargetSpec, make_target
+from slotune.collector.agent.vllm import VllmSource
+from slotune.collector.agent.writer import StoreWriter
+
+Server = Callable[[Routes], MetricsServer]
+
+HEALTHY_INTERVAL_S = 2.0
+RUN_S = 6.5  # four scrapes of each healthy target: at 0, 2, 4 and 6 s
+NUM_HEALTHY = 3
+
+
+def redos_line(n: int) -> str:
+    """12 KB that a backtracking sample regex reads in quadratic time (new at each scrape)."""
+    spaces = " " * 4000
+    return f"a{n}{spaces}1{spaces}1{spaces}{{"
+
+
+def healthy_servers(metrics_server: Server) -> list[MetricsServer]:
+    servers = []
+    for i in range(NUM_HEALTHY):
+        waiting = itertools.count()
+        servers.append(
+            metrics_server(
+                {
+                    "/metrics": lambda w=waiting: vllm_exposition(
+                        [1, 0, 0, 0, 0, 0, 0], waiting=next(w)
+                    ),
+                    "/v1/models": lambda i=i: models_json(f"model-{i}"),
+                }
+            )
+        )
+    return servers
+
+
+def healthy_targets(servers: list[MetricsServer]) -> list[TargetSpec]:
+    return [
+        make_target(
+            SourceKind.VLLM, s.url, node="n", name=f"healthy-{i}", interval_s=HEALTHY_INTERVAL_S
+        )
+        for i, s in enumerate(servers)
+    ]
+
+
+def run_agent(store_url: str, tmp_path: Path, targets: list[TargetSpec]) -> Agent:
+    writer = StoreWriter(store_url, Spool(tmp_path / "spool"), flush_interval_s=0.05)
+    return Agent(targets, writer, heartbeat_s=0.0)  # every sample of every scrape written
+
+
+def assert_every_healthy_scrape_stored(store_url: str, servers: list[MetricsServer]) -> None:
+    for i, server in enumerate(servers):
+        num_scrapes = server.num_gets["/metrics"]
+        stored = samples_of(store_url, f"healthy-{i}")
+        assert num_scrapes >= 3
+        assert stored["up"] == num_scrapes
+        assert stored["vllm:num_requests_waiting"] == num_scrapes
+
+
+def test_a_redos_target_leaves_every_healthy_scrape_stored(
+    agent_db: str, tmp_path: Path, metrics_server: Server
+) -> None:
+    servers = healthy_servers(metrics_server)
+    scrapes = itertools.count()
+    hostile = metrics_server(
+        {
+            "/metrics": lambda: f"vllm:num_requests_running 1\n{redos_line(next(scrapes))}\n",
+            "/v1/models": lambda: models_json("hostile"),
+        }
+    )
+    targets = [
+        *healthy_targets(servers),
+        make_target(SourceKind.VLLM, hostile.url, node="n", name="hostile", interval_s=0.5),
+    ]
+    agent = run_agent(agent_db, tmp_path, targets)
+    try:
+        asyncio.run(agent.run(duration_s=RUN_S))
+    finally:
+        agent.close()
+    assert_every_healthy_scrape_stored(agent_db, servers)
+    assert hostile.num_gets["/metrics"] > servers[0].num_gets["/metrics"]
+    # the hostile line is skipped, the rest of its body stored
+    assert samples_of(agent_db, "hostile")["vllm:num_requests_running"] >= 1
+
+
+class SlowToReadSource(VllmSource):
+    """Parses as if each body took longer than the scrape timeout to read."""
+
+    delay_s = 0.0
+
+    def read(self, responses: list[tuple[str, Response]]) -> Scrape:
+        time.sleep(self.delay_s)  # blocks its worker thread, not the event loop
+        return super().read(responses)
+
+
+def test_a_target_slower_to_parse_than_its_scrape_timeout_fails_alone(
+    agent_db: str, tmp_path: Path, metrics_server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers = healthy_servers(metrics_server)
+    body = "".join(f'vllm:num_requests_running{{n="{i}"}} 1\n' for i in range(1000))
+    slow = metrics_server({"/metrics": lambda: body, "/v1/models": lambda: models_json("s")})
+    timeout_s = 0.3
+    slow_target = make_target(
+        SourceKind.VLLM, slow.url, node="n", name="slow", interval_s=1.0, scrape_timeout_s=timeout_s
+    )
+    agent = run_agent(agent_db, tmp_path, [*healthy_targets(servers), slow_target])
+    source = SlowToReadSource(slow_target.metrics_urls)
+    source.delay_s = timeout_s + 0.1  # past the deadline, within the loop's grace
+    agent.runners[-1].source = source
+    caplog.set_level(logging.WARNING)
+    try:
+        asyncio.run(agent.run(duration_s=RUN_S))
+    finally:
+        agent.close()
+    assert_every_healthy_scrape_stored(agent_db, servers)
+    stored = samples_of(agent_db, "slow")
+    assert stored["up"] >= 1 and "vllm:num_requests_running" not in stored
+    assert "target slow is down" in caplog.text
+    assert "scrape_timeout" in caplog.text
