@@ -8,23 +8,28 @@ Shorthand (command line)::
 
     ttft:p99<=500ms   itl:p95<=50ms   tpot:p90<=40ms   e2e:p99<=20s   error_rate<=1%
 
-Per-request values: ``ttft``, ``tpot`` and ``e2e`` are the request's own value; for ``itl``
-a request is good when its own pQ inter-token gap (per token) is within the threshold.
+The event each SLI counts is the one the engine's own histogram counts, so tuning, goodput
+and alerting compute the same number: a request for ``ttft``, ``tpot`` and ``e2e`` (its own
+value), a token gap for ``itl`` (pooled over every token of every completed request, as
+``vllm:inter_token_latency_seconds``; a request alone never breaks an ``itl`` SLO, the run as
+a whole does), a request's outcome for ``error_rate``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from slotune.collector import textfile
 from slotune.collector.errors import ConfigError, SLOSpecError
 from slotune.collector.records import RequestRecord
 
@@ -62,6 +67,16 @@ class SLI(StrEnum):
     TPOT = "tpot"
     E2E = "e2e"
     ERROR_RATE = "error_rate"
+
+    @property
+    def is_per_request(self) -> bool:
+        """Whether one request is good or bad on its own (``ttft``, ``tpot``, ``e2e``)."""
+        return self in (SLI.TTFT, SLI.TPOT, SLI.E2E)
+
+    @property
+    def event(self) -> str:
+        """What the SLI counts: ``token`` (gaps) for ``itl``, else ``request``."""
+        return "token" if self is SLI.ITL else "request"
 
 
 def parse_duration_s(text: str | float | int, *, field_name: str = "duration") -> float:
@@ -162,27 +177,23 @@ class SLO:
         return f"{self.sli.value}:p{_fmt_num(self.percentile or 0)}<={_fmt_latency(self.threshold)}"
 
     def value_of(self, record: RequestRecord) -> float | None:
-        """The request's own SLI value in seconds (None when not defined for it)."""
+        """The request's own SLI value in seconds (None when not defined for it, and for
+        ``itl`` and ``error_rate``, which no request has on its own)."""
         if self.sli is SLI.TTFT:
             return record.ttft_s
         if self.sli is SLI.E2E:
             return record.e2e_s
         if self.sli is SLI.TPOT:
             return record.tpot_s
-        if self.sli is SLI.ITL:
-            gaps = record.itl_gaps_s()
-            if not gaps:
-                return None
-            return weighted_percentile(
-                [g for g, _ in gaps], [n for _, n in gaps], self.percentile or 99.0
-            )
         return None
 
     def is_good(self, record: RequestRecord) -> bool:
-        """Whether one request meets this SLO. Failed requests are never good."""
+        """Whether one request meets this SLO, as goodput counts it. Failed requests are
+        never good; a completed one always is for ``itl`` (pooled over the run's token gaps,
+        see :func:`evaluate`) and ``error_rate``."""
         if not record.is_ok:
             return False
-        if self.sli is SLI.ERROR_RATE:
+        if not self.sli.is_per_request:
             return True
         value = self.value_of(record)
         # A request with no defined value (e.g. TPOT of a one-token output) cannot break it.
@@ -349,17 +360,30 @@ def load_slo_file(path: str | Path) -> list[SLO]:
 
 
 def read_text(path: str | Path, what: str, error: type[ConfigError] = SLOSpecError) -> str:
-    """A UTF-8 text file's content.
+    """A UTF-8 text file's content, read through :func:`slotune.collector.textfile.read_text`
+    (regular files only, bounded).
 
     Raises:
         ``error``: the file cannot be read, naming it and ``what`` it should be.
     """
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise error(f"{path}: cannot read the {what} ({e.strerror})") from e
-    except UnicodeDecodeError as e:
-        raise error(f"{path}: the {what} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+    return textfile.read_text(path, what, error)
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, with a tagged value it cannot convert (``!!int 0xzz``,
+    ``!!float abc``, ``!!timestamp notatime``, a 5,000-digit integer) reported as a YAML
+    error at its line instead of escaping as the converter's own exception."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, AttributeError, OverflowError) as e:
+            tag = node.tag.removeprefix("tag:yaml.org,2002:")
+            value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+            text = repr(value) if len(str(value)) <= 40 else f"{str(value)[:40]!r}..."
+            raise yaml.constructor.ConstructorError(
+                None, None, f"!!{tag} {text} is not a valid {tag}", node.start_mark
+            ) from e
 
 
 def read_yaml(
@@ -383,8 +407,8 @@ def read_yaml_documents(
         ``error``: not valid YAML, naming ``source`` and the line.
     """
     try:
-        nodes = list(yaml.compose_all(text))
-        datas = list(yaml.safe_load_all(text))
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+        datas = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -582,12 +606,19 @@ def weighted_percentile(
 
 @dataclass(frozen=True, slots=True)
 class Attainment:
-    """How one SLO fared over a set of requests."""
+    """How one SLO fared over a set of requests.
+
+    Attributes:
+        slo: the SLO.
+        num_good: good events (``slo.sli.event``: token gaps for ``itl``, else requests).
+        num_total: all events.
+        value: the aggregate: the observed percentile in seconds, or the error rate.
+    """
 
     slo: SLO
     num_good: int
     num_total: int
-    value: float | None  # the aggregate: observed percentile (s) or error rate
+    value: float | None
 
     @property
     def attainment(self) -> float:
@@ -613,16 +644,52 @@ class Attainment:
             if self.value is not None
             else None,
             "unit": "ms" if unit_ms else "ratio",
+            "event": self.slo.sli.event,
+            "num_good": self.num_good,
+            "num_total": self.num_total,
         }
 
 
 def evaluate(slo: SLO, records: list[RequestRecord]) -> Attainment:
-    """Good fraction and aggregate value of one SLO over finished and failed requests."""
+    """Good fraction and aggregate value of one SLO over finished and failed requests.
+
+    ``itl`` counts the token gaps of the completed requests, pooled (each gap weighted by its
+    chunk's tokens), exactly as the engine's histogram and the summary's ``itl_ms`` do.
+    """
     total = len(records)
     if slo.sli is SLI.ERROR_RATE:
         bad = sum(1 for r in records if not r.is_ok)
         return Attainment(slo, total - bad, total, bad / total if total else None)
+    if slo.sli is SLI.ITL:
+        gaps, tokens = pooled_itl_gaps([r for r in records if r.is_ok])
+        value = weighted_percentile(gaps, tokens, slo.percentile or 99.0) if gaps.size else None
+        num_good = int(tokens[gaps <= slo.threshold].sum())
+        return Attainment(slo, num_good, int(tokens.sum()), value)
     good = sum(1 for r in records if slo.is_good(r))
     values = [v for r in records if r.is_ok and (v := slo.value_of(r)) is not None]
     agg = float(np.percentile(values, slo.percentile or 99.0)) if values else None
     return Attainment(slo, good, total, agg)
+
+
+def pooled_itl_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Every record's ``itl_gaps_s()`` pooled in record order, as (gaps, tokens) arrays.
+
+    Same values as looping over ``itl_gaps_s()``, computed on all chunks at once: a
+    simulated run carries millions of chunks, which a per-chunk loop takes seconds to walk.
+    """
+    lengths = [min(len(r.chunk_times_s), len(r.chunk_tokens)) for r in records]
+    times = np.fromiter(
+        chain.from_iterable(r.chunk_times_s[:k] for r, k in zip(records, lengths, strict=True)),
+        dtype=float,
+        count=sum(lengths),
+    )
+    tokens = np.fromiter(
+        chain.from_iterable(r.chunk_tokens[:k] for r, k in zip(records, lengths, strict=True)),
+        dtype=np.int64,
+        count=sum(lengths),
+    )
+    owner = np.repeat(np.arange(len(records)), lengths)
+    keep = tokens > 0
+    times, tokens, owner = times[keep], tokens[keep], owner[keep]
+    same = owner[1:] == owner[:-1]
+    return ((times[1:] - times[:-1]) / tokens[1:])[same], tokens[1:][same]

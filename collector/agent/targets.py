@@ -38,13 +38,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.budget import DEFAULT_BODY_SIZE_LIMIT
 from slotune.collector.errors import ConfigError
 from slotune.collector.redact import redact_url
-from slotune.collector.slo import parse_duration_s
+from slotune.collector.slo import parse_duration_s, read_text, read_yaml
 
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_SCRAPE_TIMEOUT_S = 10.0  # Prometheus' default
@@ -230,19 +229,8 @@ def load_targets_file(
     Raises:
         ConfigError: unreadable file, bad YAML, unknown fields' values, duplicate names.
     """
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"targets file {str(path)!r} cannot be read: {e}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"targets file {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})"
-        ) from None
-    except RecursionError:
-        raise ConfigError(
-            f"targets file {str(path)!r} nests deeper than YAML can be read; a targets file "
-            "is a mapping with a 'targets' list"
-        ) from None
+    text = read_text(path, "targets file", ConfigError)
+    doc, _ = read_yaml(text, source=str(path), error=ConfigError)
     if not isinstance(doc, dict) or not isinstance(doc.get("targets"), list):
         raise ConfigError(f"targets file {str(path)!r} must be a mapping with a 'targets' list")
     defaults = _Defaults(
