@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.budget import DEFAULT_BODY_SIZE_LIMIT
 from slotune.collector.errors import ConfigError
