@@ -26,9 +26,7 @@ _KINDS = (
 )
 
 
-def open_regular(
-    path: str | Path, what: str, error: type[ConfigError] = ConfigError
-) -> BinaryIO:
+def open_regular(path: str | Path, what: str, error: type[ConfigError] = ConfigError) -> BinaryIO:
     """A regular file opened for binary reading; the caller closes it.
 
     Raises:
