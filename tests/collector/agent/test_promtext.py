@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import re
+import time
 
 import pytest
 from agent_helpers import DATA, data_text
@@ -12,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 
 from slotune.collector.agent.base import Family, MetricType, Sample
 from slotune.collector.agent.promtext import PromTextParser, parse_text
+from slotune.collector.agent.sampleline import SampleLine, scan_sample_line
 from slotune.collector.errors import SourceError
 
 PROM_FILES = sorted(p.name for p in DATA.glob("*.prom"))
@@ -164,3 +168,147 @@ def test_unchanged_body_and_families_come_back_as_the_same_objects() -> None:
     changed = parser.parse(body.replace("g 2", "g 3"))
     assert _family(changed.families, "a") is _family(first.families, "a")
     assert _flatten(changed.families) == {("a_total", (("x", "1"),)): 1.0, ("g", ()): 3.0}
+
+
+# The sample regex the line parser had before it read lines left to right: the new reader
+# must keep every sample it accepted, as it read it.
+_OLD_SAMPLE_RE = re.compile(
+    r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+)?))?\s*$"
+)
+_OLD_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def _old_sample(line: str) -> tuple[str, tuple[tuple[str, str], ...], float] | None:
+    m = _OLD_SAMPLE_RE.match(line)
+    if not m:
+        return None
+    pairs: dict[str, str] = {}
+    text, pos = (m.group(2) or "").strip(), 0
+    while pos < len(text):
+        lm = _OLD_LABEL_RE.match(text, pos)
+        if not lm:
+            return None
+        pairs[lm.group(1)] = re.sub(
+            r"\\[\\\"n]", lambda e: {"\\\\": "\\", '\\"': '"', "\\n": "\n"}[e.group(0)], lm[2]
+        )
+        pos = lm.end()
+    try:
+        return m.group(1), tuple(sorted(pairs.items())), float(m.group(3))
+    except ValueError:
+        return None
+
+
+_LINE_PARTS = st.sampled_from(
+    [
+        "a",
+        "b_c",
+        ":x",
+        "{",
+        "}",
+        '"',
+        "\\",
+        ",",
+        "=",
+        " ",
+        "  ",
+        "\t",
+        "1",
+        "-2.5",
+        "NaN",
+        "+Inf",
+        "le",
+        'l="v"',
+        '\\"',
+        "#",
+        "1700000000000",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_LINE_PARTS, min_size=1, max_size=14).map("".join))
+def test_every_line_the_old_regex_read_is_read_the_same(line: str) -> None:
+    line = line.strip()
+    old = _old_sample(line)
+    if old is None or old[0].endswith("_created") or line.startswith("#"):
+        return
+    parsed = parse_text(line + "\n")
+    assert not parsed.skipped
+    (fam,) = parsed.families
+    (sample,) = fam.samples
+    assert (sample.name, sample.labels) == old[:2]
+    assert sample.value == old[2] or (math.isnan(sample.value) and math.isnan(old[2]))
+
+
+@pytest.mark.parametrize(
+    ("line", "parts"),
+    [
+        ('m{a="x}y",b="1"} 2', ("m", (("a", "x}y"), ("b", "1")), "2", "")),
+        ("m  3 1700000000000", ("m", (), "3", "1700000000000")),
+        ('m {a="1",} NaN', ("m", (("a", "1"),), "NaN", "")),
+        ("m +Inf -5", ("m", (), "+Inf", "-5")),
+        ("m\t-Inf", ("m", (), "-Inf", "")),
+    ],
+)
+def test_sample_line_parts(line: str, parts: tuple[object, ...]) -> None:
+    got = scan_sample_line(line)
+    assert isinstance(got, SampleLine)
+    assert (got.name, got.labels, got.value, got.timestamp) == parts
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("a" + " " * 4000 + "1" + " " * 4000 + "1" + " " * 4000 + "{", "is not '<name>"),
+        ('m{a="' + "\\\\" * 5000 + "} 1", "malformed labels"),
+        ('m{a="' + " " * 20_000 + '"' + " " * 20_000, "malformed labels"),
+        ("m{" + 'a="b",' * 3000 + "c} 1", "malformed labels"),
+        ("m 1 NaN", "timestamp 'NaN' that is not a finite number"),
+        ('m 1 # {t="x"} 1', "is not '<name>"),  # no exemplars in Prometheus text
+        ("m{a=x} 1", "malformed labels"),
+        ("m{a} 1", "malformed labels"),
+        ('m{a="1" b="2"} 1', "malformed labels"),
+    ],
+)
+def test_hostile_and_malformed_lines_are_skipped_with_the_reason(line: str, reason: str) -> None:
+    result = parse_text(f"ok 1\n{line}\n")
+    (skipped,) = result.skipped
+    assert reason in skipped.reason
+
+
+def test_exemplars_are_read_past_when_the_openmetrics_parser_refuses_the_body() -> None:
+    text = (
+        "# TYPE h histogram\n"
+        'h_bucket{le="0.1"} 3 # {trace_id="abc"} 0.05 1700000000.5\n'
+        'h_bucket{le="+Inf"} 4 1700000001 # {trace_id="d e"} 0.5\n'
+        "h_count 4\nh_sum 0.3\n"
+        'h_bucket{le="1"} 4 # {trace_id=} 0.5\n'
+        "not a line\n"
+        "# EOF\n"
+    )
+    result = parse_text(text, content_type="application/openmetrics-text")
+    (fam,) = result.families
+    assert {s.label("le"): s.value for s in fam.samples if s.name == "h_bucket"} == {
+        "0.1": 3.0,
+        "+Inf": 4.0,
+    }
+    assert result.skipped[0].reason.startswith("has a malformed exemplar")
+
+
+def test_a_parse_past_its_deadline_stops_with_the_reason() -> None:
+    body = "".join(f'm{{i="{i}"}} 1\n' for i in range(1000))
+    with pytest.raises(SourceError, match=r"parsing http://x/metrics outlasted the scrape timeout"):
+        PromTextParser().parse(body, source="http://x/metrics", deadline=time.monotonic() - 1.0)
+    assert (
+        len(PromTextParser().parse(body, deadline=time.monotonic() + 600).families[0].samples)
+        == 1000
+    )
+
+
+def test_long_lines_are_parsed_but_not_remembered() -> None:
+    parser = PromTextParser()
+    for n in range(50):
+        long_label = "v" * (2000 + n)
+        parser.parse(f'm{{a="{long_label}"}} 1\n# HELP m {long_label}\nm2 1\n')
+    assert len(parser._heads) == 1 and len(parser._comments) == 0
