@@ -7,13 +7,25 @@ lets requests through, and the body is forwarded byte for byte to the chosen bac
 answer comes back as the backend sends it: every chunk of a stream is written to the client
 as soon as it arrives (no buffering, compression passed through).
 
+Upstream connections are pooled and kept alive (aiohttp's connector): a connection whose
+answer was read to its end serves the next request, so a busy proxy opens few connections and
+an engine's accept queue never fills with them. An idle pooled connection is dropped after
+``_UPSTREAM_KEEPALIVE_S``, below the 5 s after which vLLM's server (uvicorn) closes idle ones,
+so the proxy does not send on a connection the engine is closing. Only the client's own
+headers go upstream: none named in its ``Connection`` header, no hop-by-hop header, and none
+that aiohttp would add on its own (``Accept-Encoding``, ``User-Agent``, ``Content-Type``).
+
 Failures:
 
-- before the backend answered (refused connection, no connection within
-  ``timeouts.connect``, reset, garbage instead of HTTP): the backend's failure is counted and
-  the request goes to another backend, once per backend;
+- before the backend answered (refused connection, reset, garbage instead of HTTP): the
+  backend's failure is counted and the request goes to another backend, once per backend;
   when none is left the client gets 502 with an OpenAI error body. Generation has no side
   effects, so a retry costs only the work a dead backend may already have done.
+- no connection within ``timeouts.connect``: the request goes to another backend too, but
+  it is not counted against the circuit. Under load a connect can wait on a busy engine's
+  accept queue; that is a slow engine, not a dead one, and ejecting it would move its load
+  onto the others. A host that stopped answering fails its ``/metrics`` reads as well, and
+  those eject it.
 - no response head within ``timeouts.first_byte`` (or, streaming, no bytes for
   ``timeouts.idle``): 504, counted, not retried (a hung backend would only make the client
   wait twice);
@@ -21,6 +33,11 @@ Failures:
   and the end of the stream, never a hang;
 - the client goes away: its handler is cancelled, which closes the upstream connection, so
   the engine aborts the request (vLLM and the emulated engine do on disconnect).
+
+Clients: a body that is not a JSON object, nested too deep to decode, or whose routing
+fields are out of range gets 400 with the reason; a client that does not send its request
+head (or its body) within ``timeouts.client`` is disconnected (or gets 408), so slow-sending
+connections cannot pile up.
 
 Sheds: the policy's shed (and ``shedding.max_in_flight``) answer 429 with ``Retry-After``;
 a model whose every backend is ejected answers 503 with ``Retry-After``.
@@ -46,7 +63,7 @@ from slotune.tuner.fleet.policy import RequestInfo, RoutingPolicy
 from slotune.tuner.fleet.route_backend import Backend, QueuedPrompt, poll_forever
 from slotune.tuner.fleet.route_config import RouteConfig
 from slotune.tuner.fleet.route_metrics import CONTENT_TYPE, RouteMetrics
-from slotune.tuner.fleet.route_request import request_info
+from slotune.tuner.fleet.route_request import BadRequest, request_info
 
 log = logging.getLogger("slotune.route")
 
@@ -58,6 +75,7 @@ _HOP_BY_HOP = frozenset(
         "Keep-Alive",
         "Proxy-Authenticate",
         "Proxy-Authorization",
+        "Proxy-Connection",
         "TE",
         "Trailer",
         "Transfer-Encoding",
@@ -66,6 +84,9 @@ _HOP_BY_HOP = frozenset(
         "Content-Length",
     )
 )
+# headers aiohttp adds to a request unless told not to: the engine sees only the client's
+_SKIP_AUTO_HEADERS = ("Accept-Encoding", "User-Agent", "Content-Type")
+_UPSTREAM_KEEPALIVE_S = 4.0
 _USAGE_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 _MIN_POLL_TIMEOUT_S = 5.0
@@ -89,7 +110,18 @@ def _error(status: int, err_type: str, message: str, retry_after_s: float = 0.0)
 
 
 def _forward_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _HOP_BY_HOP)
+    """The end-to-end headers: without hop-by-hop ones and those named in ``Connection``."""
+    named = {
+        token.strip().lower()
+        for k, v in headers.items()
+        if k.lower() == "connection"
+        for token in v.split(",")
+    }
+    return CIMultiDict(
+        (k, v)
+        for k, v in headers.items()
+        if k.lower() not in _HOP_BY_HOP and k.lower() not in named
+    )
 
 
 class _Retry(Exception):
@@ -135,9 +167,10 @@ class RouteProxy:
     async def _lifecycle(self, app: web.Application) -> AsyncIterator[None]:
         timeouts = self.config.timeouts
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=_UPSTREAM_KEEPALIVE_S),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect_s),
             auto_decompress=False,
+            skip_auto_headers=_SKIP_AUTO_HEADERS,
         )
         interval = self.config.poll_interval_s
         # generous: a busy engine serves /metrics late, and a late read must not eject it
@@ -173,11 +206,20 @@ class RouteProxy:
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         received = time.perf_counter()
-        raw = await request.read()
+        client_s = self.config.timeouts.client_s
+        try:
+            async with asyncio.timeout(client_s):
+                raw = await request.read()
+        except TimeoutError:
+            return _error(
+                408, "RequestTimeoutError", f"the request body did not arrive within {client_s:g} s"
+            )
         try:
             body = json.loads(raw)
-        except ValueError:
-            body = None
+        except RecursionError:
+            return _error(400, "BadRequestError", "The request body is nested too deeply.")
+        except ValueError as e:  # UnicodeDecodeError and too-long integers included
+            return _error(400, "BadRequestError", f"The request body is not valid JSON: {e}")
         if not isinstance(body, dict):
             return _error(400, "BadRequestError", "The request body must be a JSON object.")
         limit = self.config.shedding.max_in_flight
@@ -185,14 +227,17 @@ class RouteProxy:
             return self._shed(
                 429, "max_in_flight", f"{limit} requests in flight (shedding.max_in_flight)"
             )
-        info = request_info(
-            f"route-{next(self._ids)}",
-            body,
-            request.headers,
-            default_model=self.config.models[0],
-            block_size=self.config.block_size,
-            estimator=self.estimator,
-        )
+        try:
+            info = request_info(
+                f"route-{next(self._ids)}",
+                body,
+                request.headers,
+                default_model=self.config.models[0],
+                block_size=self.config.block_size,
+                estimator=self.estimator,
+            )
+        except BadRequest as e:
+            return _error(400, "BadRequestError", str(e))
         serving = self._by_model.get(info.model)
         if serving is None:
             return _error(404, "NotFoundError", f"The model `{info.model}` does not exist.")
@@ -272,9 +317,9 @@ class RouteProxy:
                         timeout=read_timeout,
                     )
             except aiohttp.ConnectionTimeoutError:
-                # not connected, so nothing was sent: another backend may take it
-                ok = False
-                self.metrics.upstream_errors.labels(name, "connect").inc()
+                # not connected, so nothing was sent: another backend may take it. Not a
+                # failure (ok stays None): a busy engine accepts late, a dead one refuses.
+                self.metrics.upstream_errors.labels(name, "connect_timeout").inc()
                 raise _Retry(f"no connection within {timeouts.connect_s:g} s") from None
             except TimeoutError:
                 ok = False
@@ -285,12 +330,16 @@ class RouteProxy:
                 kind = "connect" if isinstance(e, aiohttp.ClientConnectorError) else "protocol"
                 self.metrics.upstream_errors.labels(name, kind).inc()
                 raise _Retry(f"{type(e).__name__}: {e}") from None
+            ended = False
             try:
-                response, ok = await self._relay(request, upstream, name, info, queued)
+                response, ok, ended = await self._relay(request, upstream, name, info, queued)
             finally:
-                # closes the connection unless the answer was read to its end: an engine
-                # aborts a request whose client (here, the proxy) went away
-                upstream.close()
+                if ended:
+                    upstream.release()  # read to its end: the connection goes back to the pool
+                else:
+                    # cut short: closing is how an engine learns that its client (here, the
+                    # proxy) went away, and it aborts the request
+                    upstream.close()
             return response
         finally:
             queued.release()
@@ -303,8 +352,12 @@ class RouteProxy:
         name: str,
         info: RequestInfo,
         queued: QueuedPrompt,
-    ) -> tuple[web.StreamResponse, bool | None]:
-        """Write the backend's answer to the client chunk by chunk; ok, or None if the client left."""
+    ) -> tuple[web.StreamResponse, bool | None, bool]:
+        """Write the backend's answer to the client chunk by chunk.
+
+        Returns:
+            The response; ok (None if the client left); whether the answer was read to its end.
+        """
         headers = _forward_headers(upstream.headers)
         headers[BACKEND_HEADER] = name
         response = web.StreamResponse(
@@ -342,10 +395,10 @@ class RouteProxy:
                 self._learn(info, name, prev[-1024:] + last, num_events if is_sse else 0)
             await response.write_eof()
         except ConnectionResetError:  # the client went away while we wrote
-            return response, None
+            return response, None, False
         if upstream.status >= 500:
             self.metrics.upstream_errors.labels(name, "status").inc()
-        return response, upstream.status < 500 and not failure
+        return response, upstream.status < 500 and not failure, not failure
 
     def _learn(self, info: RequestInfo, name: str, tail: bytes, num_events: int) -> None:
         """Tell the policy and the output-length estimator how long the answer was.

@@ -15,7 +15,7 @@
     poll_interval: 500ms          # how often each backend's /metrics is read
     block_size: 16                # tokens per prefix block hashed for prefix-aware policies
     circuit_breaker: {failures: 3, open_for: 10s}
-    timeouts: {connect: 2s, first_byte: 300s, idle: 60s}
+    timeouts: {connect: 2s, first_byte: 300s, idle: 60s, client: 30s}
     shedding: {max_in_flight: 0, retry_after: 1s, ttft_budget: 500ms}
 
 Every field but ``backends`` has a default. ``policy`` may also be one spec string
@@ -54,7 +54,7 @@ _BACKEND_KEYS = ("url", "pool", "model", "kind", "name")
 _POLICY_KEYS = ("name", "params")
 _SECTION_KEYS = {
     "circuit_breaker": ("failures", "open_for"),
-    "timeouts": ("connect", "first_byte", "idle"),
+    "timeouts": ("connect", "first_byte", "idle", "client"),
     "shedding": ("max_in_flight", "retry_after", "ttft_budget"),
 }
 DEFAULT_POOL = "default"
@@ -89,11 +89,15 @@ class BreakerSettings:
 
 @dataclass(frozen=True, slots=True)
 class TimeoutSettings:
-    """Limits on one upstream request: connecting, the response head, the gap between chunks."""
+    """Limits on one upstream request (connecting, the response head, the gap between chunks)
+    and on the client: ``client_s`` to send a request's head (from connecting, or from the
+    previous answer on a kept-alive connection) and again its body; an idle client connection
+    is closed after it too."""
 
     connect_s: float = 2.0
     first_byte_s: float = 300.0
     idle_s: float = 60.0
+    client_s: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +167,10 @@ def load_route_config(path: str | Path) -> RouteConfig:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the fleet config ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{p}: not a text file (byte {e.start} is not UTF-8); give a fleet.yaml"
+        ) from None
     return parse_route_config(text, source=str(p))
 
 
@@ -196,6 +204,7 @@ def parse_route_config(text: str, *, source: str = "<config>") -> RouteConfig:
             connect_s=_duration(data, ("timeouts", "connect"), 2.0, fail),
             first_byte_s=_duration(data, ("timeouts", "first_byte"), 300.0, fail),
             idle_s=_duration(data, ("timeouts", "idle"), 60.0, fail),
+            client_s=_duration(data, ("timeouts", "client"), 30.0, fail),
         ),
         shedding=ShedSettings(
             max_in_flight=_positive_int(data, ("shedding", "max_in_flight"), 0, fail, zero=True),

@@ -15,6 +15,10 @@ blocks, and it bounds the cost.
 
 The session key is the ``X-Session-Id`` header, else the body's ``user``; the client key (for
 per-client output-length quantiles) is the body's ``user``.
+
+A body whose routing fields cannot be read (a token id or ``max_tokens`` beyond a signed 64-bit
+integer, as the engines hold them) raises :class:`BadRequest`: the proxy answers 400 with its
+message rather than guessing.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
+from slotune.collector.errors import ConfigError
 from slotune.tuner.fleet.estimator import OutputLengthEstimator
 from slotune.tuner.fleet.policy import RequestInfo
 from slotune.tuner.sim.emulate.prompts import render_chat
@@ -32,6 +37,16 @@ SESSION_HEADER = "X-Session-Id"
 DEFAULT_MAX_BLOCKS = 256
 _BYTES_PER_TEXT_TOKEN = 4
 _BYTES_PER_TOKEN_ID = 8
+MAX_INT = 2**63 - 1
+
+
+class BadRequest(ConfigError):
+    """A request body the proxy cannot route; the message names the field and the fix."""
+
+
+def _describe(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"a {len(text)}-digit number"
 
 
 def prompt_features(body: Mapping[str, Any], block_size: int) -> tuple[int, tuple[int, ...]]:
@@ -47,7 +62,14 @@ def prompt_features(body: Mapping[str, Any], block_size: int) -> tuple[int, tupl
         data = prompt.encode()
         return _num_words(prompt), block_hashes(data, block_size * _BYTES_PER_TEXT_TOKEN)
     if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
-        data = array("q", prompt).tobytes()
+        try:
+            data = array("q", prompt).tobytes()
+        except OverflowError:
+            big = next(t for t in prompt if not -MAX_INT - 1 <= t <= MAX_INT)
+            raise BadRequest(
+                f"field 'prompt': token id {_describe(big)} is out of range; token ids are "
+                f"integers below 2^63 (the model's vocabulary ids)"
+            ) from None
         return len(prompt), block_hashes(data, block_size * _BYTES_PER_TOKEN_ID)
     return 0, ()
 
@@ -64,12 +86,14 @@ def _message_pair(message: Any) -> tuple[str, str]:
         return "", ""
     content = message.get("content")
     if isinstance(content, list):
+        # only strings: str() of a deeply nested value recurses as deep as it is nested
         content = "\n".join(
-            str(p.get("text", ""))
+            p["text"]
             for p in content
-            if isinstance(p, dict) and p.get("type") == "text"
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
         )
-    return str(message.get("role", "")), content if isinstance(content, str) else ""
+    role = message.get("role")
+    return role if isinstance(role, str) else "", content if isinstance(content, str) else ""
 
 
 def block_hashes(
@@ -94,10 +118,19 @@ def block_hashes(
 
 
 def max_tokens_of(body: Mapping[str, Any]) -> int | None:
-    """``max_completion_tokens`` (chat) or ``max_tokens`` when the client gave an integer."""
+    """``max_completion_tokens`` (chat) or ``max_tokens`` when the client gave an integer.
+
+    Raises:
+        BadRequest: an integer beyond 2^63 - 1.
+    """
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            if value > MAX_INT:
+                raise BadRequest(
+                    f"field '{key}': {_describe(value)} is too large; give at most the "
+                    f"tokens the model may generate (below 2^63)"
+                )
             return value
     return None
 
@@ -120,6 +153,9 @@ def request_info(
         default_model: the model of a body that names none.
         block_size: tokens per prefix block.
         estimator: expected output length when ``max_tokens`` is absent.
+
+    Raises:
+        BadRequest: a routing field out of range (the message names it).
     """
     model = body.get("model")
     model = model if isinstance(model, str) and model else default_model

@@ -35,6 +35,9 @@ async def run_proxy(
         proxy.make_app(),
         handler_cancellation=True,  # a client that leaves cancels its upstream request
         access_log=None,
+        # aiohttp closes a connection that has not sent a whole request head this long after
+        # connecting or after its last answer: the header-read timeout (slow senders dropped)
+        keepalive_timeout=proxy.config.timeouts.client_s,
         shutdown_timeout=_SHUTDOWN_GRACE_S,
     )
     await runner.setup()
@@ -42,6 +45,8 @@ async def run_proxy(
         site = web.TCPSite(runner, host, port)
         try:
             await site.start()
+        except OverflowError:
+            raise ConfigError(f"--port {port} is not a port; pass one from 0 to 65535") from None
         except OSError as e:
             raise ConfigError(
                 f"cannot bind {host}:{port} ({e.strerror}); pass a free --port"

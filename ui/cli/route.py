@@ -20,7 +20,9 @@ def register(app: typer.Typer) -> None:
         host: Annotated[
             str, typer.Option("--host", help="Address to bind (0.0.0.0 to serve other hosts).")
         ] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8080,
+        port: Annotated[
+            int, typer.Option("--port", min=0, max=65535, help="Port to bind (0: any free one).")
+        ] = 8080,
     ) -> None:
         """Serve an OpenAI-compatible proxy that routes each request by policy.
 

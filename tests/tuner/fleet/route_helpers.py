@@ -177,6 +177,7 @@ class FakeBackend:
         self._sock.settimeout(0.1)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._conns: list[socket.socket] = []
+        self.received: list[bytes] = []  # the first read of each connection
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -190,7 +191,7 @@ class FakeBackend:
             self._conns.append(conn)
             if self.reply is not None:
                 with contextlib.suppress(OSError):
-                    conn.recv(65536)
+                    self.received.append(conn.recv(65536))
                     conn.sendall(self.reply)
                     conn.shutdown(socket.SHUT_RDWR)
 
@@ -200,3 +201,66 @@ class FakeBackend:
         for c in self._conns:
             c.close()
         self._sock.close()
+
+
+class ConnectionCounter:
+    """A TCP relay on 127.0.0.1 in front of ``target`` that counts the connections it accepts.
+
+    Put its ``url`` in the fleet file instead of the engine's: every upstream connection the
+    proxy opens to the engine is one accepted here.
+    """
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("http://").split(":")
+        self._target = (host, int(port))
+        self.num_accepted = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop = asyncio.new_event_loop()
+        self._server = self._loop.run_until_complete(
+            asyncio.start_server(self._relay, "127.0.0.1", 0)
+        )
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.num_accepted += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+            self._writers.add(up_writer)
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        except OSError:
+            writer.close()
+        finally:
+            self._tasks.discard(task)
+
+    def close(self) -> None:
+        async def shut() -> None:
+            self._server.close()
+            for w in self._writers:
+                w.close()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._loop.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+    except OSError:
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()

@@ -119,4 +119,7 @@ def test_a_backend_that_accepts_no_connection_is_retried_elsewhere() -> None:
             with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
                 _all_served_by_b1(client, proxy.url, 3)
                 metrics = client.get(proxy.url + "/metrics").text
-                assert 'slotune_route_upstream_errors_total{backend="b0",kind="connect"}' in metrics
+                assert (
+                    'slotune_route_upstream_errors_total{backend="b0",kind="connect_timeout"}'
+                    in metrics
+                )

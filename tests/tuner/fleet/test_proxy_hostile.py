@@ -1,0 +1,105 @@
+"""Hostile clients: bodies the proxy cannot route get 400 with the reason, slow senders are cut
+off, and only the client's own end-to-end headers travel, in both directions."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from route_helpers import FakeBackend, fleet_yaml, running_proxy
+
+_REPLY = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+    b"Connection: close, X-Backend-Hop\r\nX-Backend-Hop: 1\r\nX-Backend-End: 2\r\n\r\n{}"
+)
+
+
+@pytest.fixture
+def backend() -> Iterator[FakeBackend]:
+    fake = FakeBackend(_REPLY)
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            b'{"prompt": [18446744073709551616]}',
+            "field 'prompt': token id 18446744073709551616 is out of range",
+        ),
+        (
+            b'{"prompt": "x", "max_tokens": 1' + b"0" * 400 + b"}",
+            "field 'max_tokens': a 401-digit number is too large",
+        ),
+        (
+            b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "The request body is nested too deeply.",
+        ),
+        (b'{"prompt": "x", "max_tokens": ' + b"9" * 5000 + b"}", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+    ],
+)
+def test_bodies_it_cannot_route_get_400_with_the_reason(
+    backend: FakeBackend, body: bytes, message: str
+) -> None:
+    with running_proxy(fleet_yaml([backend.url])) as proxy, httpx.Client(timeout=60) as client:
+        r = client.post(proxy.url + "/v1/completions", content=body)
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error["type"] == "BadRequestError"
+        assert message in error["message"]
+        # the proxy still serves
+        assert client.post(proxy.url + "/v1/completions", json={"prompt": "x"}).status_code == 200
+
+
+def test_only_end_to_end_headers_are_forwarded_both_ways(backend: FakeBackend) -> None:
+    with running_proxy(fleet_yaml([backend.url])) as proxy, httpx.Client(timeout=60) as client:
+        for name in ("Accept-Encoding", "User-Agent"):
+            del client.headers[name]  # httpx's own defaults: this client sends neither
+        r = client.post(
+            proxy.url + "/v1/completions",
+            content=b'{"prompt": "x"}',
+            headers={
+                "Content-Type": "application/json",
+                "Connection": "keep-alive, X-Client-Hop",
+                "X-Client-Hop": "secret",
+                "Keep-Alive": "timeout=5",
+                "X-Client-End": "kept",
+            },
+        )
+        assert r.status_code == 200
+        assert r.headers["X-Backend-End"] == "2"
+        assert "X-Backend-Hop" not in r.headers
+    [sent] = [b for b in backend.received if b.startswith(b"POST")]
+    head = sent.split(b"\r\n\r\n")[0].lower()
+    assert b"x-client-end: kept" in head
+    assert b"content-type: application/json" in head
+    for absent in (b"x-client-hop", b"keep-alive:", b"accept-encoding", b"user-agent"):
+        assert absent not in head
+
+
+def _connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.settimeout(60)  # generous: the proxy's own timeout is the one under test
+    return sock
+
+
+def test_a_client_that_does_not_finish_its_request_is_cut_off(backend: FakeBackend) -> None:
+    text = fleet_yaml([backend.url], extra="timeouts: {client: 1s}\n")
+    with running_proxy(text) as proxy:
+        with _connect(proxy.port) as slow_head:
+            slow_head.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n")
+            assert slow_head.recv(65536) == b""  # closed without an answer
+        with _connect(proxy.port) as slow_body:
+            slow_body.sendall(
+                b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+            )
+            answer = slow_body.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 408 ")
+            assert b"did not arrive within 1 s" in answer
