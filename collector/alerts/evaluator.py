@@ -4,7 +4,9 @@ Evaluation is stateless — the rule's window is read from the store at the eval
 so ``evaluate_all(store, at)`` answers for any past time — except for threshold hysteresis,
 which needs to know whether the alert is firing: that is the newest stored event of the
 alert instance (rule + labels). A rule that fails to evaluate gets state ``error`` and the
-others go on.
+others go on. A rule whose data went stale gets state ``no_data``; neither ``error`` nor
+``no_data`` changes whether the instance is firing (a dead agent must not resolve its own
+alerts).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from slotune.collector.alerts.rules import THRESHOLD_KIND, ThresholdRule
 from slotune.collector.alerts.sli import SliReader
 from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
 from slotune.collector.alerts.status import slo_status, status_windows
-from slotune.collector.alerts.thresholds import ThresholdReader
+from slotune.collector.alerts.thresholds import STALE_S, ThresholdReader
 from slotune.collector.errors import SlotuneError, StoreError, StoreUnavailable
 from slotune.collector.slo import SLO
 from slotune.collector.store import (
@@ -45,6 +47,12 @@ class RuleState(StrEnum):
     PENDING = "pending"
     FIRING = "firing"
     ERROR = "error"
+    NO_DATA = "no_data"
+
+    @property
+    def label(self) -> str:
+        """For people: ``no data`` rather than ``no_data``."""
+        return self.value.replace("_", " ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +63,7 @@ class RuleStatus:
         rule: rule name.
         kind: ``slo_burn`` or ``threshold``.
         severity: the rule's severity.
-        state: ok / pending / firing / error.
+        state: ok / pending / firing / error / no_data.
         value: the metric's value (threshold rules) or the highest burn rate of the
             conditions (SLO rules); None without data.
         labels: identify the instance (``target``, ``slo``, ``severity``) plus rule labels.
@@ -111,6 +119,7 @@ def evaluate_all(
     *,
     record: bool = False,
     min_window_s: float = 0.0,
+    receivers: Sequence[str] = (),
 ) -> list[RuleStatus]:
     """Every enabled rule's state at ``at_ts`` (now when None).
 
@@ -119,6 +128,8 @@ def evaluate_all(
         at_ts: evaluation time, epoch seconds.
         record: store an event for every instance that starts firing or resolves.
         min_window_s: the scrape interval; SLO windows shorter than it are an error.
+        receivers: the notifiers' keys each recorded event is pending for (the outbox),
+            unless its rule is silenced.
 
     Returns:
         One status per alert instance, by rule then labels.
@@ -166,7 +177,7 @@ def evaluate_all(
         for status in found:
             if silence is not None:
                 status = _with(status, silenced_until=silence.until_ts)
-            out.append(_transition(store, status, last, record))
+            out.append(_transition(store, status, last, record, receivers))
     return out
 
 
@@ -193,11 +204,12 @@ def _transition(
     status: RuleStatus,
     last: Mapping[InstanceKey, Any],
     record: bool,
+    receivers: Sequence[str],
 ) -> RuleStatus:
     prev = last.get(instance_key(status.rule, status.labels))
     was_firing = prev is not None and prev.event.state is AlertState.FIRING
     is_firing = status.state is RuleState.FIRING
-    if status.state is RuleState.ERROR or was_firing == is_firing:
+    if status.state in (RuleState.ERROR, RuleState.NO_DATA) or was_firing == is_firing:
         return status
     change = AlertState.FIRING if is_firing else AlertState.RESOLVED
     event_id = None
@@ -207,6 +219,7 @@ def _transition(
             AlertEventInfo(
                 status.rule, change, status.at_ts, status.value, dict(status.labels), status.message
             ),
+            () if status.silenced_until is not None else receivers,
         )
     return _with(status, changed=change, event_id=event_id)
 
@@ -227,14 +240,18 @@ def _slo_instance(
         )
     else:
         message = f"SLO {slo.name} ({slo.spec}): no {rule.severity} burn-rate condition holds"
+    state = RuleState.FIRING if firing else RuleState.OK
+    if not st.has_data:
+        state = RuleState.NO_DATA
+        message = f"SLO {slo.name} ({slo.spec}): no data: {_staleness(st.newest_sample_ts, at)}"
     if st.note:
         message += f"; {st.note}"
     return RuleStatus(
         rule=rule.name,
         kind=rule.kind,
         severity=rule.severity,
-        state=RuleState.FIRING if firing else RuleState.OK,
-        value=max(rates) if rates and st.num_total is not None else None,
+        state=state,
+        value=max(rates) if rates and st.num_total is not None and st.has_data else None,
         labels={**rule.labels, "slo": slo.name, "severity": rule.severity},
         at_ts=at,
         message=message,
@@ -254,6 +271,21 @@ def _threshold_instances(
         labels = {**rule.labels, "target": tv.target, "severity": rule.severity}
         prev = last.get(instance_key(rule.name, labels))
         was_firing = prev is not None and prev.event.state is AlertState.FIRING
+        if tv.value is None:
+            out.append(
+                RuleStatus(
+                    rule=rule.name,
+                    kind=rule_info.kind,
+                    severity=rule.severity,
+                    state=RuleState.NO_DATA,
+                    value=None,
+                    labels=labels,
+                    at_ts=at,
+                    message=f"{tv.target}: no data: no {rule.metric} sample in the last "
+                    f"{_dur(STALE_S)} (rule {rule.expr})",
+                )
+            )
+            continue
         if was_firing:  # hysteresis: resolved only once past the resolve value
             state = RuleState.FIRING if rule.still_firing(tv.value) else RuleState.OK
         elif tv.held_for:
@@ -273,6 +305,15 @@ def _threshold_instances(
             )
         )
     return out
+
+
+def _staleness(newest_ts: float | None, at: float) -> str:
+    if newest_ts is None:
+        return "no stored sample of its series (is an agent scraping its targets?)"
+    return (
+        f"the newest sample of its series is {_dur(round(at - newest_ts))} old "
+        f"(stale after {_dur(STALE_S)}: is the agent running?)"
+    )
 
 
 def _dur(seconds: float) -> str:
@@ -313,11 +354,13 @@ def run_loop(
     *,
     interval_s: float = DEFAULT_INTERVAL_S,
     min_window_s: float = 0.0,
+    receivers: Sequence[str] = (),
     on_round: Callable[[list[RuleStatus]], None] | None = None,
     max_rounds: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Evaluate every ``interval_s``, recording events, until ``max_rounds`` (forever: None).
+    """Evaluate every ``interval_s``, recording events pending for ``receivers``, until
+    ``max_rounds`` (forever: None); ``on_round`` gets each round's statuses.
 
     A store that cannot be reached is logged and retried next round; the loop never stops
     on it. Returns the number of rounds run.
@@ -326,7 +369,9 @@ def run_loop(
     while max_rounds is None or rounds < max_rounds:
         started = time.monotonic()
         try:
-            statuses = evaluate_all(store, record=True, min_window_s=min_window_s)
+            statuses = evaluate_all(
+                store, record=True, min_window_s=min_window_s, receivers=receivers
+            )
             if on_round is not None:
                 on_round(statuses)
         except StoreError as e:

@@ -7,6 +7,9 @@
 - ``vram_usage``: ``vram_used / vram_total`` (0..1);
 - ``prefix_hit_rate``: prefix-cache hits / queries over the rate window (the engine's own
   gauge where it has no counters);
+- ``scrape_age_s``: seconds since the target's newest ``up`` sample, which grows once the
+  agent or its scrapes of the target stop (Prometheus ``time() - timestamp(up)``; the rule
+  that pages on a dead agent, where every other rule of the target has no data);
 - ``<counter>_rate`` for every canonical counter (``preemptions_rate``; also spelled
   ``preemption_rate``): per-second increase over the rate window.
 
@@ -29,6 +32,7 @@ class MetricKind(StrEnum):
     RATE = "rate"  # increase of ``series[0]`` per second over the rate window
     RATIO = "ratio"  # newest ``series[0]`` / newest ``series[1]``
     HIT_RATIO = "hit_ratio"  # increase of ``series[0]`` / of ``series[1]`` (gauge fallback)
+    AGE = "age"  # seconds since the newest sample of ``series[0]``; never stale itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ def _known() -> dict[str, MetricDef]:
             out[m.name] = MetricDef(m.name, MetricKind.GAUGE, (m.name,))
         elif m.type is MetricType.COUNTER:
             out[f"{m.name}_rate"] = MetricDef(f"{m.name}_rate", MetricKind.RATE, (m.name,))
+    out["scrape_age_s"] = MetricDef("scrape_age_s", MetricKind.AGE, ("up",))
     out["queue_length"] = MetricDef("queue_length", MetricKind.GAUGE, ("requests_waiting",))
     out["xid"] = MetricDef("xid", MetricKind.GAUGE, ("DCGM_FI_DEV_XID_ERRORS",))
     out["vram_usage"] = MetricDef("vram_usage", MetricKind.RATIO, ("vram_used", "vram_total"))

@@ -1,34 +1,74 @@
-"""Notifications: Alertmanager v2, Slack-compatible webhooks and the log.
+"""Notifiers: Alertmanager v2, Slack-compatible webhooks and the log.
 
-A notifier gets each state change once (``firing`` / ``resolved``); a firing alert that is
-neither silenced nor acknowledged is sent again every ``renotify_s``. Delivery retries with
-exponential backoff; a receiver that keeps failing is logged and skipped, never stops the
-evaluator. URLs are shown with their secret parts (path tokens, query, user info) replaced
-by ``***``: Slack and most webhook URLs carry their token in the path.
+A notifier sends :class:`Notification` batches and raises :class:`NotifyError` when the
+receiver did not accept one; :class:`~collector.alerts.dispatch.Dispatcher` decides what is
+sent when. Delivery retries with exponential backoff. URLs are shown with their secret parts
+(path tokens, query, user info) replaced by ``***``: Slack and most webhook URLs carry their
+token in the path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, ClassVar
+from urllib.parse import SplitResult, urlsplit
 
-from slotune.collector.alerts.evaluator import InstanceKey, RuleState, RuleStatus, instance_key
+from slotune.collector.alerts.promrules import ALERT_NAME
+from slotune.collector.alerts.slo_rules import SLO_KIND
 from slotune.collector.errors import ConfigError, SlotuneError
+from slotune.collector.store import AlertState
 
 log = logging.getLogger(__name__)
 
 
 class NotifyError(SlotuneError):
     """A receiver did not accept a notification after every retry."""
+
+
+def alert_name(rule: str, kind: str) -> str:
+    """The ``alertname`` of a rule's alerts: an SLO's burn-rate alerts carry the name of the
+    exported Prometheus rules (told apart by their ``slo`` and ``severity`` labels), so
+    Alertmanager sees one alert whichever of the two sent it; a threshold rule's is its name."""
+    return ALERT_NAME if kind == SLO_KIND else rule
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One alert instance as sent to a receiver.
+
+    Attributes:
+        alertname: see :func:`alert_name`.
+        rule: the slotune rule.
+        state: firing or resolved.
+        labels: the instance's labels (``slo`` or ``target``, ``severity``, rule labels).
+        message: what it means, for people.
+        value: the value that made it change, when known.
+        starts_at_ts: when it started firing (resolved: when it resolved).
+        ends_at_ts: firing: until when it holds without a re-send (Alertmanager resolves it
+            then); resolved: when it resolved.
+    """
+
+    alertname: str
+    rule: str
+    state: AlertState
+    labels: Mapping[str, str]
+    message: str
+    value: float | None
+    starts_at_ts: float
+    ends_at_ts: float
+
+    @property
+    def severity(self) -> str:
+        return self.labels.get("severity", "")
 
 
 def redact(url: str) -> str:
@@ -45,21 +85,36 @@ def _rfc3339(ts: float) -> str:
 
 
 class Notifier(ABC):
-    """Delivers alert state changes somewhere. ``send`` raises :class:`NotifyError`."""
+    """Delivers notifications somewhere; ``send`` raises :class:`NotifyError`.
+
+    ``key`` names the receiver in the store's delivery outbox: stable for one URL, and
+    never the URL itself (it may carry a token). ``resends_firing``: the receiver forgets
+    a firing alert that is not re-sent (Alertmanager), so it gets every firing alert each
+    resend interval, acknowledged or not; the others get a firing alert once, then again
+    after the re-notify interval unless acknowledged.
+    """
 
     name: str
+    resends_firing: ClassVar[bool] = False
+
+    @property
+    @abstractmethod
+    def key(self) -> str: ...
 
     @abstractmethod
-    def send(self, statuses: Sequence[RuleStatus]) -> None: ...
+    def send(self, notifications: Sequence[Notification]) -> None: ...
 
 
 class LogNotifier(Notifier):
     name = "log"
 
-    def send(self, statuses: Sequence[RuleStatus]) -> None:
-        for s in statuses:
-            what = "FIRING" if s.state is RuleState.FIRING else "RESOLVED"
-            log.warning("[%s] %s %s: %s", s.severity, what, s.rule, s.message)
+    @property
+    def key(self) -> str:
+        return "log"
+
+    def send(self, notifications: Sequence[Notification]) -> None:
+        for n in notifications:
+            log.warning("[%s] %s %s: %s", n.severity, n.state.value.upper(), n.rule, n.message)
 
 
 @dataclass
@@ -75,11 +130,15 @@ class WebhookNotifier(Notifier):
     sleep: Callable[[float], None] = time.sleep
     name: str = "webhook"
 
-    def payload(self, statuses: Sequence[RuleStatus]) -> Any:
+    @property
+    def key(self) -> str:
+        return f"{self.name}:{hashlib.sha256(self.url.encode()).hexdigest()[:16]}"
+
+    def payload(self, notifications: Sequence[Notification]) -> Any:
         raise NotImplementedError
 
-    def send(self, statuses: Sequence[RuleStatus]) -> None:
-        body = json.dumps(self.payload(statuses)).encode()
+    def send(self, notifications: Sequence[Notification]) -> None:
+        body = json.dumps(self.payload(notifications)).encode()
         problem = ""
         for attempt in range(self.attempts):
             request = urllib.request.Request(
@@ -108,30 +167,31 @@ class WebhookNotifier(Notifier):
 
 @dataclass
 class AlertmanagerNotifier(WebhookNotifier):
-    """Alertmanager's ``POST /api/v2/alerts`` (give the Alertmanager base URL)."""
+    """Alertmanager's ``POST /api/v2/alerts`` (give the Alertmanager base URL), the way
+    Prometheus sends: every alert with ``endsAt``, a firing one's some way ahead."""
 
     name: str = "alertmanager"
+    resends_firing: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not self.url.rstrip("/").endswith("/api/v2/alerts"):
             self.url = self.url.rstrip("/") + "/api/v2/alerts"
 
-    def payload(self, statuses: Sequence[RuleStatus]) -> list[dict[str, Any]]:
-        out = []
-        for s in statuses:
-            alert: dict[str, Any] = {
-                "labels": {"alertname": s.rule, **s.labels},
+    def payload(self, notifications: Sequence[Notification]) -> list[dict[str, Any]]:
+        return [
+            {
+                "labels": {"alertname": n.alertname, **n.labels},
                 "annotations": {
-                    "summary": s.message,
-                    "value": f"{s.value:g}" if s.value is not None else "",
+                    "summary": n.message,
+                    "rule": n.rule,
+                    "value": f"{n.value:g}" if n.value is not None else "",
                 },
-                "startsAt": _rfc3339(s.at_ts),
-                "generatorURL": "slotune://alerts/" + s.rule,
+                "startsAt": _rfc3339(n.starts_at_ts),
+                "endsAt": _rfc3339(n.ends_at_ts),
+                "generatorURL": "slotune://alerts/" + n.rule,
             }
-            if s.state is not RuleState.FIRING:
-                alert["endsAt"] = _rfc3339(s.at_ts)
-            out.append(alert)
-        return out
+            for n in notifications
+        ]
 
 
 @dataclass
@@ -140,101 +200,69 @@ class SlackNotifier(WebhookNotifier):
 
     name: str = "slack"
 
-    def payload(self, statuses: Sequence[RuleStatus]) -> dict[str, str]:
+    def payload(self, notifications: Sequence[Notification]) -> dict[str, str]:
         lines = []
-        for s in statuses:
-            icon = ":rotating_light:" if s.state is RuleState.FIRING else ":white_check_mark:"
-            what = "FIRING" if s.state is RuleState.FIRING else "RESOLVED"
-            lines.append(f"{icon} *{what}* [{s.severity}] {s.rule}: {s.message}")
+        for n in notifications:
+            firing = n.state is AlertState.FIRING
+            icon = ":rotating_light:" if firing else ":white_check_mark:"
+            lines.append(f"{icon} *{n.state.value.upper()}* [{n.severity}] {n.rule}: {n.message}")
         return {"text": "\n".join(lines)}
+
+
+def _http_url(kind: str, url: str) -> SplitResult:
+    """The parts of an http(s) URL with a host and a valid port.
+
+    Raises:
+        ConfigError: naming what is wrong (never the URL, which may carry a token).
+    """
+    example = f"e.g. {kind}=http://127.0.0.1:9093"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise ConfigError(f"--notify {kind}=…: the URL is not valid ({e}); give {example}") from e
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--notify {kind}=…: give an http(s) URL with a host, {example}")
+    if port == 0:
+        raise ConfigError(f"--notify {kind}=…: port 0 cannot be connected to; give {example}")
+    return parts
 
 
 def make_notifier(spec: str) -> Notifier:
     """``log``, ``alertmanager=URL`` or ``slack=URL`` (also ``webhook=URL``: Slack format).
 
     Raises:
-        ConfigError: an unknown kind or a URL that is not http(s).
+        ConfigError: an unknown kind or a URL that is not a valid http(s) URL.
     """
     if spec == "log":
         return LogNotifier()
     kind, _, url = spec.partition("=")
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise ConfigError(
-            f"--notify {kind}=…: give an http(s) URL, e.g. alertmanager=http://alertmanager:9093"
-        )
+    if kind not in ("alertmanager", "slack", "webhook"):
+        raise ConfigError(f"--notify {kind!r} is unknown; use log, alertmanager=URL or slack=URL")
+    _http_url(kind, url)
     if kind == "alertmanager":
         return AlertmanagerNotifier(url)
-    if kind in ("slack", "webhook"):
-        return SlackNotifier(url)
-    raise ConfigError(f"--notify {kind!r} is unknown; use log, alertmanager=URL or slack=URL")
-
-
-@dataclass
-class Dispatcher:
-    """Sends each round's state changes (and re-notifications) to every notifier.
-
-    Attributes:
-        notifiers: where to send.
-        renotify_s: a still-firing alert is sent again after this long (0: never).
-    """
-
-    notifiers: Sequence[Notifier]
-    renotify_s: float = 4 * 3600.0
-    _sent_at: dict[InstanceKey, float] = field(default_factory=dict)
-
-    def due(
-        self, statuses: Sequence[RuleStatus], acked: Set[InstanceKey] = frozenset()
-    ) -> list[RuleStatus]:
-        """The statuses to send now: changes, and firing alerts due again — neither silenced
-        nor, for re-notifications, acknowledged (``acked``: instance keys)."""
-        out = []
-        for s in statuses:
-            key = instance_key(s.rule, s.labels)
-            if s.silenced_until is not None:
-                continue
-            if s.changed is not None:
-                out.append(s)
-            elif s.state is RuleState.FIRING and self.renotify_s > 0 and key not in acked:
-                sent = self._sent_at.get(key)
-                if sent is not None and s.at_ts - sent >= self.renotify_s:
-                    out.append(s)
-        return out
-
-    def dispatch(
-        self, statuses: Sequence[RuleStatus], acked: Set[InstanceKey] = frozenset()
-    ) -> list[str]:
-        """Send what is due; returns one line per receiver that failed (already logged)."""
-        due = self.due(statuses, acked)
-        failures = []
-        if due:
-            for n in self.notifiers:
-                try:
-                    n.send(due)
-                except NotifyError as e:
-                    log.warning("%s", e)
-                    failures.append(str(e))
-            for s in due:
-                self._sent_at[instance_key(s.rule, s.labels)] = s.at_ts
-        return failures
+    return SlackNotifier(url)
 
 
 def test_alerts(notifier: Notifier) -> list[str]:
-    """Send a test alert, firing then resolved; returns the failures (empty: delivered)."""
+    """Send a test alert, firing then resolved; returns the failure (empty: delivered). A
+    receiver that refuses the firing alert is not tried again with its resolve."""
     now = time.time()
-    base = RuleStatus(
+    firing = Notification(
+        alertname="slotune-test",
         rule="slotune-test",
-        kind="test",
-        severity="info",
-        state=RuleState.FIRING,
-        value=None,
+        state=AlertState.FIRING,
         labels={"severity": "info"},
-        at_ts=now,
         message="a test notification from slotune alerts test-notify",
+        value=None,
+        starts_at_ts=now,
+        ends_at_ts=now + 300.0,
     )
-    failures = []
-    for status in (base, replace(base, state=RuleState.OK, at_ts=time.time())):
-        try:
-            notifier.send([status])
-        except NotifyError as e:
-            failures.append(str(e))
-    return failures
+    resolved = replace(firing, state=AlertState.RESOLVED, ends_at_ts=now)
+    try:
+        notifier.send([firing])
+        notifier.send([resolved])
+    except NotifyError as e:
+        return [str(e)]
+    return []

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO, Selector, evaluate
-from slotune.collector.store import SeriesRef, Store, find_series, increases
+from slotune.collector.store import SeriesRef, Store, find_series, increases, values_at
 
 FINISHED = "requests_finished"
 BAD_REASONS = frozenset({"abort", "error"})
@@ -114,6 +114,7 @@ class SliReader:
         self._series: dict[str, list[SeriesRef]] = {}
         self._inc: dict[tuple[int, float], float | None] = {}
         self._by_le: dict[tuple[str, Selector], dict[float, list[SeriesRef]]] = {}
+        self._newest: dict[int, float | None] = {}
 
     def series(self, name: str) -> list[SeriesRef]:
         if name not in self._series:
@@ -129,6 +130,20 @@ class SliReader:
             ids.update(r.id for r in self._reads(slo))
             starts.update(self.at_ts - w for w in windows)
         self._fetch(sorted(ids), sorted(starts))
+        self._fetch_newest(sorted(ids))
+
+    def _fetch_newest(self, ids: Sequence[int]) -> None:
+        todo = [sid for sid in ids if sid not in self._newest]
+        if todo:
+            found = values_at(self.store, todo, self.at_ts)
+            self._newest.update({sid: found[sid][0] if sid in found else None for sid in todo})
+
+    def newest_ts(self, slo: SLO) -> float | None:
+        """The newest sample time, at or before the reader's time, of the series the SLO's
+        counts come from (None: none has a sample)."""
+        ids = [r.id for r in self._reads(slo)]
+        self._fetch_newest(ids)
+        return max((t for sid in ids if (t := self._newest[sid]) is not None), default=None)
 
     def _fetch(self, ids: Sequence[int], starts: Sequence[float]) -> None:
         todo = [s for s in starts if any((sid, s) not in self._inc for sid in ids)]

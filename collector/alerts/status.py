@@ -7,6 +7,7 @@ from typing import Any
 
 from slotune.collector.alerts.policy import burn_windows, error_budget, has_budget
 from slotune.collector.alerts.sli import Counts, SliReader
+from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.slo import SLO, BurnWindow
 from slotune.collector.store import Store
 
@@ -50,6 +51,8 @@ class SloStatus:
         burns: error ratio and burn rate per distinct window, shortest first.
         conditions: each burn-rate condition of the policy.
         note: how bucket bounds were handled, when the threshold is not one.
+        newest_sample_ts: the newest sample of the SLO's series at or before ``at_ts``
+            (None: none).
     """
 
     slo: SLO
@@ -61,6 +64,15 @@ class SloStatus:
     burns: tuple[WindowBurn, ...]
     conditions: tuple[ConditionStatus, ...]
     note: str | None = None
+    newest_sample_ts: float | None = None
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the SLO's series have a sample no older than :data:`STALE_S` (like
+        Prometheus' staleness): without one, its agent or targets stopped reporting and the
+        SLO's state is "no data", never "ok"."""
+        newest = self.newest_sample_ts
+        return newest is not None and self.at_ts - newest <= STALE_S
 
     @property
     def firing(self) -> tuple[str, ...]:
@@ -94,6 +106,8 @@ class SloStatus:
                 for c in self.conditions
             ],
             "firing": list(self.firing),
+            "no_data": not self.has_data,
+            "newest_sample_ts": self.newest_sample_ts,
             "note": self.note,
         }
 
@@ -139,6 +153,7 @@ def slo_status(
         burns=tuple(burns[w] for w in windows if w != slo.window_s),
         conditions=tuple(ConditionStatus(c, burns[c.long_s], burns[c.short_s]) for c in policy),
         note=read.note.message(slo.name) if read.note is not None else None,
+        newest_sample_ts=reader.newest_ts(slo),
     )
 
 

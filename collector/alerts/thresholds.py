@@ -3,11 +3,14 @@
 Gauges: the value is the newest sample (no older than :data:`STALE_S`, like Prometheus'
 staleness), and the condition held for ``for`` when the sample at or before the window start
 and every sample in the window satisfy it (from the window's min / max). Rates and ratios are
-checked at :data:`FOR_POINTS` instants spread over the window.
+checked at :data:`FOR_POINTS` instants spread over the window. A target whose series of the
+metric all went stale gets a value of None ("no data") instead of vanishing, so a dead agent
+is seen; ``scrape_age_s`` is the metric that fires on it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,10 +34,11 @@ FOR_POINTS = 5
 
 @dataclass(frozen=True, slots=True)
 class TargetValue:
-    """A rule's metric on one target: the value now and whether the condition held."""
+    """A rule's metric on one target: the value now (None: no data, every series of it is
+    stale) and whether the condition held."""
 
     target: str
-    value: float
+    value: float | None
     holds: bool
     held_for: bool
 
@@ -64,10 +68,29 @@ class ThresholdReader:
         return self._points[key]
 
     def evaluate(self, rule: ThresholdRule) -> list[TargetValue]:
-        """The rule's metric on every target its selector matches that has data."""
+        """The rule's metric on every target its selector matches that has a series of it
+        (value None where they are all stale)."""
         d = metric_def(rule.metric)
-        if d.kind is MetricKind.GAUGE:
-            return self._gauge(rule, d)
+        found = self._gauge(rule, d) if d.kind is MetricKind.GAUGE else self._over_for(rule, d)
+        if d.kind is MetricKind.AGE:
+            return found
+        # a rate over a window whose samples stopped would read 0: stale wins over it
+        stale = self._stale(rule, d)
+        fresh = [tv for tv in found if tv.target not in stale]
+        gone = [TargetValue(t, None, False, False) for t in stale]
+        return sorted([*fresh, *gone], key=lambda tv: tv.target)
+
+    def _stale(self, rule: ThresholdRule, d: MetricDef) -> set[str]:
+        """Targets with samples of the metric's first series, none of them recent."""
+        name = d.series[0]
+        points = self._at(name, self.at_ts)
+        newest: dict[str, float] = {}
+        for r in self._refs(rule, name):
+            if r.id in points:
+                newest[r.target] = max(newest.get(r.target, -math.inf), points[r.id][0])
+        return {t for t, ts in newest.items() if ts < self.at_ts - STALE_S}
+
+    def _over_for(self, rule: ThresholdRule, d: MetricDef) -> list[TargetValue]:
         instants = [self.at_ts]
         if rule.for_s > 0:
             step = rule.for_s / (FOR_POINTS - 1)
@@ -114,6 +137,13 @@ class ThresholdReader:
         return out
 
     def _derived(self, rule: ThresholdRule, d: MetricDef, t: float) -> dict[str, float]:
+        if d.kind is MetricKind.AGE:
+            points = self._at(d.series[0], t)
+            ages: dict[str, float] = {}
+            for r in self._refs(rule, d.series[0]):
+                if r.id in points:
+                    ages[r.target] = min(ages.get(r.target, math.inf), t - points[r.id][0])
+            return ages
         if d.kind is MetricKind.RATIO:
             num = self._sum_at(rule, d.series[0], t)
             den = self._sum_at(rule, d.series[1], t)

@@ -1,4 +1,5 @@
-"""Batched window reads for the alert evaluator, and alert silences, acks and history.
+"""Batched window reads for the alert evaluator; alert silences, acks, history and the
+delivery outbox.
 
 The evaluator asks the same questions of many series at once (every ``ttft_bucket`` of 50
 targets at 8 window edges), so these functions take a set of series ids and answer in one
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, Select, Text, bindparam, cast, func, select, 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store._models import (
     AlertAck,
+    AlertDelivery,
     AlertEvent,
     AlertRule,
     AlertSilence,
@@ -370,6 +372,77 @@ def last_alert_events(
     return {
         (e.event.rule, tuple(sorted(e.event.labels.items()))): e for e in _entries(store, query)
     }
+
+
+# --- the delivery outbox ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDelivery:
+    """A stored event that a receiver has not confirmed yet.
+
+    Attributes:
+        event_id: the event's id.
+        kind: its rule's kind (``slo_burn``, ``threshold``).
+        event: the event.
+    """
+
+    event_id: int
+    kind: str
+    event: AlertEventInfo
+
+
+def pending_deliveries(store: Store, receiver: str, limit: int = 500) -> list[PendingDelivery]:
+    """The oldest ``limit`` events pending for ``receiver``, oldest first."""
+    query = (
+        select(AlertEvent, AlertRule.name, AlertRule.kind)
+        .join(AlertDelivery, AlertDelivery.event_id == AlertEvent.id)
+        .join(AlertRule, AlertRule.id == AlertEvent.rule_id)
+        .where(AlertDelivery.receiver == receiver, AlertDelivery.delivered_at.is_(None))
+        .order_by(AlertEvent.id)
+        .limit(limit)
+    )
+    with store.session() as session:
+        return [
+            PendingDelivery(
+                e.id,
+                kind,
+                AlertEventInfo(name, AlertState(e.state), e.ts, e.value, dict(e.labels), e.message),
+            )
+            for e, name, kind in session.execute(query)
+        ]
+
+
+def delivery_times(store: Store, receiver: str, event_ids: Iterable[int]) -> dict[int, float]:
+    """When ``receiver`` last confirmed each of the events it has confirmed."""
+    ids = sorted(set(event_ids))
+    out: dict[int, float] = {}
+    with store.session() as session:
+        for chunk in _chunks(ids):
+            query = select(AlertDelivery.event_id, AlertDelivery.delivered_at).where(
+                AlertDelivery.receiver == receiver,
+                AlertDelivery.event_id.in_(chunk),
+                AlertDelivery.delivered_at.is_not(None),
+            )
+            out.update({eid: at for eid, at in session.execute(query) if at is not None})
+    return out
+
+
+def mark_delivered(store: Store, receiver: str, event_ids: Iterable[int], at_ts: float) -> None:
+    """Record that ``receiver`` confirmed the events at ``at_ts`` (pending or sent before)."""
+    ids = sorted(set(event_ids))
+    with store.session() as session:
+        for chunk in _chunks(ids):
+            query = select(AlertDelivery).where(
+                AlertDelivery.receiver == receiver, AlertDelivery.event_id.in_(chunk)
+            )
+            rows = {row.event_id: row for row in session.scalars(query)}
+            for eid in chunk:
+                row = rows.get(eid)
+                if row is None:
+                    session.add(AlertDelivery(event_id=eid, receiver=receiver, delivered_at=at_ts))
+                else:
+                    row.delivered_at = at_ts
 
 
 def delete_alert_rules(store: Store, names: Iterable[str]) -> int:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.store._models import AlertEvent, AlertRule, Diagnosis
+from slotune.collector.store._models import AlertDelivery, AlertEvent, AlertRule, Diagnosis
 from slotune.collector.store._records import (
     AlertEventInfo,
     AlertRuleInfo,
@@ -99,8 +99,10 @@ def list_alert_rules(store: Store) -> list[AlertRuleInfo]:
         ]
 
 
-def record_alert_event(store: Store, event: AlertEventInfo) -> int:
-    """Store a rule's state change; returns the event id.
+def record_alert_event(store: Store, event: AlertEventInfo, receivers: Sequence[str] = ()) -> int:
+    """Store a rule's state change, pending delivery to each of ``receivers`` in the same
+    transaction (the outbox: a crash after it cannot lose the notification); returns the
+    event id.
 
     Raises:
         ConfigError: the rule is unknown or the state is not firing/resolved.
@@ -123,6 +125,7 @@ def record_alert_event(store: Store, event: AlertEventInfo) -> int:
         )
         session.add(row)
         session.flush()
+        session.add_all(AlertDelivery(event_id=row.id, receiver=r) for r in receivers)
         return row.id
 
 

@@ -299,3 +299,17 @@ class AlertAck(Base):
     )
     ts: Mapped[float] = mapped_column(Float)
     comment: Mapped[str] = mapped_column(Text, default="")
+
+
+class AlertDelivery(Base):
+    """An alert event's delivery to one receiver (the outbox): pending while ``delivered_at``
+    is NULL. A firing event's ``delivered_at`` moves on with each re-send."""
+
+    __tablename__ = "alert_delivery"
+    __table_args__ = (Index("ix_alert_delivery_receiver_delivered", "receiver", "delivered_at"),)
+
+    event_id: Mapped[int] = mapped_column(
+        ForeignKey("alert_event.id", ondelete="CASCADE"), primary_key=True
+    )
+    receiver: Mapped[str] = mapped_column(String(64), primary_key=True)
+    delivered_at: Mapped[float | None] = mapped_column(Float)

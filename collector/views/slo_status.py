@@ -6,7 +6,8 @@ the pages and the alerts agree. On top of it a state for people:
 
 - ``breached``: the error budget of the SLO window is spent;
 - ``burning``: a burn-rate condition of the SLO's policy holds (its alert fires);
-- ``met``: neither; ``no_data``: no request in the SLO window.
+- ``met``: neither; ``no_data``: no request in the SLO window, or no recent sample (the
+  agent or its targets stopped reporting).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def slo_statuses(
     out = []
     for slo in load_slos(store).values() if slos is None else slos:
         st = slo_status(store, slo, end, reader=reader)
-        if st.budget_left is None:
+        if st.budget_left is None or not st.has_data:
             state = SLOState.NO_DATA
         elif st.budget_left <= 0:
             state = SLOState.BREACHED

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
 
 if TYPE_CHECKING:
+    from slotune.collector.alerts.dispatch import DispatchReport
     from slotune.collector.alerts.evaluator import RuleStatus
 
 # Library modules are imported inside the commands: building the CLI must not load the store.
@@ -166,7 +168,7 @@ def _print_statuses(statuses: list[RuleStatus]) -> None:
     for s in statuses:
         instance = s.labels.get("target") or s.labels.get("slo", "")
         value = "-" if s.value is None else f"{s.value:.4g}"
-        table.add_row(s.rule, instance, s.state.value, value, s.message)
+        table.add_row(s.rule, instance, s.state.label, value, s.message)
     console.print(table)
 
 
@@ -195,13 +197,44 @@ def evaluate_cmd(
         _print_statuses(statuses)
 
 
+def _print_round(statuses: list[RuleStatus], report: DispatchReport) -> None:
+    """One line per evaluation round: instances by state, changes, notifications sent."""
+    import time
+    from collections import Counter
+
+    from slotune.collector.alerts.evaluator import RuleState
+
+    states = Counter(s.state for s in statuses)
+    styles = {RuleState.FIRING: "bold red", RuleState.ERROR: "red", RuleState.NO_DATA: "yellow"}
+    parts = [
+        f"[{styles[st]}]{states[st]} {st.label}[/]"
+        if states[st] and st in styles
+        else f"{states[st]} {st.label}"
+        for st in RuleState
+    ]
+    changes = sum(1 for s in statuses if s.changed is not None)
+    at = max((s.at_ts for s in statuses), default=time.time())
+    line = (
+        f"{time.strftime('%H:%M:%S', time.localtime(at))} evaluated {len(statuses)} "
+        f"instance(s): {', '.join(parts)}; {changes} change(s); sent {report.num_sent}"
+    )
+    if report.failures:
+        line += f", [red]{len(report.failures)} receiver(s) failed[/] (kept pending)"
+    console.print(line, highlight=False)
+
+
 @alerts_app.command("run")
 def run_cmd(
     ctx: typer.Context,
     interval: Annotated[str, typer.Option(help="Time between evaluations.")] = "30s",
     notify: NotifyOption = ["log"],  # noqa: B006 - Typer reads the default, never mutates it
+    resend: Annotated[
+        str,
+        typer.Option(help="Send firing alerts to Alertmanager again this often (as Prometheus)."),
+    ] = "1m",
     renotify: Annotated[
-        str, typer.Option(help="Send a still-firing alert again after this long (0s: never).")
+        str,
+        typer.Option(help="Send a still-firing alert to people again after this long (0s: never)."),
     ] = "4h",
     scrape_interval: ScrapeOption = "5s",
     max_rounds: Annotated[
@@ -209,29 +242,24 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Evaluate every rule in a loop, store state changes, notify; never stops on a failure."""
+    from slotune.collector.alerts.dispatch import Dispatcher
     from slotune.collector.alerts.evaluator import open_when_reachable, run_loop
-    from slotune.collector.alerts.notify import Dispatcher, make_notifier
-    from slotune.collector.store import AlertState, last_alert_events
+    from slotune.collector.alerts.notify import make_notifier
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     notifiers = [run(make_notifier, spec) for spec in notify]
-    dispatcher = Dispatcher(notifiers, renotify_s=_seconds(renotify, "--renotify"))
     interval_s = _seconds(interval, "--interval")
+    resend_s = _seconds(resend, "--resend")
+    renotify_s = _seconds(renotify, "--renotify")
     with run(open_when_reachable, db_url(ctx), retry_s=interval_s) as store:
-
-        def on_round(statuses: list[RuleStatus]) -> None:
-            last = last_alert_events(store)
-            acked = {
-                k for k, e in last.items() if e.acked_at and e.event.state is AlertState.FIRING
-            }
-            dispatcher.dispatch(statuses, acked)
-
+        dispatcher = Dispatcher(store, notifiers, interval_s, resend_s, renotify_s)
         run(
             run_loop,
             store,
             interval_s=interval_s,
             min_window_s=_seconds(scrape_interval, "--scrape-interval"),
-            on_round=on_round,
+            receivers=dispatcher.receivers,
+            on_round=lambda statuses: _print_round(statuses, dispatcher.dispatch(statuses)),
             max_rounds=max_rounds,
         )
 
@@ -322,7 +350,7 @@ def test_notify_cmd(notify: NotifyOption = ["log"]) -> None:  # noqa: B006
         notifier = run(make_notifier, spec)
         for problem in test_alerts(notifier):
             failures += 1
-            err_console.print(f"[bold red]error:[/] {problem}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
     if failures:
         raise typer.Exit(code=1)
     console.print(f"sent a test alert and its resolve to {len(notify)} receiver(s)")

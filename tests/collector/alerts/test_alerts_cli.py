@@ -9,9 +9,10 @@ from pathlib import Path
 
 from _tools import require_binary
 from alert_series import steady
-from test_notify import Receiver
+from receiver import Receiver
 from typer.testing import CliRunner
 
+from slotune.collector.alerts.promrules import ALERT_NAME
 from slotune.collector.store import open_store, upgrade
 from slotune.ui.cli import app
 
@@ -61,7 +62,9 @@ def test_slo_alert_fires_notifies_and_is_acked(sqlite_url: str, tmp_path: Path) 
             f"alertmanager={receiver.url}",
         )
         assert code == 0
-        assert [b[0]["labels"]["alertname"] for _, b in receiver.bodies] == ["chat-ttft:page"]
+        # the name of the exported Prometheus rule: Alertmanager sees one alert
+        assert [b[0]["labels"]["alertname"] for _, b in receiver.bodies] == [ALERT_NAME]
+        assert receiver.bodies[0][1][0]["annotations"]["rule"] == "chat-ttft:page"
     finally:
         receiver.close()
 

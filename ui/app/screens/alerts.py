@@ -54,7 +54,7 @@ def _status_row(s: RuleStatus) -> dict[str, object]:
         "rule": s.rule,
         "kind": s.kind,
         "severity": s.severity,
-        "state": s.state.value,
+        "state": s.state.label,
         "value": s.value,
         "target": s.labels.get("target") or s.labels.get("slo") or "",
         "silenced until": when(s.silenced_until) if s.silenced_until else "",
