@@ -155,3 +155,16 @@ def test_user_text_in_tables_is_printed_not_read_as_markup(agent_db: str) -> Non
     assert code == 0, err
     code, _, err = slotune(agent_db, "metrics", "summary")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("timeout", "message"),
+    [("0s", "must be more than 0"), ("soon", "--scrape-timeout: 'soon' is not a duration")],
+)
+def test_agent_refuses_a_bad_scrape_timeout_in_one_line(
+    agent_db: str, timeout: str, message: str
+) -> None:
+    code, _, err = slotune(
+        agent_db, "agent", "--target", "nvml=fake", "--once", "--scrape-timeout", timeout
+    )
+    assert code != 0 and message in err and "Traceback" not in err

@@ -107,3 +107,45 @@ def test_binary_and_deep_targets_files_are_one_line(
     path.write_bytes(content)
     with pytest.raises(ConfigError, match=message):
         load_targets_file(path, node="n")
+
+
+def test_scrape_timeout_defaults_to_ten_seconds_or_the_interval() -> None:
+    assert parse_target_arg("nvml", node="n", interval_s=30.0).scrape_timeout_s == 10.0
+    assert parse_target_arg("nvml", node="n", interval_s=2.0).scrape_timeout_s == 2.0
+    cut = parse_target_arg("nvml", node="n", interval_s=2.0, scrape_timeout_s=5.0)
+    assert cut.scrape_timeout_s == 2.0  # an inherited --scrape-timeout is cut to the interval
+
+
+def test_scrape_timeout_and_body_size_limit_in_a_targets_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "interval: 10s\nscrape_timeout: 4s\nbody_size_limit: 1MB\n"
+        "targets:\n"
+        "  - {kind: dcgm, url: 'http://h:1'}\n"
+        "  - {kind: dcgm, url: 'http://h:2', interval: 2s}\n"
+        "  - {kind: dcgm, url: 'http://h:3', scrape_timeout: 9s, body_size_limit: 512KiB}\n"
+    )
+    a, b, c = load_targets_file(path, node="n", scrape_timeout_s=1.0)
+    assert (a.scrape_timeout_s, a.max_body_bytes) == (4.0, 1 << 20)
+    assert b.scrape_timeout_s == 2.0
+    assert (c.scrape_timeout_s, c.max_body_bytes) == (9.0, 512 << 10)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("interval: 2s, scrape_timeout: 3s", r"scrape_timeout 3 s must be .* at most the interval"),
+        ("scrape_timeout: 0s", "must be more than 0"),
+        ("scrape_timeout: soon", "not a duration"),
+        ("body_size_limit: lots", r"'lots' is not a size"),
+        ("body_size_limit: 0", "is not a size"),
+        ("body_size_limit: 5TB", "is not a size"),
+    ],
+)
+def test_bad_scrape_timeouts_and_body_size_limits_name_the_field(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(f"targets:\n  - {{kind: vllm, url: 'http://h:1', {entry}}}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_targets_file(path, node="n")
