@@ -7,7 +7,9 @@ Metric definitions (also in docs/metrics.md):
   pooled over all tokens of all requests (vLLM's server-side definition).
 - ``tpot``: per request, (e2e - ttft) / (output_tokens - 1).
 - ``e2e``: send -> last byte.
-- ``goodput``: completed requests per second meeting every per-request SLO.
+- ``goodput``: completed requests per second meeting every per-request SLO (``ttft``,
+  ``tpot``, ``e2e``, as ``vllm bench serve --goodput``); an ``itl`` SLO is pooled over the
+  run's token gaps, so it holds or breaks for the run as a whole (``slo_attainment``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from slotune.collector.records import RequestRecord
-from slotune.collector.slo import SLO, Attainment, evaluate
+from slotune.collector.slo import SLO, Attainment, evaluate, pooled_itl_gaps
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 
@@ -136,10 +137,10 @@ def summarize(
     ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
     e2e = [r.e2e_s for r in ok if r.e2e_s is not None]
     tpot = [t for r in ok if (t := r.tpot_s) is not None]
-    gaps, weights = _pooled_itl_gaps(ok)
+    gaps, weights = pooled_itl_gaps(ok)
     out_tokens = sum(r.num_output_tokens for r in ok)
     in_tokens = sum(r.input_tokens for r in ok)
-    per_req_slos = [s for s in slos if s.sli.value != "error_rate"]
+    per_req_slos = [s for s in slos if s.sli.is_per_request]
     num_good = sum(1 for r in ok if all(s.is_good(r) for s in per_req_slos))
     errors = Counter(r.error or "unfinished" for r in records if not r.is_ok)
     span = duration_s
@@ -166,30 +167,6 @@ def summarize(
         slo_attainment=tuple(evaluate(s, list(records)) for s in slos),
         extra=dict(extra or {}),
     )
-
-
-def _pooled_itl_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
-    """Every record's ``itl_gaps_s()`` pooled in record order, as (gaps, tokens) arrays.
-
-    Same values as looping over ``itl_gaps_s()``, computed on all chunks at once: a
-    simulated run carries millions of chunks, which a per-chunk loop takes seconds to walk.
-    """
-    lengths = [min(len(r.chunk_times_s), len(r.chunk_tokens)) for r in records]
-    times = np.fromiter(
-        chain.from_iterable(r.chunk_times_s[:k] for r, k in zip(records, lengths, strict=True)),
-        dtype=float,
-        count=sum(lengths),
-    )
-    tokens = np.fromiter(
-        chain.from_iterable(r.chunk_tokens[:k] for r, k in zip(records, lengths, strict=True)),
-        dtype=np.int64,
-        count=sum(lengths),
-    )
-    owner = np.repeat(np.arange(len(records)), lengths)
-    keep = tokens > 0
-    times, tokens, owner = times[keep], tokens[keep], owner[keep]
-    same = owner[1:] == owner[:-1]
-    return ((times[1:] - times[:-1]) / tokens[1:])[same], tokens[1:][same]
 
 
 def _span(records: Sequence[RequestRecord]) -> float:

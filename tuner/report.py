@@ -101,21 +101,19 @@ class SloShortfall:
 
     Attributes:
         spec: the SLO's shorthand.
-        attainment: share of requests within the threshold.
+        attainment: share of events within the threshold (token gaps for ``itl``, else
+            requests).
         objective: the share it needs.
         met: whether it held.
-        per_request_ms: the percentile over requests of each request's own value (what the
-            SLO counts; for ``itl`` each request's own pQ gap).
-        pooled_ms: the run's pooled percentile (``itl``: over every token of every request),
-            which can be far lower than ``per_request_ms``.
+        observed_ms: the run's observed percentile, the one the SLO counts (the run
+            summary's and the dashboard's; None for ``error_rate``).
     """
 
     spec: str
     attainment: float
     objective: float
     met: bool
-    per_request_ms: float | None
-    pooled_ms: float | None
+    observed_ms: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,25 +308,21 @@ def _infeasibility(study: optuna.Study, done: list[FrozenTrial]) -> Infeasibilit
     closest = min(ran, key=lambda t: (shortfall(t), t.number))
     m = _measurement(closest)
     summary: dict[str, Any] = m["summary"]
-    slos = tuple(_slo_shortfall(a, summary) for a in summary.get("slo_attainment", []))
+    slos = tuple(_slo_shortfall(a) for a in summary.get("slo_attainment", []))
     numbers = {t.number for t in ran}
     movers = _importance(study, ran, lambda t: -shortfall(t) if t.number in numbers else 0.0)
     top = dict(sorted(movers.items(), key=lambda kv: -kv[1])[:_MOVERS])
     return Infeasibility(closest.number, m.get("rate"), slos, top)
 
 
-def _slo_shortfall(att: Mapping[str, Any], summary: Mapping[str, Any]) -> SloShortfall:
+def _slo_shortfall(att: Mapping[str, Any]) -> SloShortfall:
     slo = parse_slo(str(att["spec"]))
-    pooled = None
-    if slo.sli is not SLI.ERROR_RATE and slo.percentile is not None:
-        pooled = (summary.get(f"{slo.sli.value}_ms") or {}).get(f"p{slo.percentile:g}")
     return SloShortfall(
         spec=str(att["spec"]),
         attainment=float(att["attainment"]),
         objective=float(att["objective"]),
         met=bool(att["met"]),
-        per_request_ms=att.get("value"),
-        pooled_ms=pooled,
+        observed_ms=att.get("value") if slo.sli is not SLI.ERROR_RATE else None,
     )
 
 

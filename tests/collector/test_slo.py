@@ -12,6 +12,7 @@ from slotune.collector.slo import (
     SLI,
     SLO,
     Selector,
+    evaluate,
     load_slo_file,
     parse_duration_s,
     parse_slo,
@@ -178,10 +179,21 @@ def test_good_means_within_threshold_per_sli() -> None:
     assert parse_slo("e2e:p99<=2.2s").is_good(ok)
     assert parse_slo("tpot:p90<=100ms").is_good(ok)  # (2.2 - 0.2) / 21 = 95 ms
     assert not parse_slo("tpot:p90<=90ms").is_good(ok)
-    # ITL gaps per token: 0.1 s (1 token), 1.9/20 = 95 ms (20 tokens): the request's p50 is 95 ms
-    assert parse_slo("itl:p50<=95ms").is_good(ok)
-    assert not parse_slo("itl:p99.9<=96ms").is_good(ok)
+    # itl counts token gaps pooled over the run: no request is bad for it on its own
+    assert parse_slo("itl:p50<=1ms").is_good(ok)
     assert parse_slo("error_rate<=1%").is_good(ok)
+
+
+def test_itl_counts_every_token_gap_of_the_completed_requests() -> None:
+    # per-token gaps 0.1 s (1 token) and 1.9/20 = 95 ms (20 tokens); a failed request's
+    # gaps are left out
+    ok = record(0.2, 2.2, (0.2, 0.3, 2.2), (1, 1, 20), output_tokens=22)
+    failed = record(0.1, None, (0.1, 5.0), (1, 1), error="timeout")
+    att = evaluate(parse_slo("itl:p50<=95ms"), [ok, failed])
+    assert (att.num_good, att.num_total) == (20, 21)
+    assert att.value == pytest.approx(0.095)
+    assert att.to_dict()["event"] == "token"
+    assert evaluate(parse_slo("itl:p99<=99ms"), [ok]).num_good == 20
 
 
 def test_failed_requests_are_never_good_and_undefined_values_never_bad() -> None:

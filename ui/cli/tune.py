@@ -331,16 +331,10 @@ def _render_infeasibility(why: Infeasibility) -> None:
         "(the lowest rate tried):"
     )
     for s in why.slos:
-        # The SLO counts requests by their own value; the pooled percentile (over every
-        # token for itl) is what a dashboard shows, and can look far better.
-        observed = (
-            f"per request {_num(s.per_request_ms)} ms, pooled {_num(s.pooled_ms)} ms"
-            if s.pooled_ms is not None
-            else f"observed {_num(s.per_request_ms)}"
-        )
+        observed = "" if s.observed_ms is None else f"; observed {_num(s.observed_ms)} ms"
         console.print(
-            f"  {escape(s.spec)}: {s.attainment:.1%} of requests within (needs "
-            f"{s.objective:.1%}{', met' if s.met else ''}); {observed}"
+            f"  {escape(s.spec)}: {s.attainment:.1%} within (needs "
+            f"{s.objective:.1%}{', met' if s.met else ''}){observed}"
         )
     if why.movers:
         console.print(
