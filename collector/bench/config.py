@@ -33,7 +33,9 @@ class BenchConfig:
         duration_s: instead of a count, measure what the arrival process sends in this time.
         warmup: requests sent first and left out of the results.
         cooldown: keep the load on after the measured requests are sent, until they finish,
-            so the last ones see the same load as the first; those requests are left out.
+            so the last ones see the same load as the first; those requests are left out
+            and the ones still in flight when the last measured one ends are cancelled.
+            Off by default: a run sends exactly ``warmup + num_requests`` requests.
         slos: SLOs for goodput and attainment.
         seed: seed of lengths, prompts and arrival times.
         timeout_s: per-request limit.
@@ -57,7 +59,7 @@ class BenchConfig:
     num_requests: int | None = None
     duration_s: float | None = None
     warmup: int = 0
-    cooldown: bool = True
+    cooldown: bool = False
     slos: tuple[SLO, ...] = ()
     seed: int = 0
     timeout_s: float = 600.0

@@ -125,9 +125,22 @@ def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType
     totals.add_column(justify="right")
     rows = [
         (
-            "requests (completed / sent)",
+            "measured requests (completed / measured)",
             f"{summary.get('num_completed')} / {summary.get('num_requests')}",
         ),
+    ]
+    if summary.get("num_sent") is not None:
+        cancelled = summary.get("num_cooldown_cancelled") or 0
+        rows.append(
+            (
+                "requests sent (warm-up + measured + cool-down)",
+                f"{summary['num_sent']} ({summary.get('num_warmup', 0)} + "
+                f"{summary.get('num_requests')} + {summary.get('num_cooldown', 0)}"
+                + (f", {cancelled} cancelled at the end" if cancelled else "")
+                + ")",
+            )
+        )
+    rows += [
         ("target rate (req/s)", _num(summary.get("target_rate"))),
         ("offered rate, as scheduled (req/s)", _num(summary.get("offered_rate"))),
         ("achieved send rate (req/s)", _num(summary.get("achieved_rate"))),

@@ -95,6 +95,7 @@ def build_result(
     wall_offset_s: float,
     *,
     num_cooldown: int,
+    num_cooldown_cancelled: int,
 ) -> BenchResult:
     records = [r.record for r in results]
     sends = np.array([r.send_s for r in records])
@@ -104,14 +105,18 @@ def build_result(
         else None
     )
     lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
+    num_warmup = min(plan.num_warmup, len(plan.trace))
     with_usage = [r for r in results if r.record.output_tokens is not None]
     extra: dict[str, Any] = {
         "target_rate": _finite(config.arrival.rate),
         "offered_rate": plan.offered_rate,
         "achieved_rate": achieved,
         "send_lag_ms": _lag_ms(lags),
-        "num_warmup": min(plan.num_warmup, len(plan.trace)),
+        "num_warmup": num_warmup,
         "num_cooldown": num_cooldown,
+        "num_cooldown_cancelled": num_cooldown_cancelled,
+        # every request that reached the server, measured or not: what it was billed for
+        "num_sent": num_warmup + len(records) + num_cooldown,
         "usage_missing": sum(1 for r in records if r.is_ok and r.output_tokens is None),
         "client_token_mismatches": sum(
             1 for r in with_usage if r.client_output_tokens != r.record.output_tokens

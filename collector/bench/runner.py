@@ -80,6 +80,7 @@ class _Run:
         self.measured_done = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
         self.cooldown_tasks: list[asyncio.Task[None]] = []
+        self.num_cancelled = 0  # cool-down requests still in flight at the end
         self.measure_start_s: float | None = None
 
     def prompt(self, i: int) -> Prompt:
@@ -149,7 +150,9 @@ class _Run:
         self.close_window()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         for task in self.cooldown_tasks:
-            task.cancel()
+            if not task.done():
+                self.num_cancelled += 1
+                task.cancel()
         await asyncio.gather(*self.cooldown_tasks, return_exceptions=True)
 
 
@@ -193,7 +196,7 @@ async def _closed_loop(run: _Run) -> None:
             phase = run.phase_of(i, time.perf_counter())
             if phase is Phase.COOLDOWN:
                 run.close_window()
-                if run.measured_done.is_set():
+                if run.measured_done.is_set() or not run.config.cooldown:
                     return
             task = run.launch(i, run.prompt(i), phase, None)
             if phase is Phase.COOLDOWN:
@@ -260,6 +263,7 @@ async def arun_benchmark(
         started_at,
         wall_offset_s,
         num_cooldown=len(run.cooldown_tasks),
+        num_cooldown_cancelled=run.num_cancelled,
     )
 
 

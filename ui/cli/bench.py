@@ -102,6 +102,17 @@ def bench(
     warmup: Annotated[
         int, typer.Option(help="Requests sent first, left out.", rich_help_panel=_R)
     ] = 0,
+    cooldown: Annotated[
+        bool,
+        typer.Option(
+            "--cooldown",
+            help="Keep sending after the measured requests until they finish, so the last "
+            "ones see the same load; these extra requests (up to --num-requests more) are "
+            "left out, and those still in flight at the end are cancelled. Off: exactly "
+            "--warmup + --num-requests requests are sent.",
+            rich_help_panel=_R,
+        ),
+    ] = False,
     slo: SloOption = None,
     fail_on_slo: Annotated[
         bool,
@@ -189,6 +200,7 @@ def bench(
         num_requests=num_requests,
         duration_s=duration,
         warmup=warmup,
+        cooldown=cooldown,
         slos=tuple(run(parse_slos, slo or [])),
         seed=seed,
         timeout_s=timeout,

@@ -42,11 +42,12 @@ def _max_overlap(records: list[RequestRecord] | tuple[RequestRecord, ...]) -> in
 
 def test_warmup_is_sent_but_left_out(fake_engine: Callable[..., FakeEngine]) -> None:
     engine = fake_engine()
-    result = run_benchmark(_config(engine, warmup=3, cooldown=False))
+    result = run_benchmark(_config(engine, warmup=3))
     assert [r.request_id for r in result.records] == [f"req-{i}" for i in range(3, 15)]
     assert len(engine.seen) == 15
     s = result.summary.to_dict()
     assert s["num_warmup"] == 3 and s["num_cooldown"] == 0 and s["num_completed"] == 12
+    assert s["num_sent"] == 15 and s["num_cooldown_cancelled"] == 0
     assert s["target_rate"] == 200.0 and s["offered_rate"] > 0 and s["achieved_rate"] > 0
     assert all(r.scheduled_s is not None for r in result.records)
     assert s["send_lag_ms"]["p50"] >= 0
@@ -58,12 +59,33 @@ def test_cooldown_keeps_load_until_measured_requests_finish(
     fake_engine: Callable[..., FakeEngine],
 ) -> None:
     engine = fake_engine(token_delay_s=0.02)
-    result = run_benchmark(_config(engine, num_requests=6, arrival=ArrivalSpec.from_rate(100.0)))
+    result = run_benchmark(
+        _config(engine, num_requests=6, arrival=ArrivalSpec.from_rate(100.0), cooldown=True)
+    )
     s = result.summary.to_dict()
     assert s["num_completed"] == 6 and s["num_cooldown"] >= 1
     last_send = max(r.send_s for r in result.records)
     assert len(engine.seen) > 6
     assert result.records[-1].end_s > last_send
+    # every request that reached the server is counted, the cancelled ones too
+    assert s["num_sent"] == len(engine.seen) == 6 + s["num_cooldown"]
+    assert 0 <= s["num_cooldown_cancelled"] <= s["num_cooldown"]
+
+
+@pytest.mark.parametrize(
+    "arrival",
+    [ArrivalSpec.from_rate(100.0), arrival_from_flags(concurrency=3)],
+    ids=["open-loop", "closed-loop"],
+)
+def test_without_cooldown_exactly_the_asked_requests_are_sent(
+    fake_engine: Callable[..., FakeEngine], arrival: ArrivalSpec
+) -> None:
+    # slow responses: a cool-down would have sent more while the measured ones streamed
+    engine = fake_engine(token_delay_s=0.02)
+    result = run_benchmark(_config(engine, num_requests=6, warmup=2, arrival=arrival))
+    s = result.summary.to_dict()
+    assert len(engine.seen) == s["num_sent"] == 8
+    assert s["num_requests"] == 6 and s["num_cooldown"] == 0
 
 
 def test_concurrency_bounds_requests_in_flight(fake_engine: Callable[..., FakeEngine]) -> None:
