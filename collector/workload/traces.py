@@ -12,17 +12,20 @@ always return times relative to the first request.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import open_regular
 
 MOONCAKE_BLOCK_SIZE = 512
 # Most tokens one request may ask for (prompt or output): more than any served model's context,
@@ -31,6 +34,10 @@ MAX_REQUEST_TOKENS = 1 << 20
 # Latest timestamp a trace may carry: absolute epoch seconds well past this century's; a
 # larger one (1e308) would make the arrival schedule wait forever.
 MAX_TIMESTAMP_S = 1e11
+# One request a line: a line longer than this is not a trace line (a binary file, a file
+# without newlines), and is refused before it fills memory.
+MAX_LINE_CHARS = 16 << 20
+_AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +130,7 @@ def load_trace(path: str | Path, fmt: str = "auto") -> Trace:
         ConfigError: unreadable file or malformed line, naming the file and line.
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"--trace {p}: no such file")
     if fmt == "auto":
         fmt = _detect_format(p)
@@ -143,8 +150,25 @@ def load_trace(path: str | Path, fmt: str = "auto") -> Trace:
     return Trace(name=p.stem, requests=tuple(requests), source=str(p))
 
 
+def _open(p: Path, *, errors: str = "strict", newline: str | None = None) -> TextIO:
+    return io.TextIOWrapper(
+        open_regular(p, "trace file"), encoding="utf-8", errors=errors, newline=newline
+    )
+
+
+def _lines(f: TextIO, p: Path) -> Any:
+    """The file's lines, numbered from 1, each at most :data:`MAX_LINE_CHARS` long."""
+    for lineno, line in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS + 1), ""), 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise ConfigError(
+                f"{p}:{lineno}: a line longer than {MAX_LINE_CHARS:,} characters; a trace "
+                "has one request a line"
+            )
+        yield lineno, line
+
+
 def _detect_format(p: Path) -> str:
-    with p.open(encoding="utf-8", errors="replace") as f:
+    with _open(p, errors="replace") as f:
         first = f.readline(4096).strip()
     if first.startswith("{"):
         return "canonical"
@@ -158,8 +182,8 @@ def _detect_format(p: Path) -> str:
 
 def _read_jsonl(p: Path) -> list[TraceRequest]:
     out: list[TraceRequest] = []
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with _open(p) as f:
+        for lineno, line in _lines(f, p):
             if not line.strip():
                 continue
             try:
@@ -218,14 +242,22 @@ def _from_json(obj: Any, p: Path, lineno: int) -> TraceRequest:
 
 def _read_azure(p: Path) -> list[TraceRequest]:
     out: list[TraceRequest] = []
-    with p.open(encoding="utf-8", newline="") as f:
+    with _open(p, newline="") as f:
         reader = csv.DictReader(f)
-        for lineno, row in enumerate(reader, 2):
-            where = f"{p}:{lineno}"
+        rows = iter(reader)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                break
+            except csv.Error as e:  # a field past csv.field_size_limit(), a NUL byte
+                raise ConfigError(f"{p}:{reader.line_num}: not a CSV row ({e})") from e
+            where = f"{p}:{reader.line_num}"
+            _check_azure_columns(row, reader.fieldnames or (), where)
             try:
                 ts = _parse_azure_time(row["TIMESTAMP"])
                 n_in, n_out = int(row["ContextTokens"]), int(row["GeneratedTokens"])
-            except (KeyError, TypeError, ValueError) as e:
+            except (ValueError, OverflowError, OSError) as e:
                 raise ConfigError(
                     f"{where}: expected TIMESTAMP,ContextTokens,GeneratedTokens ({e})"
                 ) from e
@@ -237,6 +269,20 @@ def _read_azure(p: Path) -> list[TraceRequest]:
                 )
             )
     return out
+
+
+def _check_azure_columns(row: dict[str, Any], header: Sequence[str], where: str) -> None:
+    for column in _AZURE_COLUMNS:
+        if column not in header:
+            raise ConfigError(
+                f"{where}: the header has no {column} column; an Azure trace's header is "
+                "TIMESTAMP,ContextTokens,GeneratedTokens"
+            )
+        if row.get(column) is None:
+            raise ConfigError(
+                f"{where}: the row ends before its {column} column; each row needs "
+                "TIMESTAMP,ContextTokens,GeneratedTokens"
+            )
 
 
 def _whole(value: Any, name: str, where: str, *, low: int | None = 1) -> int:

@@ -1,6 +1,7 @@
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,43 @@ def test_a_binary_file_is_one_line(tmp_path: Path) -> None:
 def test_retime_refuses_non_finite_numbers(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError, match="must be"):
         retime(named_workload("azure-code"), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "ContextTokens,GeneratedTokens,TIMESTAMP\n1,2,2023-11-16 18:17:03.1\n3,4\n",
+            "trace.csv:3: the row ends before its TIMESTAMP column",
+        ),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:04.1,5\n",
+            "trace.csv:2: the row ends before its GeneratedTokens column",
+        ),
+        ("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.1,5\n", "no GeneratedTokens column"),
+        (
+            'TIMESTAMP,ContextTokens,GeneratedTokens\n"' + "a" * 200_000 + ",1,1\n",
+            "not a CSV row (field larger than field limit",
+        ),
+    ],
+)
+def test_a_short_or_oversized_azure_row_is_one_line(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        load_trace(path)
+
+
+def test_a_jsonl_line_past_the_bound_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import slotune.collector.workload.traces as traces
+
+    monkeypatch.setattr(traces, "MAX_LINE_CHARS", 100)
+    path = tmp_path / "trace.jsonl"
+    line = {"timestamp": 0, "input_tokens": 1, "output_tokens": 1}
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "x": "y" * 200}) + "\n")
+    with pytest.raises(ConfigError, match=r"trace\.jsonl:2: a line longer than 100 characters"):
+        load_trace(path)
