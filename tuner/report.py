@@ -9,8 +9,14 @@ same for ``slotune tune --json``, ``tune show --json``, the store row and the da
   over its re-runs; a configuration that broke an SLO on a re-run is out), with ``params``
   (the parameters as the engine got them), ``config`` (everything it was started with),
   ``value``.
-- ``default``: trial 0, the engine's default configuration; ``gain`` = best / default value
-  (None when the default broke an SLO, ``gain_note`` says so).
+- ``default``: trial 0, the engine's default configuration; ``gain`` = best / default value,
+  claimed only where the default's measurement reached its limit (an SLO broke or the engine
+  saturated) and ``best - default`` exceeds the spread between repeats (:mod:`tuner.gain`);
+  otherwise None and ``gain_note`` says why (``gain_difference``, ``gain_spread``).
+- every trial's ``limit``: what bounded its figure (``slo``, ``saturation``, ``offered_load``:
+  the trial could not tell configurations apart, ``not_run``).
+- an ``attach`` trial's ``config`` is what the server runs (``engine.server_config``), not
+  the tuner's assumed defaults.
 - ``infeasibility`` (only when no trial met every SLO): the closest trial (smallest SLO
   shortfall), each SLO's attainment against its objective in that trial's run at the lowest
   rate tried, with the per-request percentile the SLO counts next to the run's pooled one, and
@@ -32,6 +38,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.slo import SLI, parse_slo
+from slotune.tuner.backends.server_config import SERVER_CONFIG_KEY
+from slotune.tuner.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
 from slotune.tuner.objectives import LAUNCH_CONSTRAINT, ObjectiveKind
 from slotune.tuner.space import SearchSpace
 from slotune.tuner.study import (
@@ -46,6 +54,7 @@ from slotune.tuner.study import (
 )
 
 ROBUSTNESS_ATTR = "robustness"
+DEFAULT_REPEATS_ATTR = "default_repeats"
 PRESCREEN_ATTR = "prescreen"
 _MOVERS = 3
 
@@ -69,6 +78,8 @@ class TrialReport:
     engine: dict[str, Any]
     duration_s: float | None
     unsteady_rates: list[float] = field(default_factory=list)
+    limit: str = Limit.NOT_RUN.value
+    limit_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,8 @@ class DefaultTrial:
     value: float | None
     feasible: bool
     failure: str | None
+    limit: str = Limit.NOT_RUN.value
+    values_by_seed: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +191,8 @@ class StudyReport:
     default: DefaultTrial | None
     gain: float | None
     gain_note: str | None
+    gain_difference: float | None
+    gain_spread: float | None
     robustness: list[dict[str, Any]]
     prescreen: dict[str, Any] | None
     importance: dict[str, float]
@@ -199,7 +214,7 @@ def trial_params(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, 
 
     A trial that failed before its configuration was recorded is read through ``space``.
     """
-    config = t.user_attrs.get(CONFIG_ATTR) or {}
+    config = run_config(t)
     forced = t.user_attrs.get(FORCED_ATTR) or {}
     params = space.engine_values(t.params) if space is not None else dict(t.params)
     return {**{k: config.get(k, v) for k, v in params.items()}, **forced}
@@ -209,14 +224,31 @@ def _measurement(t: FrozenTrial) -> dict[str, Any]:
     return dict(t.user_attrs.get(MEASUREMENT_ATTR) or {})
 
 
-def trial_report(t: FrozenTrial, space: SearchSpace | None = None) -> TrialReport:
+def run_config(t: FrozenTrial) -> dict[str, Any]:
+    """The configuration the engine ran: what the trial started it with, or for an attached
+    server what it was read to run (parameters that could not be read keep the assumed
+    value and are listed in ``engine.server_config.unknown``)."""
+    config = dict(t.user_attrs.get(CONFIG_ATTR) or {})
+    server = (_measurement(t).get("engine") or {}).get(SERVER_CONFIG_KEY) or {}
+    read = server.get("values") or {}
+    return {**config, **{k: v for k, v in read.items() if k in config}}
+
+
+def _limit(t: FrozenTrial, kind: ObjectiveKind) -> Limit:
+    return trial_limit(kind, _measurement(t)) if t.state is TrialState.COMPLETE else Limit.NOT_RUN
+
+
+def trial_report(
+    t: FrozenTrial, space: SearchSpace | None = None, kind: ObjectiveKind = ObjectiveKind.CAPACITY
+) -> TrialReport:
     m = _measurement(t)
+    limit = _limit(t, kind)
     return TrialReport(
         number=t.number,
         state=t.state.name.lower(),
         source=t.user_attrs.get(SOURCE_ATTR, "sampler"),
         params=trial_params(t, space),
-        config=t.user_attrs.get(CONFIG_ATTR, {}),
+        config=run_config(t),
         values=_json_values(t.values),
         feasible=t.state is TrialState.COMPLETE and is_feasible(t),
         constraints=dict(t.constraints),
@@ -227,6 +259,8 @@ def trial_report(t: FrozenTrial, space: SearchSpace | None = None) -> TrialRepor
         engine=m.get("engine", {}),
         duration_s=t.duration.total_seconds() if t.duration else None,
         unsteady_rates=list(m.get("unsteady_rates", [])),
+        limit=limit.value,
+        limit_note=LIMIT_NOTES[limit],
     )
 
 
@@ -337,21 +371,24 @@ def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> BestT
         )
     if best is None:
         return None
-    return BestTrial(
-        best.number, trial_params(best), best.user_attrs.get(CONFIG_ATTR, {}), best.values[0], False
-    )
+    return BestTrial(best.number, trial_params(best), run_config(best), best.values[0], False)
 
 
-def _default_entry(default: FrozenTrial | None) -> DefaultTrial | None:
+def _default_entry(
+    default: FrozenTrial | None, kind: ObjectiveKind, repeats: Mapping[str, Any]
+) -> DefaultTrial | None:
     if default is None:
         return None
+    by_seed = repeats.get("values_by_seed") if repeats.get("number") == default.number else None
     return DefaultTrial(
         number=default.number,
         params=trial_params(default),
-        config=default.user_attrs.get(CONFIG_ATTR, {}),
+        config=run_config(default),
         value=(_json_values(default.values) or [None])[0],
         feasible=is_feasible(default),
         failure=_measurement(default).get("failure"),
+        limit=_limit(default, kind).value,
+        values_by_seed=dict(by_seed) if by_seed else None,
     )
 
 
@@ -361,10 +398,12 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state is TrialState.COMPLETE]
     default = _default_entry(
-        next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None)
+        next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None),
+        spec.objective,
+        study.user_attrs.get(DEFAULT_REPEATS_ATTR) or {},
     )
     best = _best_entry(_best_trial(done), list(study.user_attrs.get(ROBUSTNESS_ATTR, [])))
-    gain, note = _gain(best, default)
+    verdict = _gain(best, default)
     num_feasible = sum(is_feasible(t) for t in done)
     feasible_numbers = {t.number for t in done if is_feasible(t)}
     return StudyReport(
@@ -384,8 +423,10 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         running=sum(t.state is TrialState.RUNNING for t in trials),
         best=best,
         default=default,
-        gain=gain,
-        gain_note=note,
+        gain=verdict.gain,
+        gain_note=verdict.note,
+        gain_difference=verdict.difference,
+        gain_spread=verdict.spread,
         robustness=list(study.user_attrs.get(ROBUSTNESS_ATTR, [])),
         prescreen=study.user_attrs.get(PRESCREEN_ATTR),
         importance=_importance(
@@ -400,16 +441,24 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         ]
         if spec.objective is ObjectiveKind.PARETO
         else None,
-        trial_details=[trial_report(t, space) for t in trials] if details else [],
+        trial_details=[trial_report(t, space, spec.objective) for t in trials] if details else [],
     )
 
 
-def _gain(best: BestTrial | None, default: DefaultTrial | None) -> tuple[float | None, str | None]:
+def _gain(best: BestTrial | None, default: DefaultTrial | None) -> GainVerdict:
     if best is None:
-        return None, "no configuration met every SLO"
+        return GainVerdict(None, "no configuration met every SLO")
     if default is None:
-        return None, "the default configuration has not been measured yet"
+        return GainVerdict(None, "the default configuration has not been measured yet")
     if not default.feasible or not default.value:
         why = default.failure or "it broke an SLO"
-        return None, f"the default configuration is infeasible ({why})"
-    return best.value / default.value, None
+        return GainVerdict(None, f"the default configuration is infeasible ({why})")
+    if best.number == default.number:
+        return GainVerdict(1.0, "the default is the best configuration found", 0.0)
+    return judge_gain(
+        best.value,
+        default.value,
+        Limit(default.limit),
+        list((best.values_by_seed or {}).values()),
+        list((default.values_by_seed or {}).values()),
+    )

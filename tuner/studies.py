@@ -32,6 +32,7 @@ from slotune.tuner.prescreen import (
     seed_study,
     trials_to_reach,
 )
+from slotune.tuner.repeats import repeat_for_gain
 from slotune.tuner.report import StudyListing, StudyReport, study_report
 from slotune.tuner.robustness import recheck
 from slotune.tuner.study import (
@@ -214,6 +215,7 @@ def _run(
                 make_backend(spec, slot), plan, tuple(parse_slos(spec.slos)), spec.objective
             )
             recheck(study, runner, top_k=spec.recheck_k, num_seeds=options.recheck_seeds)
+            repeat_for_gain(study, runner)
     record_savings(study)
     report = study_report(study, spec)
     save_study(store, _info(spec, StudyStatus.COMPLETE, report.to_dict(details=False)))

@@ -43,6 +43,7 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.workload import Trace, resolve_workload, retime
 from slotune.tuner.backends import BackendKind, make_backend
 from slotune.tuner.backends.launch import render_command
+from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sampler import SamplerKind, make_sampler
@@ -92,6 +93,8 @@ class StudySpec:
         heartbeat_s: worker heartbeat; a trial is stale after 3 missed beats.
         recheck_k: re-measure the best K configurations with other seeds at the end (0: off);
             kept with the study so ``resume`` re-checks as the study was started.
+        startup_timeout_s: launch backend: how long an engine may take to become healthy
+            (a first vLLM start compiles for many minutes).
     """
 
     name: str
@@ -114,6 +117,7 @@ class StudySpec:
     sampler: SamplerKind = SamplerKind.TPE
     heartbeat_s: int = DEFAULT_HEARTBEAT_S
     recheck_k: int = 3
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -180,6 +184,11 @@ class StudySpec:
                     "'vllm serve {hf_model} --port {port} {engine_args}'"
                 )
             render_command(self.command, model=self.model, gpu=self.gpu, port=0, engine_args="")
+        if not (math.isfinite(self.startup_timeout_s) and self.startup_timeout_s > 0):
+            raise ConfigError(
+                f"--startup-timeout must be a finite number of seconds > 0, "
+                f"got {self.startup_timeout_s}"
+            )
         if self.backend is BackendKind.ATTACH and not self.endpoint:
             raise ConfigError("--backend attach needs --endpoint http://host:port")
 

@@ -76,7 +76,7 @@ def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
         model="llama-3.1-8b",
         gpu="h100-sxm",
         speedup=10,
-        health_timeout_s=60,
+        startup_timeout_s=60,
         log_root=tmp_path,
     )
     trace = retime(named_workload("azure-conv"), num_requests=5)

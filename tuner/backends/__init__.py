@@ -38,6 +38,7 @@ def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
             gpu=spec.gpu,
             speedup=spec.speedup,
             slot=slot or GpuSlot(()),
+            startup_timeout_s=spec.startup_timeout_s,
         )
     if spec.backend is BackendKind.ATTACH:
         from slotune.tuner.backends.attach import AttachBackend

@@ -11,10 +11,12 @@ and the emulated engine here::
     slotune emulate --model {model} --gpu {gpu} --port {port} --speedup 20 {engine_args}
 
 Per trial: start the process in its own process group with its output in a log file, wait for
-``/health`` (failing fast when the process exits), warm up, serve the workload with the load
-generator, scrape ``/metrics`` with the agent's parsers, then stop the whole group (SIGTERM,
-then SIGKILL). A process that exits or never becomes healthy fails the trial with the
-engine's own error line from the log (``ValueError: ...``, ``CUDA out of memory``).
+``/health`` while following the log's start-up phases (:mod:`.startup`; failing fast when the
+process exits), warm up, serve the workload with the load generator while sampling
+``/metrics`` (:mod:`.watch`), then stop the whole group (SIGTERM, then SIGKILL). A process
+that exits or never becomes healthy fails the trial with the engine's own error line from
+the log (``ValueError: ...``, ``CUDA out of memory``, ``Address already in use``), the phase
+it was in and its last log lines.
 
 ``speedup`` K: the emulated GPU runs K times faster than real time (``slotune emulate --speedup
 K`` in the template), so arrivals are sent K times faster and measured times multiplied by K: the
@@ -43,16 +45,23 @@ from typing import IO, Any
 import httpx
 import yaml
 
-from slotune.collector.agent.snapshot import scrape_snapshot
 from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
 from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.runner import run_benchmark
-from slotune.collector.errors import ConfigError, EngineConfigError, SourceError
+from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
 from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.backends.startup import (
+    DEFAULT_STARTUP_TIMEOUT_S,
+    POLL_S,
+    LogFollower,
+    StartupProgress,
+    last_lines,
+)
+from slotune.tuner.backends.watch import MetricsWatch, RunEngineFigures, merge
 from slotune.tuner.gpu_slots import GpuSlot
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import TrtllmConfig, config_from_params
@@ -60,18 +69,30 @@ from slotune.tuner.sim.flags import check_vllm_flags, extra_llm_api_options, to_
 from slotune.tuner.space import Value
 from slotune.tuner.steady import with_queue_growth
 
-HEALTH_TIMEOUT_S = 600.0
-HEALTH_POLL_S = 0.2
+# A request of the workload may wait behind a long queue at a rate past capacity.
+REQUEST_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0
 WARMUP_REQUESTS = 2
 # Lines an engine prints when it refuses to start, most specific first.
 _REASON_PATTERNS = (
     re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
+    re.compile(r".*(Address already in use|address already in use).*"),
+    re.compile(r"\b(ModuleNotFoundError|ImportError|FileNotFoundError):.*"),
     re.compile(
         r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*", re.IGNORECASE
     ),
     re.compile(r".*(unrecognized arguments|No such option|invalid choice).*"),
 )
+
+
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` of 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:
@@ -122,6 +143,11 @@ def render_command(
     if not argv:
         raise ConfigError(
             "--command is empty; e.g. 'vllm serve {hf_model} --port {port} {engine_args}'"
+        )
+    if "{port}" not in template:
+        raise ConfigError(
+            "--command must pass {port} to the engine (e.g. '--port {port}'): each trial's "
+            "engine gets a free port of its own"
         )
     if Path(argv[0]).name == "vllm":
         vllm_version = installed_vllm_version()
@@ -177,7 +203,14 @@ class EngineProcess:
         self.log_path = log_path
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        if not port_is_free(port):
+            raise TrialFailed(
+                f"port {port} on 127.0.0.1 is already in use; stop what listens there "
+                "or let slotune pick the port ({port} in --command)"
+            )
         self._log: IO[bytes] = log_path.open("wb")
+        self._started_at = time.monotonic()
+        self.startup: StartupProgress | None = None
         try:
             self.proc = subprocess.Popen(
                 argv,
@@ -191,30 +224,48 @@ class EngineProcess:
             self._log.close()
             raise TrialFailed(f"cannot start {argv[0]!r}: {e.strerror}; check --command") from e
 
-    def reason(self) -> str:
+    def log_text(self) -> str:
         self._log.flush()
-        return failure_reason(self.log_path.read_text(errors="replace"))
+        return self.log_path.read_text(errors="replace")
+
+    def reason(self) -> str:
+        """The engine's error line, then its last log lines and where the log is."""
+        text = self.log_text()
+        why, tail = failure_reason(text), last_lines(text)
+        context = "" if tail.endswith(why) else f"; last log lines: {tail}"
+        return f"{why}{context} (log: {self.log_path})"
 
     def is_alive(self) -> bool:
         return self.proc.poll() is None
 
-    def wait_healthy(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
+    def wait_healthy(self, timeout_s: float) -> StartupProgress:
+        """Wait until ``/health`` answers 200, following the log's start-up phases.
+
+        Raises:
+            TrialFailed: the process exited, or was not healthy within ``timeout_s``.
+        """
+        follower = LogFollower(self.log_text, self._started_at)
+        deadline = self._started_at + timeout_s
         with httpx.Client(timeout=2.0) as client:
             while time.monotonic() < deadline:
+                progress = follower.poll()
                 if not self.is_alive():
                     raise TrialFailed(
-                        f"engine exited with code {self.proc.returncode} before "
-                        f"it was healthy: {self.reason()} (log: {self.log_path})"
+                        f"engine exited with code {self.proc.returncode} while "
+                        f"{progress.phase} ({progress.elapsed_s:.0f} s after start): "
+                        f"{self.reason()}"
                     )
                 try:
-                    if client.get(self.url + "/health").status_code == 200:
-                        return
+                    healthy = client.get(self.url + "/health").status_code == 200
                 except httpx.HTTPError:
-                    pass
-                time.sleep(HEALTH_POLL_S)
+                    healthy = False
+                if healthy:
+                    self.startup = follower.poll()
+                    return self.startup
+                time.sleep(POLL_S)
         raise TrialFailed(
-            f"engine not healthy after {timeout_s:.0f} s: {self.reason()} (log: {self.log_path})"
+            f"engine not healthy after {timeout_s:.0f} s, still {follower.phase} "
+            f"(raise --startup-timeout if it is making progress): {self.reason()}"
         )
 
     def stop(self) -> None:
@@ -258,7 +309,13 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 
 class EndpointSession(EngineSession):
-    """Serves workloads against an HTTP endpoint (a launched engine, or an attached one)."""
+    """Serves workloads against an HTTP endpoint (a launched engine, or an attached one).
+
+    Each measured run is watched (:class:`~.watch.MetricsWatch`): its KV usage and queue
+    peaks and its counter deltas go into the run summary's ``extra``; ``engine_metrics`` is
+    the same over all the trial's runs, plus ``extra_engine`` (the attach backend's reading of
+    the server's configuration, the launch backend's start-up phases).
+    """
 
     def __init__(
         self,
@@ -267,10 +324,14 @@ class EndpointSession(EngineSession):
         speedup: float,
         workdir: Path,
         process: EngineProcess | None = None,
+        extra_engine: Mapping[str, Any] | None = None,
     ) -> None:
         self._url, self._kind, self._k, self._dir = url, kind, speedup, workdir
         self._process = process
         self._runs = 0
+        self._watch = MetricsWatch(kind, url)
+        self._figures: list[RunEngineFigures] = []
+        self._extra_engine = dict(extra_engine or {})
 
     def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
         if self._runs == 0:
@@ -278,8 +339,11 @@ class EndpointSession(EngineSession):
             # them out of the measurement.
             warm = [replace(r, timestamp_s=0.0) for r in trace.requests[:WARMUP_REQUESTS]]
             self._serve(replace(trace, requests=tuple(warm)), seed)
-        records = self._serve(trace, seed)
-        return with_queue_growth(summarize(records, slos), records)
+        with self._watch.during() as watched:
+            records = self._serve(trace, seed)
+        self._figures.extend(watched)
+        summary = with_queue_growth(summarize(records, slos), records)
+        return replace(summary, extra={**summary.extra, **watched[0].to_extra()})
 
     def _serve(self, trace: Trace, seed: int) -> list[RequestRecord]:
         self._runs += 1
@@ -292,28 +356,35 @@ class EndpointSession(EngineSession):
             num_requests=len(trace),
             cooldown=False,
             seed=seed,
-            timeout_s=HEALTH_TIMEOUT_S,
+            timeout_s=REQUEST_TIMEOUT_S,
         )
         result = run_benchmark(config)
         if self._process is not None and not self._process.is_alive():
-            raise TrialFailed(
-                f"engine died during the run: {self._process.reason()} "
-                f"(log: {self._process.log_path})"
-            )
+            raise TrialFailed(f"engine died during the run: {self._process.reason()}")
         return [scale_record(r, self._k) for r in result.records]
 
     def engine_metrics(self) -> dict[str, Any]:
-        try:
-            snap = scrape_snapshot(self._kind, self._url)
-        except SourceError as e:
-            return {"scrape_error": str(e)}
+        trial = merge(self._figures)
         out: dict[str, Any] = {
-            "prefix_hit_rate": snap.prefix_hit_rate,
-            "preemptions": snap.preemptions,
-            "kv_usage": snap.kv_usage,
+            "prefix_hit_rate": trial.prefix_hit_rate,
+            "prefix_queries": trial.deltas.get("prefix_queries"),
+            "prefix_hits": trial.deltas.get("prefix_hits"),
+            "preemptions": trial.deltas.get("preemptions"),
+            "requests_finished": trial.deltas.get("requests_finished"),
+            "kv_usage_max": trial.kv_usage_max,
+            "kv_usage_mean": trial.kv_usage_mean,
+            "requests_waiting_max": trial.waiting_max,
+            "requests_running_max": trial.running_max,
+            "num_samples": trial.num_samples,
+            **self._extra_engine,
         }
+        if trial.errors:
+            out["scrape_error"] = trial.errors[0]
         if self._process is not None:
             out["log"] = str(self._process.log_path)
+            if self._process.startup is not None:
+                out["startup_s"] = self._process.startup.elapsed_s
+                out["startup_phases_s"] = self._process.startup.phase_at_s
         return out
 
 
@@ -331,11 +402,11 @@ class LaunchBackend(Backend):
         gpu: str,
         speedup: float = 1.0,
         slot: GpuSlot = GpuSlot(()),
-        health_timeout_s: float = HEALTH_TIMEOUT_S,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         log_root: Path | None = None,
     ) -> None:
         self.command, self.engine, self.model, self.gpu = command, engine, model, gpu
-        self.speedup, self.slot, self.health_timeout_s = speedup, slot, health_timeout_s
+        self.speedup, self.slot, self.startup_timeout_s = speedup, slot, startup_timeout_s
         self.log_root = log_root or Path(tempfile.gettempdir()) / "slotune-launch"
 
     def argv(self, config: Mapping[str, Value], port: int, workdir: Path) -> list[str]:
@@ -361,7 +432,7 @@ class LaunchBackend(Backend):
             self.argv(config, port, workdir), workdir / "engine.log", self.slot.env(), port
         )
         try:
-            process.wait_healthy(self.health_timeout_s)
+            process.wait_healthy(self.startup_timeout_s)
             yield EndpointSession(process.url, self.engine, self.speedup, workdir, process)
         finally:
             process.stop()
