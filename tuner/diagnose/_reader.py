@@ -37,11 +37,12 @@ import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, BinaryIO, TextIO
 
 import msgspec
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import open_regular
 
 _CHUNK_CHARS = 1 << 21
 # One event larger than this is not a profiler event but a malformed file.
@@ -117,7 +118,10 @@ class TraceStream:
         Raises:
             TraceFileError: the file is not JSON, is truncated, or has no ``traceEvents``.
         """
-        with _open_text(self.path) as f:
+        with (
+            open_regular(self.path, "profiler trace", TraceFileError) as raw,
+            _as_text(raw) as f,
+        ):
             try:
                 yield from self._walk(f)
             except UnicodeDecodeError as e:
@@ -312,12 +316,9 @@ def _runs_to_end(buf: str, error: json.JSONDecodeError) -> bool:
     return error.msg.startswith("Unterminated string") and '"' not in buf[error.pos + 1 :]
 
 
-def _open_text(path: Path) -> TextIO:
-    try:
-        with path.open("rb") as probe:
-            magic = probe.read(2)
-        if magic == _GZIP_MAGIC:
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-        return path.open(encoding="utf-8")
-    except OSError as e:
-        raise TraceFileError(f"{path}: cannot open it ({e.strerror}); check the path") from e
+def _as_text(raw: BinaryIO) -> TextIO:
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == _GZIP_MAGIC:
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="rb"), encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8")
