@@ -35,7 +35,7 @@ VLLM_FAMILIES = {
     "vllm:request_params_n": "histogram",
     "vllm:request_max_num_generation_tokens": "histogram",
     "vllm:cache_config_info": "gauge",
-    # always on since 0.33 (the default --vllm-version)
+    # always on since 0.32 (checked against a real 0.32 server; 0.33 is the default)
     "vllm:num_requests_waiting_by_reason": "gauge",
     "vllm:prompt_tokens_by_source": "counter",
     "vllm:prompt_tokens_cached": "counter",
@@ -44,7 +44,7 @@ VLLM_FAMILIES = {
     "vllm:request_num_preemptions": "histogram",
     "vllm:request_prefill_kv_computed_tokens": "histogram",
 }
-# Served before 0.33 only (deprecated twins vLLM 0.33 no longer has).
+# Served before 0.32 only (deprecated twins real vLLM 0.32 no longer has).
 VLLM_DEPRECATED_FAMILIES = {
     "vllm:gpu_cache_usage_perc": "gauge",
     "vllm:gpu_prefix_cache_queries": "counter",

@@ -30,13 +30,18 @@ from slotune.tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, pars
 from slotune.tuner.sim.emulate.stats_log import StatsLog
 from slotune.tuner.sim.emulate.timings import TimingsFile
 from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.sim.emulate.vllm_metrics import (
+    CacheConfigInfo,
+    VllmMetrics,
+    cache_config_labels,
+)
 from slotune.tuner.sim.flags import check_vllm_flags, parse_engine_flags
 from slotune.tuner.sim.memory import KvCapacity
 from slotune.tuner.sim.request import SimRequest
 
 log = logging.getLogger("slotune.emulate")
 _SHUTDOWN_GRACE_S = 1.0
+_TYPICAL_REQUEST_TOKENS = 2048
 
 
 def _version() -> str:
@@ -135,6 +140,10 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
     core = EngineCore.create(resolved)
     for line in core.kv_log_lines():
         log.info("%s", line)
+    # the emulator does not know its workload: a typical chat request stands in for it
+    kv_warning = core.kv_room_warning(_TYPICAL_REQUEST_TOKENS, "a typical chat request")
+    if kv_warning:
+        log.warning("%s", kv_warning)
 
     def new_request(
         request_id: str,
@@ -163,7 +172,17 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
         metrics: VllmMetrics | TrtllmMetrics = VllmMetrics(
             model.served_name,
             resolved.max_model_len,
-            _cache_config_labels(resolved, counters.kv_blocks),
+            cache_config_labels(
+                CacheConfigInfo(
+                    block_size=resolved.block_size,
+                    cache_dtype=resolved.kv_cache_dtype,
+                    enable_prefix_caching=resolved.enable_prefix_caching,
+                    gpu_memory_utilization=resolved.gpu_memory_utilization,
+                    num_gpu_blocks=counters.kv_blocks,
+                    max_model_len=resolved.max_model_len,
+                ),
+                settings.vllm_version,
+            ),
             vllm_version=settings.vllm_version,
         )
     else:
@@ -191,24 +210,6 @@ def _gpu_memory_used_bytes(cap: KvCapacity) -> int:
         + cap.available_kv_bytes
         + cap.non_torch_bytes
     )
-
-
-def _cache_config_labels(r: ResolvedVllm, num_gpu_blocks: int) -> dict[str, str]:
-    return {
-        "block_size": str(r.block_size),
-        "cache_dtype": r.kv_cache_dtype,
-        "calculate_kv_scales": "False",
-        "cpu_offload_gb": "0",
-        "enable_prefix_caching": str(r.enable_prefix_caching),
-        "gpu_memory_utilization": str(r.gpu_memory_utilization),
-        "is_attention_free": "False",
-        "num_cpu_blocks": "None",
-        "num_gpu_blocks": str(num_gpu_blocks),
-        "num_gpu_blocks_override": "None",
-        "prefix_caching_hash_algo": "sha256",
-        "sliding_window": "None",
-        "swap_space": "4",
-    }
 
 
 def configure_logging() -> None:

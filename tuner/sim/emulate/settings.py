@@ -82,7 +82,7 @@ def _parser() -> _Parser:
         "--vllm-version",
         default=CURRENT_VLLM_VERSION,
         help="the vLLM release whose /metrics families to serve (default "
-        f"{CURRENT_VLLM_VERSION}; before 0.33 with the deprecated gpu_* twins)",
+        f"{CURRENT_VLLM_VERSION}; before 0.32 with the deprecated gpu_* twins)",
     )
     return p
 

@@ -1,22 +1,36 @@
 """vLLM V1's Prometheus metrics, fed by the emulated engine.
 
 Names, types, help texts, labels (``model_name``, ``engine``) and bucket boundaries follow
-``vllm/v1/metrics/loggers.py`` (``PrometheusStatLogger``). Before 0.33 (``vllm_version``),
-besides the current names the registry keeps the deprecated twins that dashboards still scrape: ``vllm:gpu_cache_usage_perc``
-(= ``vllm:kv_cache_usage_perc``), ``vllm:gpu_prefix_cache_queries`` / ``_hits`` (=
-``vllm:prefix_cache_queries`` / ``_hits``) and ``vllm:time_per_output_token_seconds`` (the same
-per-iteration observations as ``vllm:inter_token_latency_seconds``).
+``vllm/v1/metrics/loggers.py`` (``PrometheusStatLogger``). ``vllm_version`` picks the release
+whose families are served. Checked against real releases: 0.32.0 (the /metrics of a running
+server, tests/data/vllm) and 0.33.0 (its wheel's ``loggers.py``, ``perf.py`` and
+``config/cache.py``), which serve the same always-on families:
 
-``vllm_version`` picks the release whose families are served: from 0.33.0 on (the default)
-the deprecated twins above are gone and the always-on families 0.33 added are served:
-``vllm:num_requests_waiting_by_reason`` (gauge, ``reason`` capacity / deferred),
-``vllm:prompt_tokens_by_source`` (counter, ``source`` local_compute / local_cache_hit /
-external_kv_transfer), ``vllm:prompt_tokens_cached`` and ``vllm:prompt_tokens_cached_by_source``
-(counters, ``source`` device / host / p2p / disk / external_unspecified),
-``vllm:admission_rejections`` (counter, labels ``model_name`` and ``reason``),
-``vllm:request_num_preemptions`` and ``vllm:request_prefill_kv_computed_tokens``
-(histograms). Families vLLM serves only with an option (LoRA, multimodal, KV transfer, KV
-block residency sampling, NaN checks, watermarks) are not served.
+- besides the core gauges, counters and histograms: ``vllm:num_requests_waiting_by_reason``
+  (gauge, ``reason`` capacity / deferred), ``vllm:prompt_tokens_by_source`` (counter, ``source``
+  local_compute / local_cache_hit / external_kv_transfer), ``vllm:prompt_tokens_cached`` and
+  ``vllm:prompt_tokens_cached_by_source`` (counters, ``source`` device / host / p2p / disk /
+  external_unspecified), ``vllm:admission_rejections`` (counter, labels ``model_name`` and
+  ``reason``), ``vllm:request_num_preemptions`` and ``vllm:request_prefill_kv_computed_tokens``
+  (histograms);
+- counters that stay at 0 here because what feeds them is off or absent:
+  ``vllm:external_prefix_cache_queries`` / ``_hits`` (KV connector),
+  ``vllm:mm_cache_queries`` / ``_hits`` (multimodal inputs) and
+  ``vllm:estimated_flops_per_gpu`` / ``_read_bytes_per_gpu`` / ``_write_bytes_per_gpu``
+  (created always, counted only with ``--enable-mfu-metrics``);
+- ``finished_reason`` values stop / length / abort / error / repetition (the emulated engine
+  ends requests by the first three only);
+- ``vllm:cache_config_info`` labelled with every ``CacheConfig`` field (0.33 adds
+  ``simple_cpu_offload_num_blocks``).
+
+Releases before 0.32 were not checked against a real server. For them the registry keeps the
+deprecated twins dashboards of that time scraped, ``vllm:gpu_cache_usage_perc`` (=
+``vllm:kv_cache_usage_perc``), ``vllm:gpu_prefix_cache_queries`` / ``_hits`` (=
+``vllm:prefix_cache_queries`` / ``_hits``) and ``vllm:time_per_output_token_seconds`` (the
+same per-iteration observations as ``vllm:inter_token_latency_seconds``), without the
+families above, and the older ``cache_config_info`` labels. Families vLLM serves only with an
+option (LoRA, speculative decoding, KV transfer, KV block residency sampling, NaN checks,
+watermarks) are not served.
 
 Latencies are measured on the server's wall clock, so with ``--time-scale K`` they are K times
 shorter than the emulated GPU's.
@@ -25,6 +39,7 @@ shorter than the emulated GPU's.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -103,13 +118,49 @@ _ITERATION_TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8
 _N_BUCKETS = (1, 2, 5, 10, 20)
 _NUM_PREEMPTIONS_BUCKETS = (1, 2, 3, 4, 5, 10, 20)
 _LABELS = ("model_name", "engine")
-# Label values vLLM 0.33 creates up front (v1/metrics/loggers.py, stats.py, cache_hit_source.py).
+# Label values vLLM creates up front (v1/metrics/loggers.py, stats.py, cache_hit_source.py,
+# v1/engine/__init__.py).
+_FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 _WAITING_REASONS = ("capacity", "deferred")
 _PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
 _CACHE_HIT_SOURCES = ("device", "host", "p2p", "disk", "external_unspecified")
 _ADMISSION_REASONS = ("max_num_queued_reqs", "max_num_queued_tokens")
-# The first release serving the families above and no longer the deprecated twins.
+# The first release checked against a real server: it serves the families above and no longer
+# the deprecated twins. 0.33 adds one CacheConfig field.
+_V0_32 = (0, 32)
 _V0_33 = (0, 33)
+
+
+# Always-on counters whose sources the emulated engine does not have (help texts as in vLLM).
+_ZERO_COUNTERS = (
+    (
+        "vllm:external_prefix_cache_queries",
+        "External prefix cache queries from KV connector cross-instance cache sharing, in "
+        "terms of number of queried tokens.",
+    ),
+    (
+        "vllm:external_prefix_cache_hits",
+        "External prefix cache hits from KV connector cross-instance cache sharing, in terms "
+        "of number of cached tokens.",
+    ),
+    ("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items."),
+    ("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items."),
+    (
+        "vllm:estimated_flops_per_gpu",
+        "Estimated number of floating point operations per GPU (for Model Flops Utilization "
+        "calculations).",
+    ),
+    (
+        "vllm:estimated_read_bytes_per_gpu",
+        "Estimated number of bytes read from memory per GPU (for Model Flops Utilization "
+        "calculations).",
+    ),
+    (
+        "vllm:estimated_write_bytes_per_gpu",
+        "Estimated number of bytes written to memory per GPU (for Model Flops Utilization "
+        "calculations).",
+    ),
+)
 
 
 def build_1_2_5_buckets(max_value: int) -> list[int]:
@@ -123,6 +174,73 @@ def build_1_2_5_buckets(max_value: int) -> list[int]:
                 return buckets
             buckets.append(value)
         scale *= 10
+
+
+@dataclass(frozen=True, slots=True)
+class CacheConfigInfo:
+    """What the emulated engine knows of vLLM's ``CacheConfig`` (``vllm:cache_config_info``)."""
+
+    block_size: int
+    cache_dtype: str
+    enable_prefix_caching: bool
+    gpu_memory_utilization: float
+    num_gpu_blocks: int
+    max_model_len: int
+
+
+def cache_config_labels(info: CacheConfigInfo, vllm_version: str) -> dict[str, str]:
+    """The labels of ``vllm:cache_config_info``: ``str()`` of every ``CacheConfig`` field.
+
+    Fields the emulated engine has no counterpart for carry vLLM's defaults on a GPU.
+    """
+    common = {
+        "block_size": str(info.block_size),
+        "cache_dtype": info.cache_dtype,
+        "enable_prefix_caching": str(info.enable_prefix_caching),
+        "gpu_memory_utilization": str(info.gpu_memory_utilization),
+        "is_attention_free": "False",
+        "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(info.num_gpu_blocks),
+        "num_gpu_blocks_override": "None",
+        "prefix_caching_hash_algo": "sha256",
+        "sliding_window": "None",
+    }
+    release = vllm_release(vllm_version)[:2]
+    if release < _V0_32:
+        return {**common, "calculate_kv_scales": "False", "cpu_offload_gb": "0", "swap_space": "4"}
+    kv_tokens = info.num_gpu_blocks * info.block_size
+    labels = {
+        **common,
+        "_block_size_resolved": "True",
+        "cache_hit_alignment_tokens": "None",
+        "effective_attention_block_size": str(info.block_size),
+        "enable_mamba_shared_prefix_checkpoint": "False",
+        "hash_block_size": "None",
+        "kv_cache_dtype_skip_layers": "[]",
+        "kv_cache_layout": "None",
+        "kv_cache_max_concurrency": str(kv_tokens / info.max_model_len),
+        "kv_cache_memory_bytes": "None",
+        "kv_cache_size_tokens": str(kv_tokens),
+        "kv_offloading_backend": "native",
+        "kv_offloading_size": "None",
+        "kv_sharing_fast_prefill": "False",
+        "mamba_block_size": "None",
+        "mamba_cache_dtype": "auto",
+        "mamba_cache_mode": "none",
+        "mamba_page_size_padded": "None",
+        "mamba_ssm_cache_dtype": "auto",
+        "prefix_cache_retention_interval": "0",
+        "prefix_match_unit": "None",
+        "replayssm_buffer_len": "16",
+        "skip_page_size_padded": "None",
+        "swa_bounded_replay": "True",
+        "use_kda_recoverssm": "False",
+        "use_replayssm": "False",
+        "user_specified_block_size": "False",
+    }
+    if release >= _V0_33:
+        labels["simple_cpu_offload_num_blocks"] = "None"
+    return dict(sorted(labels.items()))
 
 
 class VllmMetrics:
@@ -145,7 +263,7 @@ class VllmMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         values = (model_name, "0")
         reg = self.registry
-        self.is_v0_33 = vllm_release(vllm_version)[:2] >= _V0_33
+        self.is_v0_32 = vllm_release(vllm_version)[:2] >= _V0_32
 
         def gauge(name: str, doc: str) -> Gauge:
             return Gauge(name, doc, _LABELS, registry=reg).labels(*values)
@@ -179,7 +297,7 @@ class VllmMetrics:
         self._deprecated_queries: list[Counter] = []
         self._deprecated_hits: list[Counter] = []
         self._deprecated_itl: list[Histogram] = []
-        if not self.is_v0_33:
+        if not self.is_v0_32:
             self._deprecated_gauges.append(
                 gauge(
                     "vllm:gpu_cache_usage_perc",
@@ -194,7 +312,7 @@ class VllmMetrics:
         self._prefix_hits = counter(
             "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
         )
-        if not self.is_v0_33:
+        if not self.is_v0_32:
             self._deprecated_queries.append(
                 counter(
                     "vllm:gpu_prefix_cache_queries",
@@ -222,7 +340,9 @@ class VllmMetrics:
             (*_LABELS, "finished_reason"),
             registry=reg,
         )
-        self._success = {r: success.labels(*values, r.value) for r in FinishReason}
+        reasons = _FINISHED_REASONS if self.is_v0_32 else tuple(r.value for r in FinishReason)
+        labelled = {reason: success.labels(*values, reason) for reason in reasons}
+        self._success = {r: labelled[r.value] for r in FinishReason}
 
         token_buckets = build_1_2_5_buckets(max_model_len)
         self._req_prompt_tokens = histogram(
@@ -256,7 +376,7 @@ class VllmMetrics:
             "Histogram of time to first token in seconds.",
             TTFT_BUCKETS_S,
         )
-        if not self.is_v0_33:
+        if not self.is_v0_32:
             self._deprecated_itl.append(
                 histogram(
                     "vllm:time_per_output_token_seconds",
@@ -300,8 +420,8 @@ class VllmMetrics:
             "Histogram of time spent in DECODE phase for request.",
             REQUEST_LATENCY_BUCKETS_S,
         )
-        if self.is_v0_33:
-            self._add_v0_33_families(values, token_buckets)
+        if self.is_v0_32:
+            self._add_v0_32_families(values, token_buckets)
         info_labels = {**cache_config, "engine": "0"}
         Gauge(
             "vllm:cache_config_info",
@@ -310,8 +430,10 @@ class VllmMetrics:
             registry=reg,
         ).labels(**info_labels).set(1)
 
-    def _add_v0_33_families(self, values: tuple[str, str], token_buckets: list[int]) -> None:
+    def _add_v0_32_families(self, values: tuple[str, str], token_buckets: list[int]) -> None:
         reg = self.registry
+        for name, doc in _ZERO_COUNTERS:
+            Counter(name, doc, _LABELS, registry=reg).labels(*values)
         waiting_by_reason = Gauge(
             "vllm:num_requests_waiting_by_reason",
             "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
@@ -384,7 +506,7 @@ class VllmMetrics:
             metric.inc(report.prefix_queries)
         for metric in (self._prefix_hits, *self._deprecated_hits):
             metric.inc(report.prefix_hits)
-        if self.is_v0_33:
+        if self.is_v0_32:
             self._waiting_capacity.set(counters.requests_waiting)
             self._prompt_by_source["local_compute"].inc(report.prompt_tokens)
             self._prompt_by_source["local_cache_hit"].inc(report.prefix_hits)
@@ -415,7 +537,7 @@ class VllmMetrics:
         self._params_n.observe(1)
         self._params_max_tokens.observe(request.max_tokens)
         self._max_generation_tokens.observe(request.max_tokens)
-        if self.is_v0_33:
+        if self.is_v0_32:
             self._req_preemptions.observe(request.preemptions)
             self._req_prefill_computed.observe(request.prompt_tokens - request.cached_tokens)
 
