@@ -9,7 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -58,8 +58,12 @@ def require_binary(name: str, debian_package: str, search: tuple[str, ...] = ())
 
 
 @contextlib.contextmanager
-def running_emulator(timings: Path, *, speedup: float) -> Iterator[str]:
+def running_emulator(
+    timings: Path, *, speedup: float, extra_args: Sequence[str] = ()
+) -> Iterator[str]:
     """``slotune emulate`` (llama-3.1-8b on h100-sxm) as a subprocess; yields its base URL.
+
+    ``extra_args`` are more ``slotune emulate`` flags (``--vllm-version 0.32.0``).
 
     It is started as a process, not imported, so tests under collector/ keep the layer rule.
     """
@@ -78,6 +82,7 @@ def running_emulator(timings: Path, *, speedup: float) -> Iterator[str]:
             str(speedup),
             "--timings-file",
             str(timings),
+            *extra_args,
         ],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,

@@ -9,15 +9,13 @@ its bucket bounds. Not compared: values, help texts, and the values of ``cache_c
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from _tools import SLOTUNE, free_port
+from _tools import running_emulator
 from prometheus_client.parser import text_string_to_metric_families
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "vllm"
@@ -77,48 +75,17 @@ def shape_diff(real: dict[str, FamilyShape], emulated: dict[str, FamilyShape]) -
 
 
 @pytest.fixture
-def emulated_metrics(request: pytest.FixtureRequest) -> Iterator[str]:
+def emulated_metrics(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """/metrics of ``slotune emulate --vllm-version <param>`` after a few completions."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            SLOTUNE,
-            "emulate",
-            "--model",
-            "llama-3.1-8b",
-            "--gpu",
-            "h100-sxm",
-            "--port",
-            str(port),
-            "--max-model-len",
-            "2048",
-            "--speedup",
-            "50",
-            "--vllm-version",
-            request.param,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(timeout=30) as client:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    client.get(f"{url}/health").raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    assert proc.poll() is None, proc.communicate()[1]
-                    assert time.monotonic() < deadline, "emulator did not start"
-                    time.sleep(0.2)
-            for max_tokens in (4, 16):
-                body = {"prompt": "The engine keeps the keys", "max_tokens": max_tokens}
-                client.post(f"{url}/v1/completions", json=body).raise_for_status()
-            yield client.get(f"{url}/metrics").text
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+    flags = ("--max-model-len", "2048", "--vllm-version", request.param)
+    with (
+        running_emulator(tmp_path / "timings.jsonl", speedup=50, extra_args=flags) as url,
+        httpx.Client(timeout=30) as client,
+    ):
+        for max_tokens in (4, 16):
+            body = {"prompt": "The engine keeps the keys", "max_tokens": max_tokens}
+            client.post(f"{url}/v1/completions", json=body).raise_for_status()
+        yield client.get(f"{url}/metrics").text
 
 
 @pytest.mark.parametrize("emulated_metrics", ["0.32.0"], indirect=True)
