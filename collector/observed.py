@@ -24,6 +24,7 @@ from typing import Any
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
+from slotune.collector.textfile import read_text
 from slotune.collector.workload.traces import TraceRequest
 
 REQUIRED_FIELDS = ("timestamp", "input_tokens", "output_tokens", "ttft_ms", "e2e_ms")
@@ -72,10 +73,7 @@ def read_observed(path: str | Path, *, model_names: Collection[str] = ()) -> lis
             names the file, the line and the field.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read observed requests {path}: {e.strerror}") from e
+    text = read_text(path, "observed requests", ConfigError)
     out: list[ObservedRequest] = []
     previous = -math.inf
     for number, raw in enumerate(text.splitlines(), start=1):

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.errors import ConfigError, SLOSpecError
-from slotune.collector.slo import parse_duration_s, read_yaml
+from slotune.collector.slo import parse_duration_s, read_text, read_yaml
 from slotune.tuner.fleet.length_pools import LengthPools
 from slotune.tuner.fleet.policy import RoutingPolicy
 from slotune.tuner.fleet.registry import PolicyContext, policy_from_name
@@ -162,16 +162,8 @@ def load_route_config(path: str | Path) -> RouteConfig:
     Raises:
         ConfigError: ``file:line: field ...: what is wrong and the accepted form``.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the fleet config ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"{p}: not a text file (byte {e.start} is not UTF-8); give a fleet.yaml"
-        ) from None
-    return parse_route_config(text, source=str(p))
+    text = read_text(path, "fleet config", ConfigError)
+    return parse_route_config(text, source=str(path))
 
 
 def parse_route_config(text: str, *, source: str = "<config>") -> RouteConfig:

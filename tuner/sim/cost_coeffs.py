@@ -14,9 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slotune.collector.errors import ConfigError
+from slotune.collector.slo import read_yaml
+from slotune.collector.textfile import read_text
 from slotune.tuner.sim.catalog import GPU
 
 GIB = 1024**3
@@ -282,15 +282,9 @@ def _read_yaml(path: Path | None, bundled: str) -> tuple[Mapping[str, Any], str]
         text = resources.files("slotune.tuner.sim.catalog").joinpath(bundled).read_text("utf-8")
         origin = f"bundled {bundled}"
     else:
-        try:
-            text = Path(path).read_text("utf-8")
-        except OSError as e:
-            raise ConfigError(f"cannot read {path}: {e.strerror}; check the path") from e
+        text = read_text(path, "calibration file", ConfigError)
         origin = str(path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{origin} is not valid YAML: {e}") from e
+    doc = read_yaml(text, source=origin, error=ConfigError)[0]
     if not isinstance(doc, Mapping):
         raise ConfigError(f"{origin} must be a YAML mapping")
     return doc, origin

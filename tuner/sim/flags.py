@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.collector.slo import read_yaml
+from slotune.collector.textfile import read_text
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import (
     TRTLLM_CAPACITY_POLICIES,
@@ -313,13 +313,10 @@ def load_extra_llm_api_options(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise ConfigError(f"--extra_llm_api_options {p}: cannot read ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--extra_llm_api_options {p}: not valid YAML ({e})") from None
-    except (UnicodeDecodeError, RecursionError) as e:  # a binary file, nesting past the stack
-        raise ConfigError(f"--extra_llm_api_options {p}: not a YAML text file ({e})") from None
+        text = read_text(p, "LLM API options file", ConfigError)
+        data = read_yaml(text, source=str(p), error=ConfigError)[0] or {}
+    except ConfigError as e:
+        raise ConfigError(f"--extra_llm_api_options {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"--extra_llm_api_options {p}: expected a mapping of LLM API options")
     out: dict[str, Any] = {}
