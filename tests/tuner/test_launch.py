@@ -12,7 +12,7 @@ import pytest
 from _tools import SLOTUNE
 from optuna.trial import TrialState
 
-from slotune.collector.errors import EngineConfigError
+from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import upgrade
 from slotune.collector.workload import named_workload, retime
@@ -152,6 +152,10 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     assert default["measurement"]["num_requests"] == 20
     # Server-side figures scraped from the engine's /metrics after the run.
     assert default["engine"]["prefix_hit_rate"] is not None
+    # Sampled during the runs, not read after them.
+    assert default["engine"]["num_samples"] >= 1
+    assert default["engine"]["kv_usage_max"] is not None
+    assert default["limit"] in {"slo", "saturation", "offered_load"}
     assert report["default"]["value"] > 0
     assert show_study("launched", sqlite_url).trials == 4
     assert export_study("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
@@ -243,3 +247,85 @@ def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(mon
     assert "--max-num-partial-prefills" in render_command(
         template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
     )
+
+
+def fake_engine(tmp_path: Path, body: str) -> str:
+    """A --command template running ``body`` as a Python script (it gets --port N)."""
+    script = tmp_path / "engine.py"
+    script.write_text(body)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --port {{port}}"
+
+
+def launch(template: str, tmp_path: Path, startup_timeout_s: float = 60) -> LaunchBackend:
+    return LaunchBackend(
+        template,
+        engine="vllm",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        startup_timeout_s=startup_timeout_s,
+        log_root=tmp_path,
+    )
+
+
+def one_trial(backend: LaunchBackend):
+    trace = retime(named_workload("azure-conv"), num_requests=2)
+    runner = TrialRunner(
+        backend,
+        WorkloadPlan(trace, rate=1.0),
+        tuple(parse_slos(["ttft:p99<=2s"])),
+        ObjectiveKind.GOODPUT,
+    )
+    return runner.measure({})
+
+
+def test_an_engine_dying_in_start_up_names_its_phase_and_last_log_lines(tmp_path):
+    template = fake_engine(
+        tmp_path,
+        "import sys\nprint('INFO Starting to load model tiny...')\nprint('INFO step 2 of 3')\n"
+        "print('RuntimeError: weights are corrupt')\nprint('INFO shutting down')\nsys.exit(3)\n",
+    )
+    m = one_trial(launch(template, tmp_path))
+    assert not m.is_feasible and m.failure is not None and "\n" not in m.failure
+    assert "exited with code 3 while loading the model" in m.failure
+    assert "RuntimeError: weights are corrupt" in m.failure
+    assert "last log lines:" in m.failure and "INFO shutting down" in m.failure
+
+
+def test_a_missing_engine_executable_is_one_line(tmp_path):
+    m = one_trial(launch("/nonexistent/vllm serve x --port {port} {engine_args}", tmp_path))
+    assert m.failure == (
+        "cannot start '/nonexistent/vllm': No such file or directory; check --command"
+    )
+    missing_module = one_trial(
+        launch(f"{sys.executable} -m no_such_vllm --port {{port}}", tmp_path)
+    )
+    assert "No module named no_such_vllm" in (missing_module.failure or "")
+
+
+def test_an_engine_that_never_serves_times_out_with_the_phase_it_was_in(tmp_path):
+    template = fake_engine(
+        tmp_path,
+        "import time\nprint('Compiling a graph for shape 1', flush=True)\ntime.sleep(60)\n",
+    )
+    m = one_trial(launch(template, tmp_path, startup_timeout_s=2))
+    assert "not healthy after 2 s, still compiling" in (m.failure or "")
+    assert "--startup-timeout" in (m.failure or "")
+    assert engines_left() == []
+
+
+def test_a_port_in_use_is_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(TrialFailed, match=f"port {port} on 127.0.0.1 is already in use"):
+            EngineProcess(["true"], tmp_path / "engine.log", {}, port)
+
+
+def test_a_command_without_port_is_refused():
+    with pytest.raises(ConfigError, match=r"must pass \{port\}"):
+        render_command(
+            "vllm serve x --port 8000", model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
+        )

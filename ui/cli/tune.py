@@ -132,6 +132,14 @@ def tune_command(
             min=1, help="Worker heartbeat (s); a trial silent for 3x this is failed and retried."
         ),
     ] = 10,
+    startup_timeout: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Launch backend: seconds an engine may take to serve (a first vLLM start "
+            "compiles for many minutes).",
+        ),
+    ] = 3600.0,  # tuner.backends.startup.DEFAULT_STARTUP_TIMEOUT_S (not imported here)
     as_json: JsonOption = False,
 ) -> None:
     """Run a tuning study (subcommands: resume, show, export, list)."""
@@ -172,6 +180,7 @@ def tune_command(
             sampler=SamplerKind(sampler),
             heartbeat_s=heartbeat,
             recheck_k=recheck,
+            startup_timeout_s=startup_timeout,
         )
         options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
         check_study(spec, options)  # before the progress bar: a bad input is one line
@@ -269,7 +278,7 @@ def _gain(x: float | None) -> str:
 
 
 def _trials_table(details: list[TrialReport]) -> Table:
-    table = Table("#", "state", "source", "value", "feasible", "params / failure")
+    table = Table("#", "state", "source", "value", "feasible", "limit", "params / failure")
     for t in details:
         shown = t.failure or " ".join(f"{k}={v}" for k, v in t.params.items())
         table.add_row(
@@ -278,6 +287,7 @@ def _trials_table(details: list[TrialReport]) -> Table:
             t.source,
             " / ".join(_num(v) for v in t.values or []),
             "yes" if t.feasible else "no",
+            t.limit,
             shown,
         )
     return table
@@ -305,8 +315,11 @@ def _render(report: StudyReport, as_json: bool) -> None:
             + ("  (worst of re-runs)" if best.robust else "")
         )
         console.print("         " + escape(" ".join(f"{k}={v}" for k, v in best.params.items())))
+    spread = (
+        "" if report.gain_spread is None else f"  spread between repeats {report.gain_spread:.3g}"
+    )
     console.print(
-        f"gain over default: {_gain(report.gain)}"
+        f"gain over default: {_gain(report.gain)}{spread}"
         + (f"  ({escape(report.gain_note)})" if report.gain_note else "")
     )
     if report.infeasibility:
