@@ -1,4 +1,4 @@
-"""``slotune metrics import``: load an OpenMetrics history file into the store (incident replay)."""
+"""``slotune metrics import``: load a metrics history file into the store (incident replay)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 from slotune.ui.cli.metrics import metrics_app
@@ -18,12 +19,18 @@ def register(app: typer.Typer) -> None:
 
 def import_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="OpenMetrics file with a timestamp on each sample.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Prometheus text (timestamps in milliseconds) or OpenMetrics (ending in "
+            "'# EOF', timestamps in seconds), with a timestamp on each sample."
+        ),
+    ],
     target: Annotated[str, typer.Option(help="Target name the samples belong to.")],
     kind: Annotated[str, typer.Option(help="vllm, sglang, trtllm or dcgm.")] = "vllm",
     json: JsonOption = False,
 ) -> None:
-    """Load a past incident (OpenMetrics with timestamps) as scrapes of one target."""
+    """Load a past incident (metrics with timestamps) as scrapes of one target."""
     from slotune.collector.alerts.history import import_openmetrics
     from slotune.collector.store import open_store
 
@@ -34,6 +41,6 @@ def import_cmd(
     else:
         console.print(
             f"imported {result.num_samples} samples in {result.num_scrapes} scrapes of "
-            f"{result.target}",
+            f"{escape(result.target)}",
             highlight=False,
         )

@@ -89,7 +89,20 @@ def test_promtool_reads_the_same_file(tmp_path: Path) -> None:
             lambda t: t.replace(f" {T0 + 15}\n", "\n", 1),
             "incident.om:7: sample without a timestamp",
         ),
-        (lambda t: t.replace("# EOF\n", ""), "must end with a '# EOF' line"),
+        (
+            lambda t: t.replace("# EOF\n", ""),
+            "read as Prometheus text milliseconds falls in the year 1970, not between 1990 and 2200",
+        ),
+        (
+            lambda t: t.replace(f" {T0 + 15}\n", f" {(T0 + 15) * 1000}\n", 1),
+            "read as OpenMetrics seconds falls in the year 57,742",
+        ),
+        (lambda t: t.replace(f" {T0 + 15}\n", " NaN\n", 1), "timestamp 'NaN' is not a finite"),
+        (lambda t: t.replace(f" {T0 + 15}\n", " +Inf\n", 1), "timestamp '+Inf' is not a finite"),
+        (
+            lambda t: t.replace("# EOF\n", "").replace(f" {T0}\n", f" {T0}000.5\n"),
+            "is not whole milliseconds",
+        ),
     ],
 )
 def test_bad_files_are_refused_and_store_nothing(
@@ -102,3 +115,41 @@ def test_bad_files_are_refused_and_store_nothing(
     assert code == 1 and message in err, err
     with open_store(sqlite_url) as store:
         assert list_targets(store) == []
+
+
+def test_prometheus_text_timestamps_are_milliseconds(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    text = incident(minutes=1).replace("# EOF\n", "")
+    for i in range(5):
+        text = text.replace(f" {T0 + 15 * i}\n", f" {(T0 + 15 * i) * 1000}\n")
+    path = tmp_path / "incident.prom"
+    path.write_text(text)
+    code, out, err = slotune(sqlite_url, "metrics", "import", str(path), "--target", "t", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["first_ts"], result["last_ts"], result["scrapes"]) == (T0, T0 + 60, 5)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("", "--target is empty"), (" ", "--target is empty"), ("n" * 201, "201 characters")],
+)
+def test_empty_and_over_long_target_names_are_refused(
+    sqlite_url: str, tmp_path: Path, name: str, message: str
+) -> None:
+    upgrade(sqlite_url)
+    path = tmp_path / "incident.om"
+    path.write_text(incident(minutes=1))
+    code, _, err = slotune(sqlite_url, "metrics", "import", str(path), "--target", name)
+    assert code == 1 and message in err and "Traceback" not in err, err
+    with open_store(sqlite_url) as store:
+        assert list_targets(store) == []
+
+
+def test_a_target_name_with_markup_is_printed_as_written(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    path = tmp_path / "incident.om"
+    path.write_text(incident(minutes=1))
+    code, out, err = slotune(sqlite_url, "metrics", "import", str(path), "--target", "[/x]")
+    assert code == 0, err
+    assert "scrapes of [/x]" in out
