@@ -205,22 +205,21 @@ def _print_round(statuses: list[RuleStatus], report: DispatchReport) -> None:
     from slotune.collector.alerts.evaluator import RuleState
 
     states = Counter(s.state for s in statuses)
+    order = (RuleState.FIRING, RuleState.PENDING, RuleState.NO_DATA, RuleState.ERROR, RuleState.OK)
     styles = {RuleState.FIRING: "bold red", RuleState.ERROR: "red", RuleState.NO_DATA: "yellow"}
     parts = [
-        f"[{styles[st]}]{states[st]} {st.label}[/]"
-        if states[st] and st in styles
-        else f"{states[st]} {st.label}"
-        for st in RuleState
+        f"[{styles.get(st, 'default')}]{states[st]} {st.label}[/]" for st in order if states[st]
     ]
     changes = sum(1 for s in statuses if s.changed is not None)
     at = max((s.at_ts for s in statuses), default=time.time())
     line = (
         f"{time.strftime('%H:%M:%S', time.localtime(at))} evaluated {len(statuses)} "
-        f"instance(s): {', '.join(parts)}; {changes} change(s); sent {report.num_sent}"
+        f"instance(s): {', '.join(parts) or 'no rule'}; {changes} change(s); "
+        f"sent {report.num_sent}"
     )
     if report.failures:
         line += f", [red]{len(report.failures)} receiver(s) failed[/] (kept pending)"
-    console.print(line, highlight=False)
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 @alerts_app.command("run")

@@ -9,12 +9,19 @@ from typing import Any
 
 
 class Receiver:
-    """Records the JSON bodies POSTed to it and answers ``status``."""
+    """Records the JSON bodies POSTed to it and answers ``status``.
 
-    def __init__(self) -> None:
+    With ``hold_first``, the first request is recorded, ``got_first`` is set, and its answer
+    waits until ``release`` is set: a sender can be killed while it waits for the answer.
+    """
+
+    def __init__(self, *, hold_first: bool = False) -> None:
         self.bodies: list[tuple[str, Any]] = []
         self.status = 200
         self.lock = threading.Lock()
+        self.hold_first = hold_first
+        self.got_first = threading.Event()
+        self.release = threading.Event()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -23,6 +30,10 @@ class Receiver:
                 body = json.loads(self.rfile.read(length))
                 with receiver.lock:
                     receiver.bodies.append((self.path, body))
+                    hold = receiver.hold_first and not receiver.got_first.is_set()
+                    receiver.got_first.set()
+                if hold:
+                    receiver.release.wait(timeout=300)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -40,6 +51,7 @@ class Receiver:
             return list(self.bodies)
 
     def close(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
