@@ -3,7 +3,7 @@
 Counters: ``slotune_route_decisions_total{policy,pool,backend}`` (requests routed),
 ``slotune_route_shed_total{policy,reason}`` (429/503 answers; reason ``policy``,
 ``max_in_flight`` or ``no_backend``), ``slotune_route_upstream_errors_total{backend,kind}``
-(kind ``connect``, ``timeout``, ``status``, ``stream``, ``protocol``). Histogram:
+(kind ``connect``, ``connect_timeout``, ``timeout``, ``status``, ``stream``, ``protocol``). Histogram:
 ``slotune_route_overhead_seconds`` (request received -> upstream request sent: body
 parsing plus the policy's choice). Per-backend gauges read at scrape time:
 ``slotune_route_backend_up`` (1 while its circuit is closed), ``slotune_route_backend_state``

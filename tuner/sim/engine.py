@@ -18,7 +18,7 @@ from slotune.tuner.sim.config import (
     resolve,
 )
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
-from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity
+from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
@@ -295,6 +295,10 @@ class EngineCore:
     def kv_log_lines(self) -> list[str]:
         """The KV-cache lines the engine logs at start (vLLM's wording)."""
         return format_kv_log(self.capacity, self._max_len)
+
+    def kv_room_warning(self, tokens_per_request: float, what: str) -> str | None:
+        """A warning when fewer than a few such requests fit in the KV cache at once."""
+        return kv_room_warning(self.capacity, min(tokens_per_request, self._max_len), what)
 
     def _check_length(self, request: SimRequest) -> None:
         total = request.prompt_tokens + request.max_tokens

@@ -23,6 +23,9 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 DEFAULT_MAX_NUM_SEQS = 256
 _FP32_BYTES = 4
 _FP8_KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
+MIN_REQUESTS_IN_KV = 4
+"""Fewer requests than this fitting in the KV cache at once is warned about: the engine then
+serves them nearly one at a time, whatever its batch limits say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,3 +319,32 @@ def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str
         f"Maximum concurrency for {length:,} tokens per request: {cap.num_tokens / length:.2f}x",
     ]
     return lines
+
+
+def kv_room_warning(cap: KvCapacity, tokens_per_request: float, what: str) -> str | None:
+    """A warning when the KV cache holds fewer than ``MIN_REQUESTS_IN_KV`` requests at once.
+
+    Args:
+        cap: the allocation from :func:`kv_capacity`.
+        tokens_per_request: prompt + output tokens of a typical request.
+        what: where ``tokens_per_request`` comes from, for the message.
+
+    Returns:
+        The warning, naming the cache size, the room in requests and the knobs to turn;
+        None when there is room for at least ``MIN_REQUESTS_IN_KV``.
+    """
+    if tokens_per_request <= 0:
+        return None
+    room = cap.num_tokens / tokens_per_request
+    if room >= MIN_REQUESTS_IN_KV:
+        return None
+    if cap.engine == Engine.TRTLLM.value:
+        knobs = "raise kv_cache_config.free_gpu_memory_fraction or lower max_num_tokens"
+    else:
+        knobs = "raise gpu_memory_utilization or lower max_num_batched_tokens"
+    return (
+        f"The KV cache holds only {cap.num_tokens:,} tokens: room for {room:.1f} requests of "
+        f"{tokens_per_request:,.0f} tokens ({what}) at once, whatever the batch limits say. "
+        f"The activation reserve takes {_gib(cap.activation_bytes)}; {knobs}, or use more "
+        "GPUs (tensor_parallel_size)."
+    )

@@ -162,6 +162,11 @@ def replay(
     records = timeline.records()
     stats = core.stats
     breakdown = timeline.breakdown()
+    kv_log = core.kv_log_lines()
+    mean_tokens = sum(r.prompt_tokens + r.max_tokens for r in requests) / max(len(requests), 1)
+    kv_warning = core.kv_room_warning(mean_tokens, "this workload's mean prompt + output")
+    if kv_warning:
+        kv_log.append(f"WARNING {kv_warning}")
     extra = {
         "prefix_hit_rate": stats.prefix_hits / stats.prefix_queries
         if stats.prefix_queries
@@ -170,6 +175,7 @@ def replay(
         "kv_blocks": stats.kv_blocks,
         "kv_tokens": stats.kv_tokens,
         "step_time_breakdown": breakdown.to_dict(),
+        **({"kv_warning": kv_warning} if kv_warning else {}),
     }
     summary = summarize(records, slos, extra=extra)
     params = core.config.to_dict() | {"seed": seed}
@@ -180,7 +186,7 @@ def replay(
         series=timeline.series(),
         breakdown=breakdown,
         config=params,
-        kv_log=core.kv_log_lines(),
+        kv_log=kv_log,
     )
 
 

@@ -195,3 +195,13 @@ def test_signal_during_a_stream_shuts_down_cleanly(sig: signal.Signals) -> None:
     assert code == 0, err
     assert "Shutting down" in out
     assert "Traceback" not in err and "Traceback" not in out
+
+
+def test_a_kv_cache_too_small_for_a_few_requests_is_warned_at_start() -> None:
+    server = ServerProcess("--engine", "trtllm", MODEL, "--max_num_tokens", "495000")
+    code, out, _ = server.stop()
+    assert code == 0
+    assert (
+        "WARNING" in out
+        and "The KV cache holds only 7,200 tokens: room for 3.5 requests of 2,048" in out
+    )

@@ -3,8 +3,17 @@ from __future__ import annotations
 import pytest
 
 from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.collector.workload.synthetic import parse_length_spec, synthetic_trace
+from slotune.tuner.sim import simulate
 from slotune.tuner.sim.catalog import get_gpu, get_model
-from slotune.tuner.sim.memory import format_kv_log, kv_bytes_per_token, kv_capacity
+from slotune.tuner.sim.config import config_from_params
+from slotune.tuner.sim.memory import (
+    MIN_REQUESTS_IN_KV,
+    format_kv_log,
+    kv_bytes_per_token,
+    kv_capacity,
+    kv_room_warning,
+)
 
 GIB = 1024**3
 H100 = get_gpu("h100-sxm")
@@ -145,3 +154,34 @@ def test_other_invalid_configurations():
         kv_capacity(LLAMA_8B, H100, engine="sglang")
     with pytest.raises(EngineConfigError, match="Not enough GPU memory left for the KV cache"):
         kv_capacity(LLAMA_8B, RTX_4090, engine="trtllm", max_num_batched_tokens=65536)
+
+
+def test_a_kv_cache_with_room_for_only_a_few_requests_is_warned_about():
+    # a huge token budget eats the memory the cache would get: 7,200 tokens are left
+    tiny = kv_capacity(
+        LLAMA_8B,
+        H100,
+        engine="trtllm",
+        block_size=32,
+        max_num_seqs=2048,
+        max_num_batched_tokens=495_000,
+    )
+    assert tiny.num_tokens == 7_200
+    warning = kv_room_warning(tiny, 2_500, "the workload's mean")
+    assert warning is not None
+    assert "holds only 7,200 tokens: room for 2.9 requests of 2,500 tokens" in warning
+    assert "lower max_num_tokens" in warning
+    assert kv_room_warning(tiny, 7_200 / MIN_REQUESTS_IN_KV, "x") is None
+    roomy = kv_capacity(LLAMA_8B, H100, gpu_memory_utilization=0.9)
+    assert kv_room_warning(roomy, 200_000, "x") is not None  # 2.2 requests fit
+    assert kv_room_warning(roomy, 100_000, "x") is None  # 4.4 fit
+
+
+def test_the_simulator_warns_against_its_workload():
+    config = config_from_params("trtllm", "llama-3.1-8b", "h100-sxm", {"max_num_tokens": 495_000})
+    result = simulate(
+        config, synthetic_trace(parse_length_spec("2000"), parse_length_spec("500"), 4)
+    )
+    assert result.kv_log[-1].startswith("WARNING The KV cache holds only 7,200 tokens")
+    assert "2,500 tokens (this workload's mean prompt + output)" in result.kv_log[-1]
+    assert result.summary.extra["kv_warning"] == result.kv_log[-1].removeprefix("WARNING ")
