@@ -11,8 +11,15 @@ store (Prometheus' extrapolation scales good and total alike, so their ratio is 
 One alerting rule per severity, ``SLOErrorBudgetBurn{slo, severity}``, fires when any of
 that severity's (long, short) pairs both exceed ``factor x (1 - objective)``.
 
+The threshold must be a bucket bound, or the ``le`` matcher selects nothing and the alert
+never fires. Bounds come from the engine's own metric definitions
+(``collector.agent.buckets``; for SGLang, whose bounds are a server option, from what the
+agent scraped): a threshold between two bounds is snapped to the one below (conservative) or
+interpolated (``interpolate: true``), and the export says so.
+
 Selectors become label matchers: ``model`` → ``model_name``, ``target`` → ``instance``,
-``pool`` → ``pool`` (relabel your scrape jobs to carry it).
+``pool`` → ``pool``. No engine exports a ``pool`` label, and ``instance`` is Prometheus'
+``host:port``: the export names the relabelling a user must add for each.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from slotune.collector.agent.buckets import engine_bounds
 from slotune.collector.agent.canonical import Rule, format_le
 from slotune.collector.agent.sglang import SGLANG_RULES
 from slotune.collector.agent.trtllm import TRTLLM_RULES
@@ -43,6 +52,20 @@ ENGINE_RULES: dict[str, tuple[Rule, ...]] = {
 }
 ALERT_NAME = "SLOErrorBudgetBurn"
 _SELECTOR_LABELS = (("model", "model_name"), ("target", "instance"), ("pool", "pool"))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleExport:
+    """A Prometheus rule file and what a user must know before deploying it.
+
+    Attributes:
+        text: the rule file (YAML; the notes are repeated at its top as comments).
+        notes: one line per threshold moved to a bucket bound and per label the engine's
+            series need through relabelling.
+    """
+
+    text: str
+    notes: tuple[str, ...]
 
 
 def record_name(window_s: float) -> str:
@@ -90,8 +113,11 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
         slo: the SLO.
         engine: ``vllm``, ``sglang`` or ``trtllm``.
         window_s: the window.
-        bounds: the histogram's finite bucket bounds in seconds (from the store); the
-            threshold is used as the bound when empty.
+        bounds: the histogram's finite bucket bounds in seconds (see :func:`histogram_bounds`);
+            required for a latency SLO.
+
+    Raises:
+        ConfigError: the engine lacks the metric, or no bucket bounds are known.
     """
     w = prom_duration(window_s)
     if slo.sli is SLI.ERROR_RATE:
@@ -109,9 +135,7 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
     def at(bound: float) -> str:
         return _increase(bucket, _matchers(slo, f'le="{format_le(bound / rule.scale)}"'), w)
 
-    finite = sorted(b for b in bounds if not math.isinf(b)) or [slo.threshold]
-    lower = max((b for b in finite if b <= slo.threshold), default=None)
-    upper = min((b for b in finite if b > slo.threshold), default=None)
+    lower, upper = _nearest(slo, _finite(slo, engine, bounds))
     total = at(math.inf)
     if lower is None:
         return f"{total} / {total}"  # below the first bound: no request can count as good
@@ -120,6 +144,79 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
         frac = (slo.threshold - lower) / (upper - lower)
         good = f"({good} + ({at(upper)} - {good}) * {frac:g})"
     return f"1 - {good} / {total}"
+
+
+def _finite(slo: SLO, engine: str, bounds: Sequence[float]) -> list[float]:
+    finite = sorted(b for b in bounds if not math.isinf(b))
+    if not finite:
+        raise ConfigError(
+            f"SLO {slo.name!r}: the bucket bounds of {engine}'s {slo.sli.value} histogram are "
+            "not known (they are a server option); run `slotune agent` against the engine "
+            "first, so the export uses the bounds it scraped"
+        )
+    return finite
+
+
+def _nearest(slo: SLO, finite: Sequence[float]) -> tuple[float | None, float | None]:
+    lower = max((b for b in finite if b <= slo.threshold), default=None)
+    upper = min((b for b in finite if b > slo.threshold), default=None)
+    return lower, upper
+
+
+def histogram_bounds(engine: str, slo: SLO, stored: Sequence[float] = ()) -> tuple[float, ...]:
+    """The bucket bounds a rule for ``slo`` on ``engine`` may use: the engine release's own
+    (``collector.agent.buckets``), or for an engine whose bounds are a server option, the
+    ``stored`` ones the agent scraped."""
+    if slo.sli is SLI.ERROR_RATE:
+        return ()
+    return engine_bounds(engine, slo.sli.value) or tuple(stored)
+
+
+def export_notes(slo: SLO, engine: str, bounds: Sequence[float]) -> list[str]:
+    """What a user must know about the rules of ``slo``: a threshold moved to a bucket bound,
+    and the labels the engine's series need through relabelling."""
+    notes = []
+    sel = slo.selector
+    if sel.pool is not None:
+        notes.append(
+            f"SLO {slo.name!r} selects pool={sel.pool!r}, and {engine} exports no 'pool' "
+            f"label: add it to the engine's scrape job by relabelling (relabel_configs: "
+            f"[{{target_label: pool, replacement: {sel.pool}}}]), or the rules match no series"
+        )
+    if sel.target is not None:
+        notes.append(
+            f"SLO {slo.name!r} selects target={sel.target!r} as instance={sel.target!r}: "
+            "Prometheus sets 'instance' to host:port, so relabel the scrape job "
+            f"(relabel_configs: [{{target_label: instance, replacement: {sel.target}}}])"
+        )
+    if slo.sli is SLI.ERROR_RATE:
+        return notes
+    rule = _raw(engine, slo.sli.value)
+    lower, upper = _nearest(slo, _finite(slo, engine, bounds))
+    if lower == slo.threshold:
+        return notes
+
+    def ms(b: float) -> str:
+        return f"{b * 1000:g}ms"
+
+    where = f"{ms(slo.threshold)} is not a bucket bound of {rule.source}"
+    if lower is None:
+        notes.append(
+            f"SLO {slo.name!r}: {where} and lies below its first bound {ms(upper or 0.0)}: no "
+            "request can count as good, so the rules always burn; raise the threshold"
+        )
+    elif slo.interpolate and upper is not None:
+        notes.append(
+            f"SLO {slo.name!r}: {where}; the rules interpolate between {ms(lower)} and "
+            f"{ms(upper)} (interpolate: true)"
+        )
+    else:
+        following = f", the next is {ms(upper)}" if upper is not None else ""
+        notes.append(
+            f"SLO {slo.name!r}: {where}; the rules count requests up to {ms(lower)} as good "
+            f"(the bound below{following}): set the threshold to a bound, or interpolate: true"
+        )
+    return notes
 
 
 def prometheus_rules(
@@ -131,7 +228,8 @@ def prometheus_rules(
     Args:
         slos: the SLOs.
         engine: whose metric names to use.
-        bounds: finite bucket bounds per canonical histogram (``ttft`` ...), seconds.
+        bounds: bucket bounds (seconds) the agent scraped, per canonical histogram
+            (``ttft`` ...); used only for an engine whose release does not fix them.
 
     Raises:
         ConfigError: the engine lacks a metric an SLO needs.
@@ -144,7 +242,7 @@ def prometheus_rules(
         budget = error_budget(slo)
         windows = burn_windows(slo)
         labels = {"slo": slo.name}
-        fam_bounds = (bounds or {}).get(slo.sli.value, ())
+        fam_bounds = histogram_bounds(engine, slo, (bounds or {}).get(slo.sli.value, ()))
         rules: list[dict[str, Any]] = [
             {
                 "record": record_name(w),
@@ -178,12 +276,13 @@ def dump_rules(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(data), sort_keys=False, width=10_000)
 
 
-def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vllm") -> str:
-    """The rule file of the stored SLOs (all, or those named), with the bucket bounds the
-    store has seen for each SLO's histogram.
+def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vllm") -> RuleExport:
+    """The rule file of the stored SLOs (all, or those named), on the bucket bounds of the
+    engine's release (see :func:`histogram_bounds`), with the notes a user must read.
 
     Raises:
-        ConfigError: an unknown SLO name or engine, or a metric the engine lacks.
+        ConfigError: an unknown SLO name or engine, a metric the engine lacks, or bounds
+            that are not known.
     """
     slos = load_slos(store)
     unknown = [n for n in names if n not in slos]
@@ -191,5 +290,13 @@ def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vl
         raise ConfigError(f"no SLO named {unknown[0]!r}; see the names with `slotune slo list`")
     chosen = [slos[n] for n in names] if names else list(slos.values())
     reader = SliReader(store, time.time())
-    bounds = {slo.sli.value: reader.bounds(slo) for slo in chosen}
-    return dump_rules(prometheus_rules(chosen, engine, bounds))
+    stored = {s.sli.value: reader.bounds(s) for s in chosen}
+    notes = tuple(
+        note
+        for s in chosen
+        if s.alerting.enabled
+        for note in export_notes(s, engine, histogram_bounds(engine, s, stored[s.sli.value]))
+    )
+    text = dump_rules(prometheus_rules(chosen, engine, stored))
+    header = "".join(f"# warning: {n}\n" for n in notes)
+    return RuleExport(header + text, notes)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
@@ -140,11 +141,13 @@ def export_cmd(
     from slotune.collector.store import open_store
 
     with run(open_store, db_url(ctx)) as store:
-        text = run(export_prometheus, store, names or [], engine.value)
+        exported = run(export_prometheus, store, names or [], engine.value)
+    for note in exported.notes:
+        err_console.print(f"warning: {escape(note)}", highlight=False, soft_wrap=True)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(exported.text)
     else:
-        output.write_text(text, encoding="utf-8")
+        output.write_text(exported.text, encoding="utf-8")
         console.print(f"wrote {output}", highlight=False)
 
 
