@@ -164,11 +164,10 @@ class TargetRunner:
 
 
 def _scrape_timeout_s(target: TargetSpec, override_s: float | None) -> float:
-    """Like Prometheus, a scrape may not outlast its interval."""
-    if override_s is None:
-        return min(target.scrape_timeout_s, target.interval_s)
-    # never under a second: a loaded node needs that for a 40 KB exposition
-    return min(override_s, max(target.interval_s, 1.0))
+    """Like Prometheus, a target's scrape may not outlast its interval."""
+    if override_s is not None:
+        return override_s
+    return min(target.scrape_timeout_s, target.interval_s)
 
 
 # One labels object for every health sample: the store recognises a series by the identity
@@ -194,9 +193,9 @@ class Agent:
         targets: what to scrape.
         writer: the store writer.
         exporters: Prometheus / OTLP exporters.
-        timeout_s: when given, the scrape timeout of every target instead of its own
-            (capped at its interval, floor 1 s); None: each target's ``scrape_timeout_s``,
-            capped at its interval.
+        timeout_s: when given, the scrape timeout of every target instead of its own, as
+            given (tests give loaded machines slack with it); None: each target's
+            ``scrape_timeout_s``, capped at its interval.
         clock: the agent's clock (epoch seconds).
         heartbeat_s: longest time an unchanged cumulative series goes unwritten (see
             :mod:`collector.agent.encode`); 0 writes every sample.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _tools import running_emulator
+from agent_helpers import SCRAPE_SLACK_S
 
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.snapshot import scrape_snapshot
@@ -37,7 +38,7 @@ def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(
     agent = Agent(
         [target],
         StoreWriter(agent_db, Spool(tmp_path / "spool"), flush_interval_s=0.1),
-        timeout_s=2.0,
+        timeout_s=SCRAPE_SLACK_S,
     )
     before = scrape_snapshot("vllm", url)
     stop_at = {"t": float("inf")}

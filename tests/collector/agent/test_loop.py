@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 from _tools import free_port
-from agent_helpers import MetricsServer, Routes, data_text, models_json, vllm_exposition
+from agent_helpers import (
+    SCRAPE_SLACK_S,
+    MetricsServer,
+    Routes,
+    data_text,
+    models_json,
+    vllm_exposition,
+)
 
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.spool import Spool
@@ -38,7 +45,7 @@ def make_agent(
     targets = [parse_target_arg(a, interval_s=interval_s, node="n1") for a in args]
     writer = StoreWriter(db, Spool(tmp_path / "spool"), flush_interval_s=0.05)
     kwargs = {"clock": clock} if clock else {}
-    return Agent(targets, writer, timeout_s=2.0, **kwargs)
+    return Agent(targets, writer, timeout_s=SCRAPE_SLACK_S, **kwargs)
 
 
 def test_once_stores_raw_and_canonical_series_up_and_the_served_model(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_helpers import MetricsServer, Routes
+from agent_helpers import SCRAPE_SLACK_S, MetricsServer, Routes
 from sqlalchemy import text
 
 from slotune.collector.agent.loop import Agent
@@ -39,7 +39,7 @@ def test_store_outage_spools_and_replays_exactly_once(
     server = metrics_server({"/metrics": body})
     target = parse_target_arg(f"vllm={server.url}", interval_s=0.1, node="n1")
     writer = StoreWriter(pg_url, Spool(tmp_path / "spool"), flush_interval_s=0.1)
-    agent = Agent([target.with_labels({"model": "m"})], writer, timeout_s=1.0)
+    agent = Agent([target.with_labels({"model": "m"})], writer, timeout_s=SCRAPE_SLACK_S)
     runner = threading.Thread(target=lambda: asyncio.run(agent.run(duration_s=6.0)))
     runner.start()
     try:

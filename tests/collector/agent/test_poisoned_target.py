@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from agent_helpers import MetricsServer, Routes, models_json, samples_of, vllm_exposition
+from agent_helpers import (
+    SCRAPE_SLACK_S,
+    MetricsServer,
+    Routes,
+    models_json,
+    samples_of,
+    vllm_exposition,
+)
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.loop import Agent
@@ -65,7 +72,7 @@ def test_a_poisoned_target_never_holds_back_a_healthy_one(
     ]
     ticks = itertools.count(1_000_000)
     writer = StoreWriter(store_url, Spool(tmp_path / "spool"), flush_interval_s=0.05)
-    agent = Agent(targets, writer, timeout_s=2.0, clock=lambda: float(next(ticks)))
+    agent = Agent(targets, writer, timeout_s=SCRAPE_SLACK_S, clock=lambda: float(next(ticks)))
     caplog.set_level(logging.WARNING)
     try:
         for _ in range(NUM_SCRAPES):
@@ -137,7 +144,7 @@ def test_a_runaway_body_or_a_garbage_model_list_is_a_target_error(
         make_target(SourceKind.VLLM, runaway.url, node="n", name="runaway", max_body_bytes=4096),
     ]
     writer = StoreWriter(agent_db, Spool(tmp_path / "spool"), flush_interval_s=0.05)
-    agent = Agent(targets, writer, timeout_s=2.0)
+    agent = Agent(targets, writer, timeout_s=SCRAPE_SLACK_S)
     try:
         by_name = {o.target: o for o in asyncio.run(agent.scrape_all_once())}
     finally:

@@ -21,6 +21,12 @@ from slotune.collector.bench.client import (
 )
 from slotune.collector.errors import ConfigError
 
+# Deadlines of the cases that do not test a timeout: a loaded machine may be slow, and a
+# request that fails for another reason answers long before this.
+SLACK_S = 120.0
+# The one case that tests the timeout: the engine stalls for an hour, so any short value works.
+STALL_TIMEOUT_S = 0.5
+
 PROMPT = Prompt(
     text="a b c", messages=({"role": "user", "content": "a b c"},), input_tokens=3, output_tokens=6
 )
@@ -30,7 +36,7 @@ def _send(
     engine: FakeEngine,
     endpoint: Endpoint = Endpoint.COMPLETIONS,
     *,
-    timeout_s: float = 5.0,
+    timeout_s: float = SLACK_S,
     stream: bool = True,
     api_key: str | None = None,
     request_id: str = "req-0",
@@ -110,7 +116,7 @@ def test_failures_become_error_kinds_not_exceptions(
     fake_engine: Callable[..., FakeEngine], mode: Mode, kind: str, status: int
 ) -> None:
     engine = fake_engine(mode_of=lambda _rid: mode)
-    r = _send(engine, timeout_s=0.5).record
+    r = _send(engine, timeout_s=STALL_TIMEOUT_S if mode is Mode.STALL else SLACK_S).record
     assert r.error == kind, r.error_detail
     assert r.http_status == status
     assert not r.is_ok and r.end_s is None
@@ -169,6 +175,6 @@ def test_a_dropped_stream_keeps_the_chunks_that_came_before(
     fake_engine: Callable[..., FakeEngine],
 ) -> None:
     engine = fake_engine(mode_of=lambda _rid: Mode.DROP)
-    r = _send(engine, timeout_s=2.0).record
+    r = _send(engine).record
     assert r.error == "disconnect"
     assert r.chunk_times_s and r.first_token_s is not None and r.send_s < r.first_token_s
