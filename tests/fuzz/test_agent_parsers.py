@@ -15,9 +15,11 @@ from slotune.collector.agent.base import Response, SourceKind
 from slotune.collector.agent.encode import SampleEncoder
 from slotune.collector.agent.promtext import parse_text
 from slotune.collector.agent.registry import SOURCES
+from slotune.collector.agent.sampleline import SampleLine, scan_sample_line
 from slotune.collector.agent.snapshot import snapshot_from_scrape
 from slotune.collector.agent.trtllm import parse_iteration_stats
-from slotune.collector.errors import SourceError
+from slotune.collector.alerts.history import split_by_timestamp
+from slotune.collector.errors import ConfigError, SourceError
 
 HTTP_SOURCES = [k for k in SourceKind if k is not SourceKind.NVML]
 
@@ -35,6 +37,24 @@ class _Fetch:
 def test_prometheus_text_parser(text: str, content_type: str) -> None:
     with contextlib.suppress(SourceError):
         parse_text(text, content_type=content_type)
+
+
+@FUZZ
+@given(EXPOSITIONS | st.text(), st.booleans())
+def test_sample_line_reader(text: str, openmetrics: bool) -> None:
+    for line in text.splitlines():
+        line = line.strip()
+        parts = scan_sample_line(line, openmetrics=openmetrics)
+        assert isinstance(parts, str | SampleLine)
+        if isinstance(parts, SampleLine):
+            assert line[parts.value_at :].startswith(parts.value)
+
+
+@FUZZ
+@given(EXPOSITIONS | st.text(), st.sampled_from(["", "\n# EOF\n"]))
+def test_metrics_history_split(text: str, end: str) -> None:
+    with contextlib.suppress(ConfigError):
+        split_by_timestamp(text + end, "history.om")
 
 
 @pytest.mark.parametrize("kind", HTTP_SOURCES)
