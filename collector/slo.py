@@ -539,7 +539,7 @@ def _fields(slo: SLO) -> dict[str, Any]:
 
 def _spec_from_fields(item: Mapping[str, Any], path: tuple[Any, ...], fail: Any) -> str:
     sli = item.get("sli")
-    if sli not in {s.value for s in SLI}:
+    if not isinstance(sli, str) or sli not in {s.value for s in SLI}:
         raise fail(
             (*path, "sli"),
             "give either 'spec' (e.g. ttft:p99<=500ms) or 'sli' "

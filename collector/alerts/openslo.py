@@ -337,18 +337,28 @@ def _source(metric: Any, path: tuple[Any, ...], fail: Fail) -> tuple[SLI, float,
 def _prometheus(
     spec: Mapping[str, Any], path: tuple[Any, ...], fail: Fail
 ) -> tuple[str, dict[str, str]]:
-    query = str(spec.get("query", ""))
+    found = engine_metric(str(spec.get("query", "")))
+    if found is None:
+        raise fail((*path, "query"), f"names {NO_ENGINE_METRIC}")
+    return found
+
+
+NO_ENGINE_METRIC = (
+    "no engine metric slotune knows (e.g. vllm:time_to_first_token_seconds_bucket, "
+    "vllm:request_success_total)"
+)
+
+
+def engine_metric(query: str) -> tuple[str, dict[str, str]] | None:
+    """The first engine metric a PromQL query names that maps onto a slotune SLI, as
+    (``ttft`` / ``itl`` / ``tpot`` / ``e2e`` / ``requests_finished``, its label matchers)."""
     known = _known_metrics()
     for name in _NAME_RE.findall(query):
         base = re.sub(r"_(bucket|count|sum)$", "", name)
         canonical = known.get(name) or known.get(base)
         if canonical in ("ttft", "itl", "tpot", "e2e", "requests_finished"):
             return canonical, dict(_MATCHER_RE.findall(query))
-    raise fail(
-        (*path, "query"),
-        "names no engine metric slotune knows (e.g. vllm:time_to_first_token_seconds_bucket, "
-        "vllm:request_success_total)",
-    )
+    return None
 
 
 def _selector(matchers: Mapping[str, str]) -> Selector:
@@ -464,14 +474,23 @@ def _condition(doc: Any, path: tuple[Any, ...], fail: Fail) -> BurnWindow:
 
 
 def load_slo_documents(path: str | Path) -> list[SLO]:
-    """SLOs from a slotune SLO file or an OpenSLO v1 file (told apart by ``apiVersion``).
+    """SLOs from a slotune SLO file, an OpenSLO v1 file (told apart by ``apiVersion``), or a
+    Sloth or Pyrra file (:mod:`slotune.collector.alerts.sloth_pyrra`).
 
     Raises:
         SLOSpecError: naming the file, line and field.
     """
+    from slotune.collector.alerts import sloth_pyrra
+
     text = read_text(path, "SLO file")
     if is_openslo(text):
         return parse_openslo(text, source=str(path))
+    docs = read_yaml_documents(text, source=str(path))
+    foreign = sloth_pyrra.foreign_format(docs)
+    if foreign == "sloth":
+        return sloth_pyrra.parse_sloth(docs, source=str(path))
+    if foreign == "pyrra":
+        return sloth_pyrra.parse_pyrra(docs, source=str(path))
     return parse_slo_yaml(text, source=str(path))
 
 
