@@ -9,8 +9,9 @@ summary read the canonical ones, the raw ones stay for anything the mapping does
 Contract for implementations (one file each: ``vllm.py``, ``sglang.py``, ``trtllm.py``,
 ``dcgm.py``, ``nvml.py``):
 
-- ``collect`` never blocks the event loop (blocking libraries run in a worker thread) and
-  raises only :class:`~collector.errors.SourceError` for an unreachable endpoint or a body that
+- ``collect`` never blocks the event loop (blocking libraries, parsing and mapping run in a
+  worker thread through :func:`~collector.agent.budget.off_loop`, within the scrape's
+  deadline) and raises only :class:`~collector.errors.SourceError` for an unreachable endpoint or a body that
   cannot be used; the message names the URL and what to check.
 - Values are what the endpoint reports *now*; timestamps come from the agent, never the
   target, so the agent stamps the scrape after ``collect`` returns.

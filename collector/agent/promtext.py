@@ -1,6 +1,7 @@
 """Prometheus text and OpenMetrics parsing into :class:`~collector.agent.base.Family` records.
 
-Prometheus text is parsed line by line: every line that parses is kept, every other line is
+Prometheus text is parsed line by line (each line by :mod:`collector.agent.sampleline`, in
+time linear in its length): every line that parses is kept, every other line is
 reported as a :class:`~collector.agent.base.SkippedLine` (real material has them:
 documentation excerpts with ``...`` lines, labels cut short with ``,...}``, odd values). Only
 a body in which not a single sample parses is an error (``SourceError``). A
@@ -14,8 +15,9 @@ the line parser takes over); the tests hold the line parser to agree with it.
 Samples are then regrouped by family with the ``# TYPE`` lines: a name ending in ``_total``
 is *not* taken as proof of a counter (``vllm:iteration_tokens_total`` is a histogram). Samples
 without a type stay ``unknown``, except ``X_bucket{le=...}`` / ``X_sum`` / ``X_count`` groups,
-which are histograms in every exporter we know. Sample timestamps are ignored: the agent's
-clock stamps every scrape.
+which are histograms in every exporter we know. Sample timestamps are checked (a finite
+number) and ignored: the agent's clock stamps every scrape. A parse given a deadline (the
+scrape's, see :mod:`collector.agent.budget`) stops there with a ``SourceError``.
 """
 
 from __future__ import annotations
