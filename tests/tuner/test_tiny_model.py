@@ -69,7 +69,7 @@ def test_config_matches_the_weights(model_dir: Path) -> None:
 def test_tokenizer_encodes_the_chat_template_roles(model_dir: Path) -> None:
     tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     config = json.loads((model_dir / "config.json").read_text())
-    assert tok.get_vocab_size() <= config["vocab_size"]
+    assert tok.get_vocab_size() == config["vocab_size"]
     assert tok.token_to_id("</s>") == config["eos_token_id"]
     text = "<|user|>\nHello, wörld! 🙂<|end|>\n<|assistant|>\n"
     ids = tok.encode(text).ids
@@ -77,6 +77,17 @@ def test_tokenizer_encodes_the_chat_template_roles(model_dir: Path) -> None:
     assert tok.decode(ids, skip_special_tokens=False) == text  # byte-level: nothing unknown
     template = json.loads((model_dir / "tokenizer_config.json").read_text())["chat_template"]
     assert "add_generation_prompt" in template
+
+
+def test_the_head_produces_only_tokens_with_a_word_character(model_dir: Path) -> None:
+    tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    head = read_safetensors(model_dir / "model.safetensors")["lm_head.weight"]
+    live = {i for i in range(head.shape[0]) if head[i].any()}
+    assert tok.token_to_id("</s>") not in live
+    assert tok.token_to_id("<|assistant|>") not in live
+    assert tok.token_to_id(" ") not in live
+    assert tok.token_to_id("Ġengine") in live  # byte-level spelling of " engine"
+    assert all(any(c.isalnum() or c == "_" for c in tok.decode([i])) for i in live)
 
 
 def test_the_same_seed_writes_the_same_weights(model_dir: Path, tmp_path: Path) -> None:

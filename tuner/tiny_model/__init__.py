@@ -3,7 +3,7 @@
 Real vLLM needs a model directory in Hugging Face layout. This builds one from code and the
 text shipped here, with no download: about 5.5 M parameters, enough for vLLM's CPU build to
 serve completions and chat at a few hundred tokens per second on two cores. Its answers are
-random tokens; it exists so that latency, batching and metrics are real.
+random words of its vocabulary; it exists so that latency, batching and metrics are real.
 
     build_tiny_model(out_dir) -> TinyModel
 """
@@ -66,10 +66,8 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0, max_model_len: int = 2048)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{out_dir}: exists and is not a directory; give a directory path")
     out_dir.mkdir(parents=True, exist_ok=True)
-    num_tokens = train_tokenizer(out_dir, _VOCAB_TARGET)
-    # The embedding is padded to a multiple of 64 rows, as trained checkpoints usually are;
-    # the rows past the tokenizer's vocabulary are never produced by it.
-    shape = LlamaShape(vocab_size=-(-num_tokens // 64) * 64, max_position_embeddings=max_model_len)
+    vocabulary = train_tokenizer(out_dir, _VOCAB_TARGET)
+    shape = LlamaShape(vocab_size=vocabulary.size, max_position_embeddings=max_model_len)
     bos_id, eos_id = SPECIAL_TOKENS.index(BOS), SPECIAL_TOKENS.index(EOS)
     _write_json(out_dir / "config.json", hf_config(shape, bos_token_id=bos_id, eos_token_id=eos_id))
     _write_json(out_dir / "tokenizer_config.json", tokenizer_config(max_model_len))
@@ -81,5 +79,5 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0, max_model_len: int = 2048)
         out_dir / "generation_config.json",
         {"bos_token_id": bos_id, "eos_token_id": eos_id},
     )
-    num_params = write_weights(out_dir, shape, seed)
+    num_params = write_weights(out_dir, shape, seed, vocabulary.word_ids)
     return TinyModel(out_dir, num_params, shape.vocab_size, max_model_len)

@@ -7,6 +7,7 @@ size of 64, which vLLM's CPU attention supports.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,18 @@ def hf_config(shape: LlamaShape, *, bos_token_id: int, eos_token_id: int) -> dic
     }
 
 
-def random_weights(shape: LlamaShape, seed: int) -> dict[str, np.ndarray]:
-    """Every tensor of ``LlamaForCausalLM`` under its checkpoint name, drawn from N(0, 0.02²)."""
+def random_weights(
+    shape: LlamaShape, seed: int, output_ids: Sequence[int]
+) -> dict[str, np.ndarray]:
+    """Every tensor of ``LlamaForCausalLM`` under its checkpoint name, drawn from N(0, 0.02²).
+
+    Only the ``lm_head`` rows of ``output_ids`` are drawn, and wider (N(0, 0.3²)); the others
+    are zero. After the final RMS norm the hidden state has a norm of sqrt(hidden_size), so the
+    logits of the output ids spread with a standard deviation near 5 while every other logit
+    is 0: sampling at temperature 1 picks one of them with a probability below 1e-4 per token.
+    Output streams then carry text in every chunk, as a trained model's do, instead of lone
+    bytes, spaces and end-of-sequence tokens.
+    """
     rng = np.random.default_rng(seed)
     h, kv = shape.hidden_size, shape.num_kv_heads * shape.head_dim
 
@@ -80,12 +91,15 @@ def random_weights(shape: LlamaShape, seed: int) -> dict[str, np.ndarray]:
             p + "mlp.up_proj.weight": normal(shape.intermediate_size, h),
             p + "mlp.down_proj.weight": normal(h, shape.intermediate_size),
         }
-    tensors |= {"model.norm.weight": ones, "lm_head.weight": normal(shape.vocab_size, h)}
+    head = np.zeros((shape.vocab_size, h), dtype=np.float32)
+    rows = np.asarray(output_ids, dtype=np.int64)
+    head[rows] = rng.standard_normal((len(rows), h), dtype=np.float32) * 0.3
+    tensors |= {"model.norm.weight": ones, "lm_head.weight": head}
     return tensors
 
 
-def write_weights(out_dir: Path, shape: LlamaShape, seed: int) -> int:
+def write_weights(out_dir: Path, shape: LlamaShape, seed: int, output_ids: Sequence[int]) -> int:
     """Write ``model.safetensors``; return the number of parameters."""
-    tensors = random_weights(shape, seed)
+    tensors = random_weights(shape, seed, output_ids)
     write_safetensors(out_dir / "model.safetensors", tensors)
     return sum(int(t.size) for t in tensors.values())

@@ -7,6 +7,8 @@ corpus and vocabulary size, so two builds give the same ``tokenizer.json``.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,8 +45,20 @@ def corpus_text() -> str:
     return resources.files(__package__).joinpath("corpus.md").read_text(encoding="utf-8")
 
 
-def train_tokenizer(out_dir: Path, vocab_size: int) -> int:
-    """Train the BPE, write ``tokenizer.json`` into ``out_dir``; return the vocabulary size."""
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """The trained vocabulary: its size and the ids the model is let to produce."""
+
+    size: int
+    word_ids: tuple[int, ...]
+
+
+def train_tokenizer(out_dir: Path, vocab_size: int) -> Vocabulary:
+    """Train the BPE and write ``tokenizer.json`` into ``out_dir``.
+
+    The word ids are the tokens that decode on their own to text with a letter or digit: no
+    special token, no lone byte of a multi-byte character, no bare space or punctuation.
+    """
     tk = _tokenizers()
     tokenizer = tk.Tokenizer(tk.models.BPE())
     tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -57,7 +71,14 @@ def train_tokenizer(out_dir: Path, vocab_size: int) -> int:
     )
     tokenizer.train_from_iterator(corpus_text().splitlines(), trainer=trainer)
     tokenizer.save(str(out_dir / "tokenizer.json"))
-    return int(tokenizer.get_vocab_size())
+    size = int(tokenizer.get_vocab_size())
+    word_ids = tuple(i for i in range(size) if _is_word(tokenizer.decode([i])))
+    return Vocabulary(size, word_ids)
+
+
+def _is_word(text: str) -> bool:
+    # Special tokens decode to "" (skipped); a partial UTF-8 sequence decodes to U+FFFD.
+    return "\ufffd" not in text and re.search(r"\w", text) is not None
 
 
 def tokenizer_config(model_max_len: int) -> dict[str, object]:
