@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.catalog import GPU, ModelSpec, StepTerms
 from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
     Calibration,
@@ -47,6 +47,9 @@ from slotune.tuner.sim.memory import kv_bytes_per_token, validate_tensor_paralle
 # The sampler reads and writes fp32 logits a few times (softmax, top-k/p, log-probs).
 _SAMPLER_PASSES = 3
 _FP32_BYTES = 4
+# Fitted step terms may be negative; they never take a step below this share of the
+# roofline's own time, so a correction fitted on one batch mix cannot make another free.
+_MIN_SHARE_WITH_TERMS = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +197,28 @@ class CostModel:
         # below that, NCCL runs over PCIe (knobs.yaml pcie_all_reduce).
         self._is_pcie_only = self.nominal_gpu.interconnect_bw_bytes_s < car.min_interconnect_bytes_s
         self._custom_all_reduce_max_bytes = -1 if self._is_pcie_only else car.max_bytes
+        self._terms = eff.step_terms
+        self._has_terms = eff.step_terms != StepTerms()
+
+    def _with_terms(
+        self,
+        total_s: float,
+        num_prefill_tokens: int,
+        prefill_attention_work: float,
+        num_decode_seqs: int,
+        decode_context_tokens: int,
+    ) -> float:
+        """``total_s`` plus the fitted step terms (``Efficiency.step_terms``)."""
+        t = self._terms
+        corrected = (
+            total_s
+            + t.step_s
+            + t.prefill_token_s * num_prefill_tokens
+            + t.attention_pair_s * prefill_attention_work
+            + t.decode_seq_s * num_decode_seqs
+            + t.kv_token_s * decode_context_tokens
+        )
+        return max(corrected, _MIN_SHARE_WITH_TERMS * total_s)
 
     # ---- kernels ----------------------------------------------------------------------
     def _roofline(self, flops: Num, moved: Num, c: GemmCoeffs, split: list[float]) -> None:
@@ -352,7 +377,16 @@ class CostModel:
         launch_s = self._graph_launch_s if in_graph else self._eager_launch_s
         if launch_s > gpu_s:
             gpu_s = launch_s
-        return gpu_s + self._step_s + self._per_seq_s * num_seqs
+        total = gpu_s + self._step_s + self._per_seq_s * num_seqs
+        if self._has_terms:
+            return self._with_terms(
+                total,
+                num_prefill_tokens,
+                prefill_attention_work,
+                num_decode_seqs,
+                decode_context_tokens,
+            )
+        return total
 
     def step_time(self, shape: StepShape) -> StepTime:
         """Time of one step with its compute / memory / communication / overhead split.
@@ -397,6 +431,19 @@ class CostModel:
             launch_s, eager_extra = self._eager_launch_s, eager - linear.total_s - head.total_s
         exposed_launch = max(0.0, launch_s - (gpu_s + eager_extra))
         overhead = eager_extra + exposed_launch + self._step_s + self._per_seq_s * num_seqs
+        if self._has_terms:
+            # The fitted terms stand for host and kernel time the roofline does not see.
+            total = gpu_s + overhead
+            overhead += (
+                self._with_terms(
+                    total,
+                    shape.num_prefill_tokens,
+                    shape.prefill_attention_work,
+                    shape.num_decode_seqs,
+                    shape.decode_context_tokens,
+                )
+                - total
+            )
         return StepTime(gpu_s + overhead, compute, memory, overhead, communication)
 
 

@@ -9,13 +9,14 @@ from slotune.tuner.sim.catalog._loader import (
     list_models,
     load_catalog_file,
 )
-from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec
+from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec, StepTerms
 
 __all__ = [
     "CATALOG_ENV",
     "GPU",
     "Efficiency",
     "ModelSpec",
+    "StepTerms",
     "get_gpu",
     "get_model",
     "gpu_entry",

@@ -9,6 +9,8 @@ user file can correct a bundled number.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from collections.abc import Callable, Mapping
 from importlib import resources
@@ -18,7 +20,7 @@ from typing import Any
 import yaml
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec
+from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec, StepTerms
 
 CATALOG_ENV = "SLOTUNE_CATALOG"
 _GIB = 1024**3
@@ -41,7 +43,9 @@ _EFFICIENCY_FIELDS = (
     "interconnect",
     "step_overhead_s",
     "all_reduce_latency_s",
+    "step_terms",
 )
+_STEP_TERMS_FIELDS = tuple(f.name for f in dataclasses.fields(StepTerms))
 _MODEL_REQUIRED = (
     "id",
     "hf_name",
@@ -240,7 +244,14 @@ def _parse_efficiency(entry: Any, where: str) -> Efficiency:
         interconnect=_number(e, "interconnect", where, float, 1e-3, 1.0),
         step_overhead_s=None if overhead is None else _number(e, "step_overhead_s", where, float),
         all_reduce_latency_s=_number(e, "all_reduce_latency_s", where, float, 0.0, 0.0),
+        step_terms=_parse_step_terms(e.get("step_terms", {}), f"{where} step_terms"),
     )
+
+
+def _parse_step_terms(entry: Any, where: str) -> StepTerms:
+    e = _check_keys(entry, where, (), _STEP_TERMS_FIELDS)
+    # Corrections to the roofline: negative values are allowed.
+    return StepTerms(**{k: _number(e, k, where, float, -math.inf, 0.0) for k in e})
 
 
 def gpu_entry(gpu: GPU) -> dict[str, Any]:
@@ -271,6 +282,8 @@ def gpu_entry(gpu: GPU) -> dict[str, Any]:
             )
             if v is not None
         }
+        if eff.step_terms != StepTerms():
+            entry["efficiency"]["step_terms"] = dataclasses.asdict(eff.step_terms)
     return entry
 
 

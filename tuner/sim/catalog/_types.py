@@ -6,6 +6,23 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
+class StepTerms:
+    """Per-step time terms fitted to one user's measurements, added to the cost model's.
+
+    Seconds per step, per new prompt token, per causal query-key pair of the prefill chunks,
+    per decoding sequence and per K/V token the decoding sequences read. They correct the
+    roofline where the engine spends time it does not model (host work per sequence on a
+    CPU, a slower attention kernel), so each may be negative. All zero changes nothing.
+    """
+
+    step_s: float = 0.0
+    prefill_token_s: float = 0.0
+    attention_pair_s: float = 0.0
+    decode_seq_s: float = 0.0
+    kv_token_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Efficiency:
     """Factors fitted to one user's measurements (``slotune sim calibrate``).
 
@@ -13,7 +30,8 @@ class Efficiency:
     FLOP/s and ``memory`` times its memory bandwidth (on top of the operator-level
     efficiencies of its calibration family), the interconnect at ``interconnect`` times its
     bandwidth plus ``all_reduce_latency_s`` per all-reduce, and ``step_overhead_s`` (when
-    set) replaces the hand-set host time per engine step.
+    set) replaces the hand-set host time per engine step; ``step_terms`` are added to every
+    step's time.
     """
 
     compute: float = 1.0
@@ -21,6 +39,7 @@ class Efficiency:
     interconnect: float = 1.0
     step_overhead_s: float | None = None
     all_reduce_latency_s: float = 0.0
+    step_terms: StepTerms = StepTerms()
 
 
 @dataclass(frozen=True, slots=True)
