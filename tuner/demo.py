@@ -15,6 +15,13 @@
 
 Every process it starts lives in its own process group and is stopped on the way out, also on
 Ctrl-C or SIGTERM.
+
+The emulated engine runs in real time, so on a host short of CPU it falls behind and every
+latency it serves grows (:mod:`tuner.sim.emulate.lag`). The demo reads the engine's own lag
+after each emulated measurement and says when one was not trustworthy: the benchmark and
+each tuning trial get a line, and a confirmation run that was not is run again, up to
+``CONFIRM_TRIES`` times, each retry saying why; a confirmation never trustworthy is reported
+as such (``confirmed`` None, with the reason in ``note``), not as an SLO that broke.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -42,9 +50,10 @@ from slotune.tuner.backends import BackendKind, make_backend
 from slotune.tuner.backends.base import TrialFailed
 from slotune.tuner.backends.launch import EngineProcess, free_port, scale_record
 from slotune.tuner.backends.sim import SimBackend
-from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.objectives import Measurement, ObjectiveKind
 from slotune.tuner.report import StudyReport
 from slotune.tuner.sim.config import Engine
+from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
 from slotune.tuner.studies import RunOptions, tune_study
 from slotune.tuner.study import ProgressFn, StudySpec, load_plan
 from slotune.tuner.trial import TrialRunner, WorkloadPlan
@@ -63,6 +72,7 @@ DEMO_SPACE = {
     "gpu_memory_utilization": None,
     "long_prefill_token_threshold": None,
 }
+CONFIRM_TRIES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +105,9 @@ class Capacity:
         config: the engine configuration.
         sim_rate: the highest rate (req/s) at which every SLO holds on the simulator (0: none).
         confirmed: whether every SLO held on the emulated engine at ``sim_rate`` (None: not
-            run, the simulator found no such rate).
+            run, the simulator found no such rate, or no run was trustworthy).
         slo_attainment: the emulated run's SLO attainment.
+        note: why ``confirmed`` is None although a run was made (the engine's lag).
     """
 
     label: str
@@ -105,6 +116,7 @@ class Capacity:
     sim_rate: float
     confirmed: bool | None
     slo_attainment: list[dict[str, Any]]
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +237,10 @@ def run_demo(
             f"  ttft p99 {bench['ttft_p99_ms']:.0f} ms, itl p99 {bench['itl_p99_ms']:.1f} ms, "
             f"goodput {bench['goodput']:.2f} req/s (stored as run {bench['run_id']})"
         )
+        lag = fetch_lag(engine.url)
+        if lag is not None:
+            bench["emulator_lag"] = lag.to_dict()
+            say(f"  {lag.describe()}")
         if not agent.is_alive():
             raise TrialFailed(f"the agent stopped: {agent.reason()} (log: {agent.log_path})")
         name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -252,6 +268,7 @@ def run_demo(
             recheck_k=1,
         )
         report = tune_study(spec, db_url, RunOptions(recheck_seeds=1), progress, say)
+        _say_untrusted_trials(report, say)
         capacities = _capacities(spec, report, say)
     return DemoResult(
         study=name,
@@ -291,19 +308,60 @@ def _capacities(spec: StudySpec, report: StudyReport, say: Callable[[str], None]
     out = []
     for label, number, config in entries:
         rate = sim.measure(config).values[0]
-        confirmed = None
-        attainment: list[dict[str, Any]] = []
-        if rate > 0:
-            emulated = TrialRunner(
-                make_backend(spec),
-                WorkloadPlan(plan.trace, rate, plan.source),
-                slos,
-                ObjectiveKind.GOODPUT,
-            ).measure(config)
-            confirmed = emulated.is_feasible
-            attainment = list((emulated.summary or {}).get("slo_attainment", []))
-        out.append(Capacity(label, number, config, rate, confirmed, attainment))
+        if rate <= 0:
+            out.append(Capacity(label, number, config, rate, None, []))
+            continue
+        runner = TrialRunner(
+            make_backend(spec),
+            WorkloadPlan(plan.trace, rate, plan.source),
+            slos,
+            ObjectiveKind.GOODPUT,
+        )
+        confirmed, attainment, note = confirm(partial(runner.measure, config), label, say)
+        out.append(Capacity(label, number, config, rate, confirmed, attainment, note))
     return out
+
+
+def emulator_lag(m: Measurement) -> LagReport | None:
+    """The emulated engine's lag over a measurement (None: a real engine, or not read)."""
+    lag = m.engine.get("emulator_lag")
+    if not isinstance(lag, dict):
+        return None
+    return LagReport(int(lag["num_steps"]), int(lag["num_late_steps"]))
+
+
+def confirm(
+    measure: Callable[[], Measurement], label: str, say: Callable[[str], None]
+) -> tuple[bool | None, list[dict[str, Any]], str]:
+    """One trustworthy run on the emulated engine: (every SLO held, attainment, note).
+
+    A run during which the engine fell behind real time is run again, up to
+    ``CONFIRM_TRIES`` runs in all; when none was trustworthy the verdict is None and the
+    note says why.
+    """
+    for attempt in range(1, CONFIRM_TRIES + 1):
+        m = measure()
+        attainment = list((m.summary or {}).get("slo_attainment", []))
+        lag = emulator_lag(m)
+        if lag is None or lag.is_trustworthy:
+            return m.is_feasible, attainment, ""
+        again = "running it again" if attempt < CONFIRM_TRIES else "giving up"
+        say(f"  {label}: confirmation run {attempt} is not trustworthy ({lag.describe()}); {again}")
+    note = f"not trustworthy: the emulated engine fell behind real time in all {CONFIRM_TRIES} runs"
+    return None, attainment, note
+
+
+def _say_untrusted_trials(report: StudyReport, say: Callable[[str], None]) -> None:
+    untrusted = [
+        t.number
+        for t in report.trial_details
+        if (lag := t.engine.get("emulator_lag")) and not lag.get("is_trustworthy", True)
+    ]
+    if untrusted:
+        say(
+            f"  trials {', '.join(map(str, untrusted))} ran while the emulated engine fell behind "
+            "real time (the host was short of CPU): their SLO verdicts are not trustworthy"
+        )
 
 
 def _benchmark(engine_url: str, db: str, options: DemoOptions) -> dict[str, Any]:

@@ -10,6 +10,10 @@ from pathlib import Path
 
 from _tools import SLOTUNE
 
+from slotune.tuner.demo import CONFIRM_TRIES, confirm
+from slotune.tuner.objectives import Measurement
+from slotune.tuner.sim.emulate.lag import LagReport
+
 
 def _leftover_processes(marker: str) -> list[str]:
     """Command lines of live processes whose environment carries ``marker``."""
@@ -64,3 +68,40 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     assert report["backend"] == "launch"
     assert len(report["trial_details"]) >= 2
     assert report["default"] is not None
+
+
+def _measurement(feasible: bool, num_late_steps: int) -> Measurement:
+    lag = LagReport(num_steps=1000, num_late_steps=num_late_steps).to_dict()
+    return Measurement(
+        values=(1.0,),
+        constraints={"ttft:p99<=500ms": -1.0 if feasible else 1.0},
+        summary={"slo_attainment": [{"spec": "ttft:p99<=500ms"}]},
+        engine={"emulator_lag": lag},
+    )
+
+
+def test_a_confirmation_on_a_lagging_engine_is_run_again_and_says_why() -> None:
+    said: list[str] = []
+    runs = iter([_measurement(False, 200), _measurement(True, 3)])
+    confirmed, attainment, note = confirm(lambda: next(runs), "default", said.append)
+    assert (confirmed, note) == (True, "")
+    assert attainment == [{"spec": "ttft:p99<=500ms"}]
+    assert len(said) == 1
+    assert said[0].startswith("  default: confirmation run 1 is not trustworthy (")
+    assert "200 of 1,000 steps (20.0%)" in said[0] and said[0].endswith("running it again")
+
+
+def test_a_confirmation_never_trustworthy_is_no_verdict() -> None:
+    said: list[str] = []
+    confirmed, _, note = confirm(lambda: _measurement(False, 500), "best", said.append)
+    assert confirmed is None
+    assert note.startswith("not trustworthy: the emulated engine fell behind real time")
+    assert len(said) == CONFIRM_TRIES and said[-1].endswith("giving up")
+
+
+def test_a_real_engine_or_a_punctual_one_is_confirmed_at_once() -> None:
+    said: list[str] = []
+    plain = Measurement(values=(1.0,), constraints={"x": 1.0})
+    assert confirm(lambda: plain, "default", said.append) == (False, [], "")
+    assert confirm(lambda: _measurement(True, 10), "best", said.append)[0] is True
+    assert said == []

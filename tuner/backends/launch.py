@@ -65,6 +65,7 @@ from slotune.tuner.backends.watch import MetricsWatch, RunEngineFigures, merge
 from slotune.tuner.gpu_slots import GpuSlot
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import TrtllmConfig, config_from_params
+from slotune.tuner.sim.emulate.lag import fetch_lag
 from slotune.tuner.sim.flags import check_vllm_flags, extra_llm_api_options, to_argv
 from slotune.tuner.space import Value
 from slotune.tuner.steady import with_queue_growth
@@ -380,6 +381,9 @@ class EndpointSession(EngineSession):
         }
         if trial.errors:
             out["scrape_error"] = trial.errors[0]
+        lag = fetch_lag(self._url, self._kind)  # None unless the engine is the emulated one
+        if lag is not None:
+            out["emulator_lag"] = lag.to_dict()
         if self._process is not None:
             out["log"] = str(self._process.log_path)
             if self._process.startup is not None:

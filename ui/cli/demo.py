@@ -114,6 +114,7 @@ def _capacity(c: Capacity) -> str:
     if c.sim_rate <= 0:
         return "[red]meets every SLO at no rate tried[/]"
     held = {True: "every SLO held", False: "[red]an SLO broke[/]", None: "not run"}[c.confirmed]
+    held = escape(c.note) if c.note else held
     return f"{c.sim_rate:.2f} req/s under the SLOs (emulated engine at that rate: {held})"
 
 

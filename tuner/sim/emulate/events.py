@@ -36,6 +36,8 @@ class StepReport:
         num_completed: requests that finished in this step.
         ttfts_s: time to first token of requests whose first token came out of this step.
         itls_s: for every other request with output, seconds since its previous output.
+        lag_s: real seconds the step ended after its deadline (:mod:`.lag`).
+        is_late: whether that lag makes the step late (a visibly longer token gap).
     """
 
     index: int
@@ -52,6 +54,8 @@ class StepReport:
     num_completed: int
     ttfts_s: tuple[float, ...]
     itls_s: tuple[float, ...]
+    lag_s: float = 0.0
+    is_late: bool = False
 
 
 @dataclass(frozen=True, slots=True)

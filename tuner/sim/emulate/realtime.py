@@ -10,6 +10,11 @@ in a continuous-batching engine.
 Sleep precision: asyncio's epoll timeout has 1 ms granularity, so the loop sleeps until
 ``_SPIN_MARGIN_S`` before the deadline and then yields to the event loop (``sleep(0)``) until
 the deadline passes; other requests' I/O keeps running during that short spin.
+
+Lag: each step's tokens go out when the loop gets the CPU after the deadline; how much later
+is the step's lag, measured on the loop's clock (``time.perf_counter`` unless a test injects
+one) and counted by a :class:`~.lag.LagMonitor` (:attr:`RealtimeEngine.lag`), so a
+measurement taken on a starved host says so.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Protocol
 
 from slotune.tuner.sim.emulate.core_view import EngineCoreLike, StepLike
 from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
+from slotune.tuner.sim.emulate.lag import LagMonitor, LagReport
 from slotune.tuner.sim.engine import EngineStats
 
 _SPIN_MARGIN_S = 0.0015
@@ -135,6 +141,8 @@ class RealtimeEngine:
         new_request: builds the core's request object.
         time_scale: the emulated GPU runs this many times faster than real time.
         observers: metrics exporters, the timings file.
+        clock: the loop's clock for deadlines and lag (``time.perf_counter``; tests inject
+            one that jumps, to stand for a starved process).
     """
 
     def __init__(
@@ -143,6 +151,7 @@ class RealtimeEngine:
         new_request: RequestFactory,
         time_scale: float = 1.0,
         observers: Sequence[EngineObserver] = (),
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if time_scale <= 0:
             raise ValueError(f"time_scale must be > 0, got {time_scale}")
@@ -156,8 +165,15 @@ class RealtimeEngine:
         self._origin_perf_s = time.perf_counter()
         self._counters = core.stats
         self._step_index = 0
+        self._clock = clock
+        self._lag = LagMonitor(time_scale)
         self.lateness_s: deque[float] = deque(maxlen=100_000)
         """Seconds each step ended after its deadline (the loop's scheduling jitter)."""
+
+    @property
+    def lag(self) -> LagReport:
+        """The steps so far and how many ran late."""
+        return self._lag.report()
 
     @property
     def counters(self) -> EngineStats:
@@ -243,7 +259,7 @@ class RealtimeEngine:
                 await self._idle()
                 next_start = None
                 continue
-            now = time.perf_counter()
+            now = self._clock()
             start = now if next_start is None or now - next_start > _MAX_LAG_S else next_start
             out = self._core.step(with_split=False)
             if out is None:
@@ -251,9 +267,13 @@ class RealtimeEngine:
                 next_start = None
                 continue
             deadline = start + out.duration_s / self._time_scale
-            await _sleep_until(deadline)
-            self.lateness_s.append(time.perf_counter() - deadline)
-            self._complete_step(out, start, deadline)
+            await _sleep_until(deadline, self._clock)
+            # a timeline restarted at "now" hides how far behind the loop was: count from
+            # where the step should have started
+            behind_s = start - next_start if next_start is not None else 0.0
+            lag_s = self._clock() - deadline + behind_s
+            self.lateness_s.append(lag_s)
+            self._complete_step(out, start, deadline, lag_s)
             next_start = deadline
 
     async def _idle(self, timeout_s: float | None = None) -> None:
@@ -263,9 +283,11 @@ class RealtimeEngine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout_s)
 
-    def _complete_step(self, out: StepLike, start_perf: float, end_perf: float) -> None:
+    def _complete_step(
+        self, out: StepLike, start_perf: float, end_perf: float, lag_s: float
+    ) -> None:
         wall_now = time.time()
-        start_wall = wall_now - (time.perf_counter() - start_perf)
+        start_wall = wall_now - (self._clock() - start_perf)
         finished = set(out.finished)
         started: list[_Flight] = []
         cached = dict(zip(out.started, out.started_cached_tokens, strict=False))
@@ -300,7 +322,7 @@ class RealtimeEngine:
             if flight is not None:
                 flight.queue.put_nowait(Delivery(0, True))
                 self._retire(flight, wall_now)
-        self._report_step(started, end_perf - start_perf, ttfts, itls, len(finished))
+        self._report_step(started, end_perf - start_perf, ttfts, itls, len(finished), lag_s)
 
     def _retire(self, flight: _Flight, end_wall_s: float) -> None:
         flight.is_finished = True
@@ -337,6 +359,7 @@ class RealtimeEngine:
         ttfts: list[float],
         itls: list[float],
         num_completed: int,
+        lag_s: float,
     ) -> None:
         before = self._counters
         after = self._core.stats
@@ -359,14 +382,16 @@ class RealtimeEngine:
             num_completed=num_completed,
             ttfts_s=tuple(ttfts),
             itls_s=tuple(itls),
+            lag_s=lag_s,
+            is_late=self._lag.observe(lag_s),
         )
         for observer in self._observers:
             observer.on_step(report)
 
 
-async def _sleep_until(deadline_perf_s: float) -> None:
-    remaining = deadline_perf_s - time.perf_counter()
+async def _sleep_until(deadline_perf_s: float, clock: Callable[[], float]) -> None:
+    remaining = deadline_perf_s - clock()
     if remaining > _SPIN_MARGIN_S:
         await asyncio.sleep(remaining - _SPIN_MARGIN_S)
-    while time.perf_counter() < deadline_perf_s:
+    while clock() < deadline_perf_s:
         await asyncio.sleep(0)

@@ -24,6 +24,7 @@ from slotune.collector.errors import ConfigError
 from slotune.tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
 from slotune.tuner.sim.emulate.app import ServedModel, create_app
 from slotune.tuner.sim.emulate.core_view import EngineCoreLike
+from slotune.tuner.sim.emulate.lag import LagMetrics
 from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
 from slotune.tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
 from slotune.tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
@@ -67,7 +68,7 @@ class Emulator:
         self.metrics = metrics
         self._timings = TimingsFile(settings.timings_file) if settings.timings_file else None
         self.stats_log = StatsLog(log)
-        observers: list[EngineObserver] = [metrics, self.stats_log]
+        observers: list[EngineObserver] = [metrics, LagMetrics(metrics.registry), self.stats_log]
         if self._timings is not None:
             observers.append(self._timings)
         self.engine = RealtimeEngine(core, new_request, settings.speedup, observers)
