@@ -23,6 +23,30 @@ def test_a_bad_fleet_file_is_one_line_naming_the_field(tmp_path: Path) -> None:
     ]
 
 
+def test_a_binary_fleet_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_bytes(b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x01" * 64)
+    r = subprocess.run(
+        [SLOTUNE, "route", "--config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 1
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: {path}: ") and "not UTF-8" in line
+
+
+def test_a_port_out_of_range_is_refused_before_reading_the_file(tmp_path: Path) -> None:
+    for port in ("-1", "65536"):
+        r = subprocess.run(
+            [SLOTUNE, "route", "--config", str(tmp_path / "absent.yaml"), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert r.returncode == 2
+        assert "Invalid value for '--port'" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
 def test_route_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
     with engines(1, speedup=20) as [engine]:
         path = tmp_path / "fleet.yaml"
