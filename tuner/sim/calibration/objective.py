@@ -26,6 +26,8 @@ TOLERANCE = {
     ("tpot", "p90"): 0.25,
     ("e2e", "p90"): 0.25,
 }
+# What a request the simulated engine failed counts as: slower than any real one.
+_FAILED_S = 1e6
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +71,12 @@ def _statistic(values: np.ndarray, statistic: str) -> float:
 def errors(simulated: dict[str, np.ndarray], measured: dict[str, np.ndarray]) -> Errors:
     """Errors and score of simulated vs measured per-request values (aligned arrays per
     metric, NaN where a value is missing; a request the simulation failed counts as
-    infinitely slow)."""
+    slower than any real one)."""
     signed: dict[tuple[str, str], float] = {}
     for metric in METRICS:
         real, sim = measured[metric], simulated[metric]
         known = np.isfinite(real) & (real > 0)
-        sim_known = np.where(np.isfinite(sim[known]), sim[known], np.inf)
+        sim_known = np.where(np.isfinite(sim[known]), sim[known], _FAILED_S)
         for statistic in STATISTICS:
             if not known.any():
                 signed[metric, statistic] = math.nan
