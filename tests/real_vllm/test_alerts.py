@@ -1,0 +1,77 @@
+"""SLO alerts on a real TTFT regression: the same burst of requests on the shared server and on
+one started with ``--max-num-seqs 1``. The second runs the burst one request at a time, so
+the k-th request waits for k-1 whole decodes before its first token: most of the burst's TTFTs
+are over a second there, while the shared server batches the burst and answers it at once.
+
+SLO ``ttft:p99<=1s`` over 6 h, one per engine: the page rule's windows are the SRE workbook's
+scaled by 6 h / 30 d (30 s and 2.5 s at 14.4 times the 1 % budget), so a burst of a few seconds
+can page. Evaluated as ``slotune alerts run`` does, every half second over the recorded scrapes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from real_vllm_helpers import SCRAPE_INTERVAL_S, agent_running
+
+from slotune.collector.agent.base import SourceKind
+from slotune.collector.agent.targets import make_target
+from slotune.collector.alerts.evaluator import evaluate_all
+from slotune.collector.alerts.slo_rules import apply_slos
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.slo import parse_slo_yaml
+from slotune.collector.store import open_store, upgrade
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+BURST = 12
+SLOS = "slos:\n" + "".join(
+    f"  - name: ttft-{t}\n    spec: ttft:p99<=1s\n    window: 6h\n    selector: {{target: {t}}}\n"
+    for t in ("shared", "one-seq")
+)
+
+
+def burst(url: str) -> None:
+    result = run_benchmark(
+        BenchConfig(
+            url=url,
+            arrival=ArrivalSpec.from_rate(float("inf")),
+            input_len="64",
+            output_len="64",
+            num_requests=BURST,
+            seed=2,
+            timeout_s=300,
+        )
+    )
+    assert result.summary.num_errors == 0
+
+
+def test_a_ttft_regression_pages_only_for_the_engine_that_regressed(
+    real_vllm: str, real_vllm_one_seq: str, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'alerts.db'}"
+    upgrade(db)
+    with open_store(db) as store:
+        apply_slos(store, parse_slo_yaml(SLOS), min_window_s=SCRAPE_INTERVAL_S)
+    targets = [
+        make_target(SourceKind.VLLM, url, name=name, interval_s=SCRAPE_INTERVAL_S, node="n1")
+        for name, url in (("shared", real_vllm), ("one-seq", real_vllm_one_seq))
+    ]
+    with agent_running(targets, db, tmp_path / "spool"):
+        start = time.time()
+        burst(real_vllm)
+        burst(real_vllm_one_seq)
+    end = time.time()
+
+    firing: dict[str, int] = {"ttft-shared:page": 0, "ttft-one-seq:page": 0}
+    with open_store(db) as store:
+        at = start
+        while at <= end:
+            for status in evaluate_all(store, at, min_window_s=SCRAPE_INTERVAL_S):
+                if status.rule in firing and status.state == "firing":
+                    firing[status.rule] += 1
+            at += SCRAPE_INTERVAL_S
+    assert firing["ttft-one-seq:page"] > 0, firing
+    assert firing["ttft-shared:page"] == 0, firing
