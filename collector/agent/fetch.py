@@ -13,6 +13,7 @@ from slotune.collector.errors import SourceError
 from slotune.collector.redact import redact_url
 
 _MAX_MODEL_CHARS = 200
+_MIN_TIMEOUT_S = 0.001
 _ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=1"
 
 
@@ -54,7 +55,8 @@ class HttpFetcher:
         budget = current_budget()
         timeout_s = budget.timeout_s if budget else self.timeout_s
         max_bytes = budget.max_body_bytes if budget else DEFAULT_BODY_SIZE_LIMIT
-        total_s = budget.remaining_s() if budget else self.timeout_s
+        # aiohttp reads a timeout of 0 as none at all: a spent budget still times out at once
+        total_s = max(budget.remaining_s(), _MIN_TIMEOUT_S) if budget else self.timeout_s
         try:
             async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=total_s)) as resp:
                 if resp.status != 200:

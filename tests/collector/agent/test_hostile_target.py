@@ -43,9 +43,9 @@ def redos_line(n: int) -> str:
     return f"a{n}{spaces}1{spaces}1{spaces}{{"
 
 
-def healthy_servers(metrics_server: Server) -> list[MetricsServer]:
+def healthy_servers(metrics_server: Server, num: int = NUM_HEALTHY) -> list[MetricsServer]:
     servers = []
-    for i in range(NUM_HEALTHY):
+    for i in range(num):
         waiting = itertools.count()
         servers.append(
             metrics_server(
@@ -152,3 +152,29 @@ def test_a_target_slower_to_parse_than_its_scrape_timeout_fails_alone(
     assert stored["up"] >= 1 and "vllm:num_requests_running" not in stored
     assert "target slow is down" in caplog.text
     assert "scrape_timeout" in caplog.text
+
+
+def test_a_target_slower_to_answer_than_its_scrape_timeout_is_down_with_the_reason(
+    agent_db: str, tmp_path: Path, metrics_server: Server
+) -> None:
+    (healthy,) = healthy_servers(metrics_server, num=1)
+
+    def late() -> str:
+        time.sleep(2.0)
+        return "vllm:num_requests_running 1\n"
+
+    slow = metrics_server({"/metrics": late})
+    targets = [
+        make_target(SourceKind.VLLM, healthy.url, node="n", name="healthy-0", interval_s=60.0),
+        make_target(
+            SourceKind.VLLM, slow.url, node="n", name="slow", interval_s=60.0, scrape_timeout_s=0.3
+        ),
+    ]
+    agent = run_agent(agent_db, tmp_path, targets)
+    try:
+        by_name = {o.target: o for o in asyncio.run(agent.scrape_all_once())}
+    finally:
+        agent.close()
+    assert by_name["healthy-0"].is_up
+    assert not by_name["slow"].is_up
+    assert "did not answer within 0.3 s" in by_name["slow"].error
