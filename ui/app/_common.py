@@ -59,10 +59,39 @@ def _store(url: str | None) -> Store:
     return open_store(url)
 
 
+# What markdown turns into links, images or formatting: brackets (links and images, inline or
+# by reference; ``:color[...]`` directives), emphasis, code, strike-through, math, tables,
+# ``<scheme:...>`` autolinks and HTML, and GFM's bare ``http://``, ``www.`` and e-mail links.
+_MARKDOWN_CHARS = re.compile(r"([\\`*_\[\]~$|@])|<(?=[A-Za-z/!?])")
+_BARE_LINK = re.compile(r"(?i)\b(https?|ftp|mailto|www)([:.])")
+
+
+def md(text: object) -> str:
+    """User text (a name, a path, an error message) as literal text inside markdown, so a
+    name such as ``[x](http://evil)`` or ``![](http://evil/p.png)`` shows as written and can
+    never add a link or an image to the page."""
+    escaped = _MARKDOWN_CHARS.sub(lambda m: "\\" + m[0], str(text))
+    return _BARE_LINK.sub(lambda m: f"{m[1]}\\{m[2]}", escaped)
+
+
+def code(text: object) -> str:
+    """User text as an inline code span: fenced by more backticks than it holds in a row,
+    since backslash escapes do not work inside code."""
+    text = str(text)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def fail(message: str) -> NoReturn:
-    """Show one error line and stop the page."""
-    st.error(message, icon=":material/error:")
+    """Show one error line (plain text: escaped here) and stop the page."""
+    st.error(md(message), icon=":material/error:")
     st.stop()
+
+
+def show_error(message: str) -> None:
+    """Show one error line of plain text (escaped here)."""
+    st.error(md(message))
 
 
 def explain(e: BaseException) -> str:

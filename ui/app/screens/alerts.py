@@ -27,8 +27,10 @@ from slotune.ui.app._common import (
     explain,
     guarded,
     is_read_only,
+    md,
     query_choice,
     set_query,
+    show_error,
     store,
     when,
 )
@@ -79,10 +81,10 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
                     raise ValueError("field 'name' is required (e.g. kv-full)")
                 save_alert_rule(s, rule.to_info())
             except Exception as e:
-                st.error(explain(e) if not isinstance(e, ValueError) else str(e))
+                show_error(explain(e) if not isinstance(e, ValueError) else str(e))
             else:
                 _clear()
-                st.success(f"saved rule {rule.name}: {rule.expr}")
+                st.success(f"saved rule {md(rule.name)}: {md(rule.expr)}")
     with remove, st.form("delete_rule_form"):
         victim = st.selectbox("rule", rules, key="delete_rule")
         sure = st.checkbox("yes, delete it and its history", key="delete_sure")
@@ -94,10 +96,10 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
                 try:
                     delete_alert_rules(s, [victim])
                 except Exception as e:
-                    st.error(explain(e))
+                    show_error(explain(e))
                 else:
                     _clear()
-                    st.success(f"deleted rule {victim}")
+                    st.success(f"deleted rule {md(victim)}")
     with silence, st.form("silence_form"):
         c1, c2, c3 = st.columns(3)
         rule_name = c1.selectbox("rule", rules, key="silence_rule")
@@ -110,10 +112,10 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
                 until = time.time() + parse_duration_s(length, field_name="field 'for'")
                 silence_rule(s, rule_name, until, comment)
             except Exception as e:
-                st.error(explain(e) if not isinstance(e, ValueError) else str(e))
+                show_error(explain(e) if not isinstance(e, ValueError) else str(e))
             else:
                 _clear()
-                st.success(f"silenced {rule_name} until {when(until)}")
+                st.success(f"silenced {md(rule_name)} until {when(until)}")
     open_events = [h for h in history if h.event.state.value == "firing" and h.acked_at is None]
     with ack, st.form("ack_form"):
         labels = {f"#{h.id} {h.event.rule} ({when(h.event.ts)})": h.id for h in open_events}
@@ -126,10 +128,10 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
                 try:
                     ack_event(s, labels[picked], comment)
                 except Exception as e:
-                    st.error(explain(e))
+                    show_error(explain(e))
                 else:
                     _clear()
-                    st.success(f"acknowledged event {labels[picked]}")
+                    st.success(f"acknowledged event {md(labels[picked])}")
     with test, st.form("test_form"):
         spec = st.text_input(
             "receiver",
@@ -141,10 +143,10 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
             try:
                 failures = test_alerts(make_notifier(spec.strip()))
             except Exception as e:
-                st.error(explain(e))
+                show_error(explain(e))
             else:
                 if failures:
-                    st.error("; ".join(failures))
+                    show_error("; ".join(failures))
                 else:
                     st.success("sent a test alert and its resolve")
 

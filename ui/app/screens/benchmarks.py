@@ -11,7 +11,7 @@ import streamlit as st
 
 from slotune.collector.store import BenchRunInfo, Store, list_bench_runs
 from slotune.collector.views import LatencySamples, RateCurve, latencies_of, max_rate_curves
-from slotune.ui.app._common import TTL_S, db_url, guarded, store, when
+from slotune.ui.app._common import TTL_S, db_url, guarded, md, store, when
 
 METRICS = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "e2e": "E2E"}
 
@@ -132,7 +132,7 @@ if chosen:
     for col, c in zip(cols, chosen, strict=True):
         with col:
             r = labels[c]
-            st.markdown(f"**{c}**")
+            st.markdown(f"**{md(c)}**")
             st.json(dict(r.meta.config), expanded=False)
             att = r.summary.get("slo_attainment") or []
             if att:

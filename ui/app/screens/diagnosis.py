@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from slotune.collector.store import DiagnosisInfo, Store, list_diagnoses
-from slotune.ui.app._common import TTL_S, db_url, guarded, store, when
+from slotune.ui.app._common import TTL_S, db_url, guarded, md, store, when
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
@@ -27,7 +27,7 @@ st.dataframe(
     hide_index=True,
 )
 for d in items[:20]:
-    with st.expander(f"#{d.id} {d.kind}: {d.subject or '-'} ({when(d.created_at)})"):
+    with st.expander(f"#{d.id} {md(d.kind)}: {md(d.subject or '-')} ({when(d.created_at)})"):
         st.markdown("**Findings**")
         st.json(dict(d.result))
         st.markdown("**Inputs**")

@@ -17,6 +17,7 @@ from slotune.ui.app._common import (
     TTL_S,
     db_url,
     guarded,
+    md,
     query_choice,
     set_query,
     store,
@@ -149,7 +150,7 @@ st.dataframe(
 )
 rows = [r for r in table.targets if pool == ALL or (r.pool or "(no pool)") == pool]
 rows.sort(key=lambda r: (str(getattr(r.summary, group, None) or r.pool or ""), r.summary.target))
-st.subheader(f"Targets by {group}" + ("" if pool == ALL else f" in pool {pool}"))
+st.subheader(f"Targets by {md(group)}" + ("" if pool == ALL else f" in pool {md(pool)}"))
 st.dataframe(
     fleet_frame(rows, group),
     column_config=fleet_columns(range_key),
@@ -163,9 +164,9 @@ target = st.selectbox("Drill down to a target", choices, index=choices.index(tar
 set_query("target", None if target == choices[0] else target)
 picked = tuple(names) if target == choices[0] else (target,)
 if target != choices[0]:
-    label = f"Target {target}"
+    label = f"Target {md(target)}"
 else:
-    label = "All targets" if pool == ALL else f"Pool {pool}"
+    label = "All targets" if pool == ALL else f"Pool {md(pool)}"
 st.subheader(f"{label}, last {range_key}")
 if len(picked) > MAX_CHART_TARGETS:
     # Charts read every series of every target at each step: a whole large fleet at once

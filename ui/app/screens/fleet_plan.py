@@ -19,7 +19,17 @@ from slotune.collector.views.fleet_plans import (
     fleet_results,
     sim_policies,
 )
-from slotune.ui.app._common import TTL_S, db_url, guarded, query_choice, set_query, store, when
+from slotune.ui.app._common import (
+    TTL_S,
+    code,
+    db_url,
+    guarded,
+    md,
+    query_choice,
+    set_query,
+    store,
+    when,
+)
 
 _LATENCY_NAMES = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "e2e": "E2E"}
 # Every number column names its unit in parentheses; the unit picks the cell format.
@@ -150,7 +160,7 @@ def _show_plan(plan: CapacityPlan) -> None:
 
 
 def _show_autoscale(plan: AutoscalePlan) -> None:
-    st.subheader(f"Scaling policies (routing {plan.routing})")
+    st.subheader(f"Scaling policies (routing {md(plan.routing)})")
     _table(
         [
             {
@@ -187,11 +197,13 @@ def _show_shedding(s: SheddingAdvice) -> None:
     target = f"{s.wrong_shed_target:.0%}"
     if s.recommended_margin is None:
         st.info(
-            f"No `slo-aware:{s.routing}` margin both keeps admitted requests within the TTFT "
+            f"No {code(f'slo-aware:{s.routing}')} margin both keeps admitted requests within the TTFT "
             f"SLOs under the overload and wrongly sheds under {target} of the absorbable burst."
         )
     else:
-        st.success(f"Recommended: `slo-aware:{s.routing}:margin={s.recommended_margin:g}`.")
+        st.success(
+            f"Recommended: {code(f'slo-aware:{s.routing}:margin={s.recommended_margin:g}')}."
+        )
     absorbable = "-" if s.absorbable_factor is None else f"{s.absorbable_factor:g}×"
     overload = "none found" if s.overload_factor is None else f"{s.overload_factor:g}×"
     st.caption(

@@ -3,12 +3,14 @@ latest study's best vs default."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import streamlit as st
 
 from slotune.collector.store import Store
 from slotune.collector.views import Overview, SLOState, overview
 from slotune.tuner.report import StudyListing
-from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, store, when
+from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
 
 
@@ -48,10 +50,10 @@ def live() -> None:
     else:
         gain = study.gain
         cols[3].metric(
-            f"Latest study: {study.name}",
+            f"Latest study: {md(study.name)}",
             "-" if gain is None else f"{gain:.2f}× default",
         )
-        cols[3].caption(f"{study.status}, {study.objective}, {study.trials or 0} trials")
+        cols[3].caption(f"{md(study.status)}, {md(study.objective)}, {study.trials or 0} trials")
     if not o.num_targets and not o.slos:
         st.info(
             "The store is empty: start an agent (`slotune agent`), declare SLOs "
@@ -78,13 +80,13 @@ def live() -> None:
         best = study.best_value
         gain = study.gain
         st.write(
-            f"**{study.name}** ({study.engine} {study.model} on {study.gpu}, "
-            f"SLOs {', '.join(study.slos)}): best {study.objective} "
+            f"**{md(study.name)}** ({md(study.engine)} {md(study.model)} on {md(study.gpu)}, "
+            f"SLOs {md(', '.join(study.slos))}): best {md(study.objective)} "
             + ("-" if best is None else f"{best:.3g}")
             + ", gain over the default "
             + ("-" if gain is None else f"{gain:.2f}×")
         )
-        st.markdown(f"[Open it on the Tuning page](tuning?study={study.name})")
+        st.markdown(f"[Open it on the Tuning page](tuning?study={quote(study.name, safe='')})")
 
 
 live()

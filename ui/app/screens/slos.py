@@ -19,6 +19,8 @@ from slotune.ui.app._common import (
     explain,
     guarded,
     is_read_only,
+    md,
+    show_error,
     store,
     strip_source,
     when,
@@ -122,12 +124,12 @@ def _form(s: Store, existing: list[SLO]) -> None:
                 )
                 notes = apply_slos(s, [slo])
             except Exception as e:
-                st.error(strip_source(explain(e), FORM_SOURCE))
+                show_error(strip_source(explain(e), FORM_SOURCE))
             else:
                 _statuses.clear()
-                st.success(f"saved SLO {slo.name} ({slo.spec}) and its burn-rate alerts")
+                st.success(f"saved SLO {md(slo.name)} ({md(slo.spec)}) and its burn-rate alerts")
                 for note in notes:
-                    st.caption(note)
+                    st.caption(md(note))
     with st.form("slo_delete"):
         victim = st.selectbox(
             key="slo_victim", label="SLO to delete", options=[x.name for x in existing]
@@ -140,10 +142,10 @@ def _form(s: Store, existing: list[SLO]) -> None:
                 try:
                     delete_slo(s, victim)
                 except Exception as e:
-                    st.error(explain(e))
+                    show_error(explain(e))
                 else:
                     _statuses.clear()
-                    st.success(f"deleted SLO {victim}")
+                    st.success(f"deleted SLO {md(victim)}")
 
 
 st.title("SLOs")

@@ -24,12 +24,15 @@ from slotune.tuner.worker import (
 )
 from slotune.ui.app._common import (
     LIVE_S,
+    code,
     db_url,
     explain,
     guarded,
     is_read_only,
+    md,
     query_choice,
     set_query,
+    show_error,
     store,
     when,
 )
@@ -157,16 +160,16 @@ def _start_form() -> None:
             )
             start_worker(spec, db_url())
         except ValueError as e:
-            st.error(str(e))
+            show_error(str(e))
             return
         except Exception as e:
-            st.error(explain(e))
+            show_error(explain(e))
             return
         _studies.clear()
         _workers.clear()
         set_query("study", spec.name)
         st.success(
-            f"study {spec.name} started in a worker process; it keeps running if you close this page"
+            f"study {md(spec.name)} started in a worker process; it keeps running if you close this page"
         )
 
 
@@ -181,13 +184,13 @@ def _best_vs_default(report: dict[str, Any]) -> None:
     best, default = report["best"], report["default"]
     unit = report["value_names"][0]
     c1, c2, c3 = st.columns(3)
-    c1.metric(f"default ({unit})", "-" if not default else f"{default['value'] or 0:.3g}")
+    c1.metric(f"default ({md(unit)})", "-" if not default else f"{default['value'] or 0:.3g}")
     if default and not default["feasible"]:
         c1.caption("the default breaks an SLO")
-    c2.metric(f"best ({unit})", "-" if not best else f"{best['value']:.3g}")
+    c2.metric(f"best ({md(unit)})", "-" if not best else f"{best['value']:.3g}")
     c3.metric("gain over default", "-" if report["gain"] is None else f"{report['gain']:.2f}×")
     if report["gain_note"]:
-        c3.caption(report["gain_note"])
+        c3.caption(md(report["gain_note"]))
     rows = []
     for label, entry in (("default", default), ("best", best)):
         for a in _attainment(report, entry["number"] if entry else None):
@@ -242,18 +245,21 @@ def _worker_line(view: WorkerView | None) -> None:
     info = view.info
     if view.state == "died":
         st.error(
-            f"The worker of this study (pid {info.pid} on {info.host}) stopped without "
+            f"The worker of this study (pid {info.pid} on {md(info.host)}) stopped without "
             f"finishing (last sign of life {when(info.heartbeat_at)}). Continue the study with "
-            f"`slotune tune resume {info.study_name}`."
+            f"{code(f'slotune tune resume {info.study_name}')}."
         )
     elif view.state == "failed":
-        st.error(f"The study failed: {info.error}")
+        show_error(f"The study failed: {info.error}")
     elif view.state == "cancelled":
         st.warning(
-            f"Cancelled at {when(info.ended_at)}; `slotune tune resume {info.study_name}` continues it."
+            f"Cancelled at {when(info.ended_at)}; {code(f'slotune tune resume {info.study_name}')} "
+            "continues it."
         )
     elif view.is_alive:
-        st.info(f"Running in worker pid {info.pid} on {info.host} since {when(info.started_at)}.")
+        st.info(
+            f"Running in worker pid {info.pid} on {md(info.host)} since {when(info.started_at)}."
+        )
 
 
 def _study(name: str, views: dict[str, WorkerView]) -> None:
@@ -265,10 +271,13 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
             report = _report(db_url(), name)
         status = next((s.status for s in _studies(db_url()) if s.name == name), "?")
         st.caption(
-            f"{report['engine']} {report['model']} on {report['gpu']} ({report['backend']} backend), "
-            f"workload {report['workload']}, SLOs {', '.join(report['slos'])}, "
-            f"objective {report['objective']}: {report['trials']} / {report['target_trials']} trials, "
-            f"{report['feasible']} meet every SLO, {report['failed']} failed to run; status {status}"
+            md(
+                f"{report['engine']} {report['model']} on {report['gpu']} "
+                f"({report['backend']} backend), workload {report['workload']}, "
+                f"SLOs {', '.join(report['slos'])}, objective {report['objective']}: "
+                f"{report['trials']} / {report['target_trials']} trials, {report['feasible']} "
+                f"meet every SLO, {report['failed']} failed to run; status {status}"
+            )
         )
         _worker_line(view)
         _trials(report)
@@ -296,10 +305,10 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
         try:
             cancel_worker(db_url(), name)
         except Exception as e:
-            st.error(explain(e))
+            show_error(explain(e))
         else:
             _workers.clear()
-            st.warning(f"cancelling {name}…")
+            st.warning(f"cancelling {md(name)}…")
 
 
 st.title("Tuning")
