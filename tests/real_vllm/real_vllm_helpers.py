@@ -14,10 +14,13 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.spool import Spool
-from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.agent.targets import TargetSpec, make_target
 from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.bench import BenchConfig, BenchResult, run_benchmark
+from slotune.collector.store import upgrade
 
 SCRAPE_INTERVAL_S = 0.5
 # Long enough for two scrapes after the last response, so the store holds the final counters.
@@ -90,3 +93,33 @@ def agent_running(targets: Sequence[TargetSpec], db: str, spool: Path) -> Iterat
         stop.set()
         runner.join(timeout=60)
         agent.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A bench run on one engine while the agent scraped it into a fresh store ``db``, as
+    target ``TARGET``; ``before`` and ``after`` are vLLM's /metrics around the load."""
+
+    db: str
+    start: float
+    end: float
+    before: Exposition
+    after: Exposition
+    result: BenchResult
+
+
+TARGET = "real-vllm"
+
+
+def measured_window(url: str, tmp_path: Path, config: BenchConfig) -> Window:
+    db = f"sqlite:///{tmp_path / 'slotune.db'}"
+    upgrade(db)
+    target = make_target(SourceKind.VLLM, url, name=TARGET, node="n1", interval_s=SCRAPE_INTERVAL_S)
+    with agent_running([target], db, tmp_path / "spool"):
+        before = read_metrics(url)
+        start = time.time()
+        result = run_benchmark(config)
+    end = time.time()
+    after = read_metrics(url)
+    assert result.summary.num_errors == 0, result.summary.errors_by_kind
+    return Window(db, start, end, before, after, result)

@@ -3,19 +3,16 @@ a window equals what vLLM's own counters and histograms grew by in that window."
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from _vllm import SERVED_MODEL_NAME
-from real_vllm_helpers import SCRAPE_INTERVAL_S, agent_running, delta, read_metrics
+from real_vllm_helpers import delta, measured_window
 from sqlalchemy import create_engine, text
 
-from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.summary import summarize_metrics
-from slotune.collector.agent.targets import make_target
-from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
-from slotune.collector.store import bucket_quantile, open_store, upgrade
+from slotune.collector.bench import ArrivalSpec, BenchConfig
+from slotune.collector.store import bucket_quantile, open_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -54,43 +51,36 @@ def stored_series_names(db: str) -> set[str]:
 def test_agent_stores_every_family_and_summarizes_the_window_as_vllm_counts(
     real_vllm: str, tmp_path: Path
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'agent.db'}"
-    upgrade(db)
-    target = make_target(
-        SourceKind.VLLM, real_vllm, name="real-vllm", node="n1", interval_s=SCRAPE_INTERVAL_S
+    w = measured_window(
+        real_vllm,
+        tmp_path,
+        BenchConfig(
+            url=real_vllm,
+            arrival=ArrivalSpec.from_rate(8.0),
+            input_len="48",
+            output_len=str(OUTPUT_TOKENS),
+            # longer than two of the CPU build's 128-token blocks, so the prefix cache hits
+            shared_prefix_tokens=300,
+            num_requests=NUM_REQUESTS,
+            seed=5,
+            timeout_s=300,
+        ),
     )
-    with agent_running([target], db, tmp_path / "spool"):
-        before = read_metrics(real_vllm)
-        start = time.time()
-        result = run_benchmark(
-            BenchConfig(
-                url=real_vllm,
-                arrival=ArrivalSpec.from_rate(8.0),
-                input_len="48",
-                output_len=str(OUTPUT_TOKENS),
-                # longer than two of the CPU build's 128-token blocks, so the prefix cache hits
-                shared_prefix_tokens=300,
-                num_requests=NUM_REQUESTS,
-                seed=5,
-                timeout_s=300,
-            )
-        )
-    end = time.time()
-    after = read_metrics(real_vllm)
-    assert result.summary.num_errors == 0 and len(result.records) == NUM_REQUESTS
+    before, after = w.before, w.after
+    assert len(w.result.records) == NUM_REQUESTS
 
     # every family real vLLM serves is in the store: raw under its own sample names, and the
     # mapped ones under their canonical names too
-    stored = stored_series_names(db)
+    stored = stored_series_names(w.db)
     raw = {name for name, _ in after.samples if not name.endswith("_created")}
     assert raw - stored == set()
     assert {f for f in after.family_types if f.startswith("vllm:")} >= set(CANONICAL)
     assert set(CANONICAL.values()) - stored == set()
 
-    with open_store(db) as store:
-        (summary,) = summarize_metrics(store, window_s=end - start, end_ts=end)
+    window = w.end - w.start
+    with open_store(w.db) as store:
+        (summary,) = summarize_metrics(store, window_s=window, end_ts=w.end)
     assert summary.model == SERVED_MODEL_NAME and summary.is_up is True
-    window = end - start
     finished = delta(after, before, "vllm:request_success_total")
     assert finished == NUM_REQUESTS
     assert summary.request_throughput == pytest.approx(finished / window)

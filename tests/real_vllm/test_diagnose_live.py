@@ -6,48 +6,36 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from _tools import SLOTUNE
-from real_vllm_helpers import SCRAPE_INTERVAL_S, agent_running, delta, read_metrics
+from real_vllm_helpers import TARGET, delta, measured_window
 
-from slotune.collector.agent.base import SourceKind
-from slotune.collector.agent.targets import make_target
-from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
-from slotune.collector.store import upgrade
+from slotune.collector.bench import ArrivalSpec, BenchConfig
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_diagnose_live_reads_vllms_phase_times(real_vllm: str, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'diagnose.db'}"
-    upgrade(db)
-    target = make_target(
-        SourceKind.VLLM, real_vllm, name="real-vllm", node="n1", interval_s=SCRAPE_INTERVAL_S
+    w = measured_window(
+        real_vllm,
+        tmp_path,
+        BenchConfig(
+            url=real_vllm,
+            arrival=ArrivalSpec.from_rate(10.0),
+            input_len="128",
+            output_len="24",
+            num_requests=16,
+            seed=4,
+            timeout_s=300,
+        ),
     )
-    with agent_running([target], db, tmp_path / "spool"):
-        before = read_metrics(real_vllm)
-        start = time.time()
-        result = run_benchmark(
-            BenchConfig(
-                url=real_vllm,
-                arrival=ArrivalSpec.from_rate(10.0),
-                input_len="128",
-                output_len="24",
-                num_requests=16,
-                seed=4,
-                timeout_s=300,
-            )
-        )
-    end = time.time()
-    after = read_metrics(real_vllm)
-    assert result.summary.num_errors == 0
     # fmt: off
     out = subprocess.run(
-        [SLOTUNE, "--db", db, "diagnose", "live", "--target", "real-vllm",
-         "--window", f"{math.ceil(end - start)}s", "--end", str(end), "--no-store", "--json"],
+        [SLOTUNE, "--db", w.db, "diagnose", "live", "--target", TARGET,
+         "--window", f"{math.ceil(w.end - w.start)}s", "--end", str(w.end), "--no-store",
+         "--json"],
         capture_output=True, text=True, timeout=120, check=True,
     )
     # fmt: on
@@ -59,8 +47,8 @@ def test_diagnose_live_reads_vllms_phase_times(real_vllm: str, tmp_path: Path) -
         ("decode_s", "vllm:request_decode_time_seconds"),
         ("iteration_tokens", "vllm:iteration_tokens_total"),
     ):
-        count = delta(after, before, f"{family}_count")
+        count = delta(w.after, w.before, f"{family}_count")
         assert count > 0, family
-        assert figures[key] == pytest.approx(delta(after, before, f"{family}_sum") / count), key
+        assert figures[key] == pytest.approx(delta(w.after, w.before, f"{family}_sum") / count), key
     assert 0.0 <= figures["kv_usage"] <= 1.0
     assert engine["findings"], "diagnose live names at least one finding (or 'healthy')"
