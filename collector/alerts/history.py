@@ -68,7 +68,7 @@ def split_by_timestamp(text: str, source: str) -> dict[float, str]:
     openmetrics = text.rstrip().splitlines()[-1:] == ["# EOF"]
     headers: list[str] = []
     bodies: dict[float, list[str]] = defaultdict(list)
-    last: dict[tuple[str, Labels], float] = {}
+    last: dict[tuple[str, Labels], tuple[float, str]] = {}  # seconds, as written
     for number, raw_line in enumerate(text.splitlines(), start=1):
         line = raw_line.strip()
         if not line or line == "# EOF":
@@ -87,14 +87,14 @@ def split_by_timestamp(text: str, source: str) -> dict[float, str]:
         ts = _seconds(parts.timestamp, openmetrics, f"{source}:{number}")
         key = (parts.name, parts.labels)
         prev = last.get(key)
-        if prev is not None and ts <= prev:
-            what = "a duplicate" if ts == prev else "an out-of-order"
+        if prev is not None and ts <= prev[0]:
+            what = "a duplicate" if ts == prev[0] else "an out-of-order"
             raise ConfigError(
                 f"{source}:{number}: {what} timestamp {parts.timestamp} for "
-                f"{line[: parts.value_at].rstrip()[:120]} (previous {prev:g} s); each series' "
+                f"{line[: parts.value_at].rstrip()[:120]} (previous {prev[1]}); each series' "
                 "samples must have increasing timestamps"
             )
-        last[key] = ts
+        last[key] = (ts, parts.timestamp)
         bodies[ts].append(line[: parts.timestamp_at].rstrip())
     return {ts: "\n".join([*headers, *lines]) + "\n" for ts, lines in sorted(bodies.items())}
 
