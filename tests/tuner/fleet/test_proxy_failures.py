@@ -117,7 +117,18 @@ def test_a_backend_that_accepts_no_connection_is_retried_elsewhere() -> None:
         with engines(1, speedup=20) as [good]:
             text = fleet_yaml([url, good.url], extra="timeouts: {connect: 300ms}\n")
             with running_proxy(text) as proxy, httpx.Client(timeout=30) as client:
+                b0 = proxy.proxy.backends["b0"]
+                verdicts: list[bool | None] = []
+                on_end = b0.on_end
+
+                def record(sent_after_read: int, *, ok: bool | None) -> None:
+                    verdicts.append(ok)
+                    on_end(sent_after_read, ok=ok)
+
+                b0.on_end = record  # type: ignore[method-assign]
                 _all_served_by_b1(client, proxy.url, 3)
+                # slow to accept is not dead: none of the three counts against the circuit
+                assert verdicts == [None, None, None]
                 metrics = client.get(proxy.url + "/metrics").text
                 assert (
                     'slotune_route_upstream_errors_total{backend="b0",kind="connect_timeout"}'
