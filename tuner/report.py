@@ -453,7 +453,7 @@ def _gain(best: BestTrial | None, default: DefaultTrial | None) -> GainVerdict:
     if not default.feasible or not default.value:
         why = default.failure or "it broke an SLO"
         return GainVerdict(None, f"the default configuration is infeasible ({why})")
-    if best.number == default.number:
+    if best.number == default.number and default.limit != Limit.OFFERED_LOAD.value:
         return GainVerdict(1.0, "the default is the best configuration found", 0.0)
     return judge_gain(
         best.value,

@@ -53,6 +53,17 @@ def test_engine_error_line_is_the_failure_reason():
     )
     assert failure_reason(log).startswith("ValueError: No available memory")
     assert failure_reason("") == "no output"
+    # vLLM 0.32 refusing a scheduler config (pydantic's wording)
+    pydantic = (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig\n"
+        "  Value error, max_num_batched_tokens (16) must be greater than or equal to "
+        "max_num_seqs (64). [type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]\n"
+        "    For further information visit https://errors.pydantic.dev/2.14/v/value_error\n"
+    )
+    assert failure_reason(pydantic) == (
+        "Value error, max_num_batched_tokens (16) must be greater than or equal to "
+        "max_num_seqs (64)."
+    )
 
 
 def engines_left() -> list[str]:

@@ -78,11 +78,14 @@ WARMUP_REQUESTS = 2
 _REASON_PATTERNS = (
     re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
     re.compile(r".*(Address already in use|address already in use).*"),
+    # vLLM validates its configs with pydantic: the message is inside the error's detail line.
+    re.compile(r"Value error, [^\[]*"),
     re.compile(r"\b(ModuleNotFoundError|ImportError|FileNotFoundError):.*"),
     re.compile(
         r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*", re.IGNORECASE
     ),
     re.compile(r".*(unrecognized arguments|No such option|invalid choice).*"),
+    re.compile(r"\b\w+Error: .*"),
 )
 
 
@@ -110,7 +113,7 @@ def failure_reason(log_text: str) -> str:
         for line in reversed(lines):
             m = pattern.search(line)
             if m:
-                return m.group(0)
+                return m.group(0).strip()
     return lines[-1] if lines else "no output"
 
 
