@@ -4,6 +4,7 @@ error type escapes (SSE: ProtocolError; traces, YAML files and flags: ConfigErro
 from __future__ import annotations
 
 import contextlib
+import json
 import tempfile
 from pathlib import Path
 
@@ -175,3 +176,105 @@ def test_command_line_values(text: str) -> None:
     ):
         with contextlib.suppress(ConfigError):
             parse(text)
+
+
+PROFILER_NUMBERS = st.sampled_from(
+    [
+        "1",
+        "-1",
+        "1.5",
+        "NaN",
+        "Infinity",
+        "1e999",
+        "9" * 5000,
+        "9223372036854775808",
+        '"7"',
+        '"x"',
+        '"NaN"',
+        "[" * 1500 + "]" * 1500,
+        '"\\ud800"',
+        "true",
+        "null",
+        "{}",
+    ]
+)
+
+
+@st.composite
+def profiler_traces(draw: st.DrawFn) -> str:
+    def event(cat: str, name: str) -> str:
+        fields = {
+            k: draw(PROFILER_NUMBERS) for k in ("ts", "dur", "correlation", "device", "bytes")
+        }
+        return (
+            f'{{"ph":"X","cat":"{cat}","name":"{name}","pid":0,"ts":{fields["ts"]},'
+            f'"dur":{fields["dur"]},"args":{{"correlation":{fields["correlation"]},'
+            f'"device":{fields["device"]},"bytes":{fields["bytes"]}}}}}'
+        )
+
+    events = [
+        event(*draw(st.sampled_from([("kernel", "gemm"), ("hip_runtime", "hipLaunchKernel")])))
+        for _ in range(draw(st.integers(1, 4)))
+    ]
+    meta = f'"distributedInfo":{{"rank":{draw(PROFILER_NUMBERS)},"world_size":1}},'
+    return '{"schemaVersion":1,' + meta + '"traceEvents":[\n' + ",\n".join(events) + "\n]}"
+
+
+@FUZZ
+@given(profiler_traces() | JSON_VALUES.map(json_text) | DEEP_JSON)
+def test_profiler_traces_are_diagnosed_as_strict_json_or_refused(text: str) -> None:
+    from slotune.tuner.diagnose import diagnose_trace
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trace.json"
+        path.write_text(text, errors="surrogatepass")
+        try:
+            result = diagnose_trace(path)
+        except ConfigError:
+            return
+    json.dumps(result.to_dict(), allow_nan=False)  # --json prints strict JSON
+
+
+SLO_DOCUMENTS = st.one_of(
+    YAML_TEXT,
+    st.builds(
+        "version: prometheus/v1\nservice: s\nslos:\n  - name: {}\n    objective: {}\n"
+        "    sli:\n      events:\n        error_query: {}\n".format,
+        st.sampled_from(["a", "", "[]", "!!int 0xzz"]),
+        st.sampled_from(["99.9", "100", "nan", "!!float abc", "'99'"]),
+        st.sampled_from(
+            [
+                'sum(rate(vllm:request_success_total{finished_reason="abort"}[5m]))',
+                'vllm:e2e_request_latency_seconds_bucket{le="abc"}',
+                "up",
+                "{}",
+            ]
+        ),
+    ),
+    st.builds(
+        "apiVersion: pyrra.dev/v1alpha1\nkind: ServiceLevelObjective\nmetadata: {{name: a}}\n"
+        "spec:\n  target: {}\n  window: {}\n  indicator: {}\n".format,
+        st.sampled_from(["'99'", "0", "!!timestamp notatime", "[]"]),
+        st.sampled_from(["2w", "0s", "nan", "{}"]),
+        st.sampled_from(
+            [
+                '{latency: {success: {metric: vllm:time_to_first_token_seconds_bucket{le="0.5"}}}}',
+                "{ratio: {errors: {metric: up}}}",
+                "{bool_gauge: {}}",
+                "[]",
+            ]
+        ),
+    ),
+)
+
+
+@FUZZ
+@given(SLO_DOCUMENTS, st.binary(max_size=4))
+def test_slo_documents_of_every_format(text: str, tail: bytes) -> None:
+    from slotune.collector.alerts.openslo import load_slo_documents
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "slos.yaml"
+        path.write_bytes(text.encode() + tail)
+        with contextlib.suppress(ConfigError):
+            load_slo_documents(path)
