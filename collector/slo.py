@@ -379,7 +379,7 @@ class _Loader(yaml.SafeLoader):
             return super().construct_object(node, deep)
         except (ValueError, TypeError, AttributeError, OverflowError) as e:
             tag = node.tag.removeprefix("tag:yaml.org,2002:")
-            value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+            value = node.value if isinstance(node, yaml.ScalarNode) else type(node).__name__
             text = repr(value) if len(str(value)) <= 40 else f"{str(value)[:40]!r}..."
             raise yaml.constructor.ConstructorError(
                 None, None, f"!!{tag} {text} is not a valid {tag}", node.start_mark
