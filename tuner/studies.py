@@ -237,8 +237,16 @@ def export_study(name: str, url: str | None, fmt: str) -> str:
             f"study {name!r} has no configuration that met every SLO; "
             "relax the SLOs or run more trials before exporting"
         )
+    plan = load_plan(load_spec(name, resolve_url(url)))
+    # over the whole workload: the tuning sample may miss its longest requests
+    whole = plan.source or plan.trace
     return export_config(
-        report.best.config, engine=report.engine, model=report.model, gpu=report.gpu, fmt=fmt
+        report.best.config,
+        engine=report.engine,
+        model=report.model,
+        gpu=report.gpu,
+        fmt=fmt,
+        longest_tokens=max((r.input_tokens + r.output_tokens for r in whole.requests), default=0),
     )
 
 

@@ -44,6 +44,7 @@ from slotune.collector.workload import Trace, resolve_workload, retime
 from slotune.tuner.backends import BackendKind, make_backend
 from slotune.tuner.backends.launch import render_command
 from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
+from slotune.tuner.export import context_length_for
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sampler import SamplerKind, make_sampler
@@ -216,9 +217,11 @@ def build_space(spec: StudySpec, plan: WorkloadPlan) -> SearchSpace:
     Raises:
         ConfigError: an override names a parameter the engine lacks or has a wrong value.
     """
-    longest = max((r.input_tokens + r.output_tokens for r in plan.trace.requests), default=1)
-    # The engine must fit the longest request; a power of two as an operator would set it.
-    max_model_len = max(2048, 1 << (longest - 1).bit_length())
+    # The engine must fit the longest request of the whole workload, not only of the sample
+    # the trials replay: the exported configuration serves all of it.
+    whole = plan.source or plan.trace
+    longest = max((r.input_tokens + r.output_tokens for r in whole.requests), default=1)
+    max_model_len = context_length_for(longest, spec.model)
     defaults = engine_defaults(spec.engine, spec.model, spec.gpu, max_model_len=max_model_len)
     overrides = canonical_overrides(spec.engine, spec.space)
     check_overrides(spec.engine, overrides, defaults)

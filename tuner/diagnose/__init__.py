@@ -12,7 +12,7 @@
 """
 
 from slotune.tuner.diagnose._engine_rules import EngineFigures
-from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext
+from slotune.tuner.diagnose._findings import DEFAULT_TUNE_SLOS, Finding, Severity, TuneContext
 from slotune.tuner.diagnose._reader import TraceFileError
 from slotune.tuner.diagnose._runs import bench_run_trace
 from slotune.tuner.diagnose._settings import SimTarget
@@ -23,6 +23,7 @@ from slotune.tuner.diagnose.trace import TraceDiagnosis, diagnose_trace
 from slotune.tuner.diagnose.workload import WorkloadDiagnosis, diagnose_workload
 
 __all__ = [
+    "DEFAULT_TUNE_SLOS",
     "EngineFigures",
     "Finding",
     "LiveDiagnosis",

@@ -10,6 +10,8 @@ command line, the JSON, the store and the dashboard show them alike::
 ``tune_command`` is a ``slotune tune`` command whose search is restricted to the parameters
 that act on the finding (the other parameters of the default space are removed with
 ``--param NAME=-`` and keep the engine's default); it is None when none of them is tunable.
+It names the SLOs to tune against (the diagnosis's ``--slo``, else :data:`DEFAULT_TUNE_SLOS`),
+so with a workload in the context it runs as printed.
 """
 
 from __future__ import annotations
@@ -74,13 +76,19 @@ class Finding:
         }
 
 
+# What a tune command tunes against when the diagnosis was given no --slo: the interactive
+# chat SLOs of the demo and the docs' examples.
+DEFAULT_TUNE_SLOS = ("ttft:p99<=500ms", "itl:p99<=50ms")
+
+
 @dataclass(frozen=True, slots=True)
 class TuneContext:
     """The ``slotune tune`` flags that describe what the diagnosis was about (workload,
-    model, GPU), put in front of the parameter restriction."""
+    model, GPU), put in front of the parameter restriction, and the SLOs to tune against."""
 
     flags: tuple[str, ...] = field(default_factory=tuple)
     engine: str = "vllm"
+    slos: tuple[str, ...] = DEFAULT_TUNE_SLOS
 
 
 def finding(
@@ -118,6 +126,8 @@ def tune_command(parameters: Sequence[str], context: TuneContext) -> str | None:
     if not tunable:
         return None
     args = ["slotune", "tune", *context.flags]
+    for slo in context.slos:
+        args += ["--slo", slo]
     for name in searched:
         if name not in tunable:
             args += ["--param", f"{name}=-"]

@@ -18,6 +18,7 @@ from slotune.ui.cli._options import (
     EngineOption,
     NumRequestsOption,
     RateOption,
+    SloOption,
     TimeScaleOption,
     TraceOption,
     WorkloadOption,
@@ -151,6 +152,7 @@ def sim(
     engine: EngineOption = "vllm",
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
+    slo: SloOption = None,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -173,7 +175,9 @@ def sim(
             time_scale=time_scale,
         )
         source = ("--workload", workload_name) if workload_name else ("--trace", str(trace))
-        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *source), engine)
+        context = TuneContext(
+            ("--engine", engine, "--model", model, "--gpu", gpu, *source), engine, _slos(slo)
+        )
         result = diagnose_simulated(config, requests, context=context)
         data = result.to_dict()
         if not no_store:
@@ -183,6 +187,15 @@ def sim(
         print_json(data)
         return
     _render_simulated(result)
+
+
+def _slos(slo: list[str] | None) -> tuple[str, ...]:
+    """The SLOs the findings' tune commands name: the ones given (checked), else the default."""
+    from slotune.collector.slo import parse_slos
+    from slotune.tuner.diagnose import DEFAULT_TUNE_SLOS
+
+    parse_slos(slo or [])
+    return tuple(slo) if slo else DEFAULT_TUNE_SLOS
 
 
 def _render_simulated(result: SimDiagnosis) -> None:
@@ -218,6 +231,7 @@ def workload(
         typer.Option(min=10, help="First requests the simulator replays per setting compared."),
     ] = 1000,
     time_scale: TimeScaleOption = None,
+    slo: SloOption = None,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -230,7 +244,9 @@ def workload(
 
     with cli_errors():
         requests, flags = _workload_input(ctx, trace, workload_name, run_id)
-        context = TuneContext(("--engine", engine, "--model", model, "--gpu", gpu, *flags), engine)
+        context = TuneContext(
+            ("--engine", engine, "--model", model, "--gpu", gpu, *flags), engine, _slos(slo)
+        )
         result = diagnose_workload(
             requests,
             target=SimTarget(engine, model, gpu),
