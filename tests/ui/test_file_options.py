@@ -44,6 +44,7 @@ FILE_OPTIONS = {
         "FILE",
     ],
     "plan capacity --trace": ["plan", "capacity", *SIM, "--trace", "FILE"],
+    "sim --catalog": ["sim", *SIM, "--catalog", "FILE"],
 }
 
 

@@ -189,5 +189,5 @@ def test_bad_yaml_is_a_clear_error(tmp_path: Path, text: str, message: str):
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path):
-    with pytest.raises(ConfigError, match="cannot read catalog file"):
+    with pytest.raises(ConfigError, match="cannot read the catalog file"):
         load_catalog_file(tmp_path / "nope.yaml")

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import read_text
 from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec, StepTerms
 
 CATALOG_ENV = "SLOTUNE_CATALOG"
@@ -106,18 +107,17 @@ def _get_registry() -> _Registry:
     if env and env != _registry.env_loaded:
         for part in env.split(":"):
             if part.strip():
-                _load_text(_registry, _read(Path(part.strip()), CATALOG_ENV), part)
+                _load_text(
+                    _registry,
+                    _read(Path(part.strip()), f"catalog file named in {CATALOG_ENV}"),
+                    part,
+                )
         _registry.env_loaded = env
     return _registry
 
 
 def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text("utf-8")
-    except OSError as e:
-        raise ConfigError(
-            f"cannot read catalog file {path} ({what}): {e.strerror}; check the path"
-        ) from e
+    return read_text(path, what, ConfigError)
 
 
 def load_catalog_file(path: str | Path) -> tuple[list[str], list[str]]:
