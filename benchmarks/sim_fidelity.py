@@ -46,7 +46,8 @@ class Point:
         return round(1 + (self.e2e_ms - self.ttft_ms) / self.itl_ms)
 
 
-def _points(rate_70b: float) -> list[Point]:
+def published_points(rate_70b: float = 2.0) -> list[Point]:
+    """DESIGN's published points (the 70B point at an assumed rate)."""
     l7b = VllmConfig(
         model="llama-2-7b",
         gpu="h100-sxm",
@@ -97,7 +98,7 @@ def main() -> None:
         f"{'error':>8}  target"
     )
     errors: dict[str, list[float]] = {"nominal": [], "implied": []}
-    for point in _points(args.rate_70b):
+    for point in published_points(args.rate_70b):
         for label, out in (
             ("nominal", point.output_tokens),
             ("implied", point.implied_output_tokens),

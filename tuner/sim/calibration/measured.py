@@ -22,7 +22,7 @@ from slotune.collector.errors import ConfigError
 from slotune.collector.observed import ObservedRequest
 from slotune.tuner.sim.calibration._replay import Requests, requests_of, simulate, with_terms
 from slotune.tuner.sim.calibration.objective import Errors, errors
-from slotune.tuner.sim.calibration.step_fit import TermFit, fit_terms
+from slotune.tuner.sim.calibration.step_fit import GROUP_SIZE, TermFit, fit_terms
 from slotune.tuner.sim.catalog import Efficiency, gpu_entry
 from slotune.tuner.sim.config import (
     EngineConfig,
@@ -129,6 +129,7 @@ def calibrate(
     fit_fraction: float = DEFAULT_FIT_FRACTION,
     held_out: Sequence[ObservedRequest] | None = None,
     held_out_on: str = "",
+    group_size: int = GROUP_SIZE,
 ) -> CalibrationReport:
     """Fit the step-time terms to measured requests and judge the fit.
 
@@ -141,6 +142,7 @@ def calibrate(
         held_out: another run to judge on instead (e.g. at another rate); all of
             ``observed`` is fitted then.
         held_out_on: a description of ``held_out`` for the report.
+        group_size: requests per fitted mean (``step_fit.fit_terms``).
 
     Raises:
         ConfigError: too few requests to fit.
@@ -158,7 +160,7 @@ def calibrate(
         )
     everything = requests_of(observed, "observed")
     fit_requests = everything.head(num_fit)
-    fit = fit_terms(resolved, fit_requests)
+    fit = fit_terms(resolved, fit_requests, group_size=group_size)
     fitted = with_terms(resolved, fit.terms)
     if held_out is not None:
         judged = requests_of(held_out, "held out")

@@ -38,7 +38,7 @@ _PRIOR_SD = 1.0
 _STEP = 0.25  # finite-difference step, in prior standard deviations
 _MAX_ITERATIONS = 6
 _MIN_SCALE = 0.02  # floor of a group's standard error (log units)
-_GROUP = 10  # requests per residual: group means, because the objective judges means
+GROUP_SIZE = 10  # requests per residual: group means, because the objective judges means
 # A request counts as not queued when it waited under this share of its TTFT for its
 # first step (in the replay): the rest of its TTFT is its own prefill.
 _MAX_WAIT_SHARE = 0.5
@@ -105,8 +105,11 @@ def _terms(theta: np.ndarray, units: np.ndarray) -> StepTerms:
 class _Problem:
     """Residuals and replays of one fit."""
 
-    def __init__(self, config: ResolvedConfig, requests: Requests, units: np.ndarray) -> None:
+    def __init__(
+        self, config: ResolvedConfig, requests: Requests, units: np.ndarray, group_size: int
+    ) -> None:
         self.config, self.requests, self.units = config, requests, units
+        self.group_size = group_size
         self.num_simulations = 0
 
     def simulate(self, theta: np.ndarray) -> Simulated:
@@ -122,8 +125,9 @@ class _Problem:
         tpot = np.isfinite(m["tpot"]) & (m["tpot"] > 0) & np.isfinite(sim.tpot) & (sim.tpot > 0)
         prompt = np.array([r.input_tokens for r in self.requests.trace.requests])
         by_prompt = np.flatnonzero(ttft)[np.argsort(prompt[ttft], kind="stable")]
-        return [("ttft", g) for g in _chunks(by_prompt)] + [
-            ("tpot", g) for g in _chunks(np.flatnonzero(tpot))
+        size = self.group_size
+        return [("ttft", g) for g in _chunks(by_prompt, size)] + [
+            ("tpot", g) for g in _chunks(np.flatnonzero(tpot), size)
         ]
 
     def log_means(
@@ -132,9 +136,9 @@ class _Problem:
         return np.array([np.log(np.mean(values[k][g])) for k, g in groups])
 
 
-def _chunks(indices: np.ndarray) -> list[np.ndarray]:
-    """Consecutive groups of about ``_GROUP`` requests (the last one absorbs the rest)."""
-    n = max(1, indices.size // _GROUP)
+def _chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
+    """Consecutive groups of about ``size`` requests (the last one absorbs the rest)."""
+    n = max(1, indices.size // size)
     return [g for g in np.array_split(indices, n) if g.size]
 
 
@@ -157,16 +161,22 @@ def _map_loss(r: np.ndarray, w: np.ndarray, theta: np.ndarray) -> float:
     return float(np.sum(w * r**2) + np.sum(theta**2) / _PRIOR_SD**2)
 
 
-def fit_terms(config: ResolvedConfig, requests: Requests) -> TermFit:
+def fit_terms(
+    config: ResolvedConfig, requests: Requests, *, group_size: int = GROUP_SIZE
+) -> TermFit:
     """The posterior of the step terms given the measured requests (module docstring).
 
-    ``config`` is the prior; step terms it already carries are where the search starts,
-    and they are replaced, not added to.
+    Args:
+        config: the prior; step terms it already carries are where the search starts, and
+            they are replaced, not added to.
+        requests: the measured requests.
+        group_size: requests per residual; a run known only by its means (every request
+            carries the run's mean) is fitted as one group per metric.
     """
     base = config.gpu.efficiency.step_terms
     sim = simulate(config, requests)
     units = _units(config, requests, sim)
-    problem = _Problem(config, requests, units)
+    problem = _Problem(config, requests, units, group_size)
     theta = np.array([getattr(base, k) for k in TERMS]) / units
     measured = requests.measured
     k = len(TERMS)
