@@ -25,7 +25,13 @@ LAST_LINES = 3
 # they print something alike.
 _PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("loading the model", re.compile(r"load(ing)? (the )?model|Loading weights|checkpoint shards")),
-    ("compiling", re.compile(r"torch\.compile|Compiling a graph|Dynamo bytecode|compile range")),
+    # Not "torch.compile" alone: with --enforce-eager vLLM says it is "disabling torch.compile".
+    (
+        "compiling",
+        re.compile(
+            r"torch\.compile takes|Compiling a graph|Dynamo bytecode transform|Start compiling"
+        ),
+    ),
     ("capturing graphs", re.compile(r"Capturing CUDA graph|cudagraph capturing", re.IGNORECASE)),
     (
         "starting the server",
