@@ -16,6 +16,11 @@ _REPLY = (
 )
 
 
+# the fake answers its /metrics reads with the same reply, which the vLLM source refuses:
+# keep the backend in (polls are not under test here)
+_NEVER_EJECT = "circuit_breaker: {failures: 1000000}\n"
+
+
 @pytest.fixture
 def backend() -> Iterator[FakeBackend]:
     fake = FakeBackend(_REPLY)
@@ -48,7 +53,8 @@ def backend() -> Iterator[FakeBackend]:
 def test_bodies_it_cannot_route_get_400_with_the_reason(
     backend: FakeBackend, body: bytes, message: str
 ) -> None:
-    with running_proxy(fleet_yaml([backend.url])) as proxy, httpx.Client(timeout=60) as client:
+    text = fleet_yaml([backend.url], extra=_NEVER_EJECT)
+    with running_proxy(text) as proxy, httpx.Client(timeout=60) as client:
         r = client.post(proxy.url + "/v1/completions", content=body)
         assert r.status_code == 400
         error = r.json()["error"]
@@ -59,7 +65,8 @@ def test_bodies_it_cannot_route_get_400_with_the_reason(
 
 
 def test_only_end_to_end_headers_are_forwarded_both_ways(backend: FakeBackend) -> None:
-    with running_proxy(fleet_yaml([backend.url])) as proxy, httpx.Client(timeout=60) as client:
+    text = fleet_yaml([backend.url], extra=_NEVER_EJECT)
+    with running_proxy(text) as proxy, httpx.Client(timeout=60) as client:
         for name in ("Accept-Encoding", "User-Agent"):
             del client.headers[name]  # httpx's own defaults: this client sends neither
         r = client.post(
@@ -91,7 +98,7 @@ def _connect(port: int) -> socket.socket:
 
 
 def test_a_client_that_does_not_finish_its_request_is_cut_off(backend: FakeBackend) -> None:
-    text = fleet_yaml([backend.url], extra="timeouts: {client: 1s}\n")
+    text = fleet_yaml([backend.url], extra=_NEVER_EJECT + "timeouts: {client: 1s}\n")
     with running_proxy(text) as proxy:
         with _connect(proxy.port) as slow_head:
             slow_head.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n")
