@@ -34,7 +34,7 @@ from slotune.collector.workload.synthetic import Column, parse_length_spec, synt
 from slotune.tuner.sim import VllmConfig
 from slotune.tuner.sim.calibration.measured import calibrate, simulated_errors
 from slotune.tuner.sim.calibration.objective import Errors
-from slotune.tuner.sim.catalog import Efficiency, load_catalog_file
+from slotune.tuner.sim.catalog import Efficiency, StepTerms, load_catalog_file
 from slotune.tuner.sim.config import ResolvedConfig, resolve
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import replay
@@ -83,12 +83,11 @@ def _perturbed(
     return out
 
 
-def _terms(report_terms: object, sd: object) -> str:
-    parts = []
-    for f in dataclasses.fields(report_terms):  # type: ignore[arg-type]
-        v, s = getattr(report_terms, f.name), getattr(sd, f.name)
-        parts.append(f"{f.name} {v:+.3g} ± {s:.2g}")
-    return ", ".join(parts)
+def _terms(terms: StepTerms, sd: StepTerms) -> str:
+    return ", ".join(
+        f"{f.name} {getattr(terms, f.name):+.3g} ± {getattr(sd, f.name):.2g}"
+        for f in dataclasses.fields(StepTerms)
+    )
 
 
 def perturbed(requests: int, seed: int) -> None:
