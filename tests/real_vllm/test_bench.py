@@ -3,8 +3,9 @@ requests (the growth of their ``_sum`` and ``_count`` between a scrape before an
 
 Tolerance, and why (docs/real-vllm.md has the measured table):
 
-- Counts are exact: vLLM observed one TTFT, TPOT and E2E per measured request and one ITL per
-  gap between two output tokens, as many as the client timed.
+- Counts are exact: vLLM observed one TTFT, TPOT and E2E per measured request, as many as the
+  client timed, and one ITL per gap between two output tokens. The client times no more gaps
+  than that (fewer when two tokens arrive in one chunk).
 - TTFT and E2E: the client's interval contains vLLM's. vLLM starts its clock when the API
   server has read and tokenized the request, and stops it when its front end processes the
   engine's output, before detokenizing and writing the SSE event; the client starts before
@@ -66,7 +67,7 @@ def test_bench_figures_sit_next_to_vllms_histograms(
 
     for metric in ("ttft", "tpot", "e2e"):
         assert table[metric][2] == table[metric][3] == NUM_REQUESTS, metric
-    assert table["itl"][2] == table["itl"][3] == NUM_REQUESTS * (OUTPUT_TOKENS - 1)
+    assert table["itl"][2] == NUM_REQUESTS * (OUTPUT_TOKENS - 1) >= table["itl"][3]
     assert delta(after, before, "vllm:generation_tokens_total") == NUM_REQUESTS * OUTPUT_TOKENS
     for metric in ("ttft", "e2e"):
         client_ms, vllm_ms, _, _ = table[metric]
