@@ -38,7 +38,7 @@ from slotune.collector.alerts.openslo import (
 )
 from slotune.collector.alerts.policy import SRE_WORKBOOK
 from slotune.collector.errors import SLOSpecError
-from slotune.collector.slo import SLI, SLO, Alerting, parse_duration_s
+from slotune.collector.slo import _NAME_RE, SLI, SLO, Alerting, _check_unique, parse_duration_s
 
 Documents = list[tuple[Any, dict[tuple[Any, ...], int]]]
 Fail = Callable[[tuple[Any, ...], str], SLOSpecError]
@@ -79,6 +79,7 @@ def parse_sloth(docs: Documents, *, source: str) -> list[SLO]:
             item = _mapping(item, path, _failer(source, lines, "Sloth"))
             name = "-".join(p for p in (service, str(item.get("name") or "")) if p)
             fail = _failer(source, lines, f"Sloth SLO {name!r}")
+            _check_name(name, (*path, "name"), fail)
             target = _percent(item.get("objective"), (*path, "objective"), fail)
             slo = _sloth_sli(name, item.get("sli"), (*path, "sli"), fail, target)
             labels = {
@@ -94,6 +95,7 @@ def parse_sloth(docs: Documents, *, source: str) -> list[SLO]:
                     alerting=replace(alerting, labels=labels),
                 )
             )
+    _check_unique(out, where=source)
     return out
 
 
@@ -113,6 +115,7 @@ def parse_pyrra(docs: Documents, *, source: str) -> list[SLO]:
             or ""
         )
         fail = _failer(source, lines, f"Pyrra SLO {name!r}")
+        _check_name(name, ("metadata", "name"), fail)
         if doc.get("kind") != "ServiceLevelObjective":
             raise fail(("kind",), f"{doc.get('kind')!r} is not a Pyrra ServiceLevelObjective")
         spec = _mapping(doc.get("spec"), ("spec",), fail)
@@ -130,6 +133,7 @@ def parse_pyrra(docs: Documents, *, source: str) -> list[SLO]:
                 alerting=Alerting(enabled=alerting.get("disabled") is not True),
             )
         )
+    _check_unique(out, where=source)
     return out
 
 
@@ -223,6 +227,11 @@ def _is_number(text: str) -> bool:
         return 0 < float(text) < math.inf
     except ValueError:
         return False
+
+
+def _check_name(name: str, path: tuple[Any, ...], fail: Fail) -> None:
+    if not _NAME_RE.match(name):
+        raise fail(path, f"{name!r} is not a slotune SLO name: lowercase letters, digits and '-_.'")
 
 
 def _percent(value: Any, path: tuple[Any, ...], fail: Fail) -> float:

@@ -141,3 +141,15 @@ def test_what_does_not_map_is_one_line(tmp_path: Path, text: str, expected: str)
     with pytest.raises(SLOSpecError) as e:
         load_slo_documents(path)
     assert expected in str(e.value)
+
+
+def test_names_are_checked_as_slotune_names(tmp_path: Path) -> None:
+    query = 'sum(rate(vllm:request_success_total{finished_reason="abort"}[5m]))'
+    body = "    objective: 99\n    sli:\n      events:\n        error_query: " + query + "\n"
+    path = tmp_path / "s.yaml"
+    path.write_text("version: prometheus/v1\nservice: S\nslos:\n  - name: a\n" + body)
+    with pytest.raises(SLOSpecError, match="'S-a' is not a slotune SLO name"):
+        load_slo_documents(path)
+    path.write_text("version: prometheus/v1\nslos:\n  - name: a\n" + body + "  - name: a\n" + body)
+    with pytest.raises(SLOSpecError, match="two SLOs are named 'a'"):
+        load_slo_documents(path)
