@@ -21,6 +21,7 @@ from rich.text import Text
 
 from slotune.collector.bench.compare import ComparisonRow
 from slotune.collector.bench.maxrate import MaxRateResult
+from slotune.collector.figures import figure
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.store import BenchRunInfo
@@ -98,13 +99,11 @@ def _pcts(values_s: list[float]) -> str:
 
 
 def _ms(x: Any) -> str:
-    return "-" if x is None else f"{x:,.2f}"
+    return figure(x)
 
 
 def _num(x: Any, unit: str = "") -> str:
-    if x is None:
-        return "-"
-    return f"{x:,.2f}{unit}" if isinstance(x, float) else f"{x}{unit}"
+    return figure(x, unit) if x is None or isinstance(x, int | float) else f"{x}{unit}"
 
 
 def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType:
@@ -118,7 +117,7 @@ def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType
         lat.add_row(
             name,
             *(_ms(block.get(s)) for s in ("mean", "p50", "p90", "p95", "p99", "p99.9")),
-            str(block.get("count", 0)),
+            figure(block.get("count", 0)),
         )
     totals = Table.grid(padding=(0, 2))
     totals.add_column()

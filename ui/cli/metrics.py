@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from slotune.collector.figures import figure
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _up(s: TargetMetricsSummary) -> str:
 
 
 def _num(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3g}"
+    return figure(v)
 
 
 def _pct(v: float | None) -> str:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from slotune.collector.figures import figure
 from slotune.ui.cli._common import (
     JsonOption,
     cli_errors,
@@ -270,7 +271,7 @@ def list_command(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"
+    return figure(x)
 
 
 def _gain(x: float | None) -> str:
