@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from slotune.collector.alerts.promrules import ALERT_NAME
 from slotune.collector.store import open_store, upgrade
+from slotune.collector.views import SLOState, slo_statuses
 from slotune.ui.cli import app
 
 SLOS = """slos:
@@ -139,3 +141,25 @@ def test_delete_a_threshold_rule(sqlite_url: str) -> None:
     assert slotune(sqlite_url, "alerts", "delete", "kv")[0] == 0
     code, _, err = slotune(sqlite_url, "alerts", "delete", "kv")
     assert code == 1 and "no threshold rule named 'kv'" in err
+
+
+def test_an_slo_whose_data_stopped_shows_no_data(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    now = time.time()
+    with open_store(sqlite_url) as store:
+        # burning hard, but the agent stopped 10 minutes ago
+        steady(
+            store, "a", start=now - 1800, end=now - 600, step=10, good_per_step=5, bad_per_step=5
+        )
+    slos = tmp_path / "slos.yaml"
+    slos.write_text(SLOS)
+    assert slotune(sqlite_url, "slo", "apply", str(slos))[0] == 0
+    code, out, _ = slotune(sqlite_url, "alerts", "evaluate", "--json")
+    (status,) = json.loads(out)
+    assert code == 0 and status["state"] == "no_data" and status["value"] is None
+    assert re.search(r"no data: the newest sample of its series is 6\d\ds old", status["message"])
+    code, out, _ = slotune(sqlite_url, "alerts", "evaluate")
+    assert "no data" in out and " ok " not in out
+    with open_store(sqlite_url) as store:
+        (view,) = slo_statuses(store)
+    assert view.state is SLOState.NO_DATA
