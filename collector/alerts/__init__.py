@@ -9,8 +9,8 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
   and ``alerting`` settings (what ``slo_status`` should be given).
 - :func:`evaluate_all` ``(store, at_ts) -> list[RuleStatus]``: every enabled alert rule (SLO
   burn-rate rules ``SLO:severity`` and threshold rules, one status per rule and target) at a
-  time: state ``ok`` / ``pending`` / ``firing`` / ``error``, value, burn rates, silence;
-  stateless except for hysteresis, which reads the instance's newest stored event.
+  time: state ``ok`` / ``pending`` / ``firing`` / ``no_data`` / ``error``, value, burn rates,
+  silence; stateless except for hysteresis, which reads the instance's newest stored event.
 - :func:`burn_windows`, :func:`error_budget`, :func:`burn_rate`: the policy maths.
 - :class:`SliReader`, :func:`bench_counts`: good / total counts from engine histograms and
   availability counters, or from benchmark records.
@@ -18,7 +18,8 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
 Modules, one job each: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (counts),
 ``status`` (one SLO at a time), ``metrics`` / ``rules`` / ``thresholds`` (threshold rules),
 ``slo_rules`` (an SLO's stored alert rules), ``evaluator`` (all rules, events, the loop),
-``notify`` (Alertmanager, Slack, log), ``promrules`` (Prometheus rule export), ``openslo``
+``notify`` (Alertmanager, Slack, log), ``dispatch`` (what each receiver is sent when, from
+the store's delivery outbox), ``promrules`` (Prometheus rule export), ``openslo``
 (OpenSLO v1 import), ``history`` (OpenMetrics history import).
 """
 

@@ -215,7 +215,11 @@ def _http_url(kind: str, url: str) -> SplitResult:
     Raises:
         ConfigError: naming what is wrong (never the URL, which may carry a token).
     """
-    example = f"e.g. {kind}=http://127.0.0.1:9093"
+    example = (
+        "e.g. alertmanager=http://127.0.0.1:9093"
+        if kind == "alertmanager"
+        else f"e.g. {kind}=https://hooks.slack.com/services/…"
+    )
     try:
         parts = urlsplit(url)
         port = parts.port

@@ -349,7 +349,9 @@ def test_notify_cmd(notify: NotifyOption = ["log"]) -> None:  # noqa: B006
         notifier = run(make_notifier, spec)
         for problem in test_alerts(notifier):
             failures += 1
-            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+            err_console.print(
+                f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True
+            )
     if failures:
         raise typer.Exit(code=1)
     console.print(f"sent a test alert and its resolve to {len(notify)} receiver(s)")
