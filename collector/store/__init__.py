@@ -59,7 +59,7 @@ from slotune.collector.store._records import (
     StudyStatus,
     TargetInfo,
 )
-from slotune.collector.store._retention import prune, rollup
+from slotune.collector.store._retention import prune, rollup, vacuum
 from slotune.collector.store._samples import write_samples
 from slotune.collector.store._slos import delete_slo, list_slos, save_slos
 from slotune.collector.store._store import (
@@ -156,6 +156,7 @@ __all__ = [
     "silence_rule",
     "touch_worker",
     "upgrade",
+    "vacuum",
     "values_at",
     "write_samples",
 ]

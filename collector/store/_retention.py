@@ -23,7 +23,7 @@ from slotune.collector.store._models import (
     SampleRollup,
 )
 from slotune.collector.store._records import RetentionCounts
-from slotune.collector.store._store import Store
+from slotune.collector.store._store import Store, translate_errors
 
 # Matches collector.series.is_cumulative, in SQL.
 _CUMULATIVE_SQL = (
@@ -63,6 +63,35 @@ def prune(store: Store, older_than_s: float, *, now: float | None = None) -> Ret
         )
     store.cache.clear()
     return counts
+
+
+def vacuum(store: Store) -> int | None:
+    """Give the space of deleted rows back: SQLite rewrites the file (``VACUUM``), which
+    otherwise never shrinks; PostgreSQL marks it reusable (``VACUUM ANALYZE`` of the pruned
+    tables; autovacuum would do it later).
+
+    Returns:
+        Bytes the SQLite file shrank by; None on PostgreSQL.
+    """
+    # VACUUM cannot run inside a transaction: an autocommit connection of its own.
+    with translate_errors(store.url), store.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        if store.is_sqlite:
+            before = _sqlite_bytes(conn)
+            conn.execute(text("VACUUM"))
+            return max(0, before - _sqlite_bytes(conn))
+        for model in _PRUNED:
+            conn.execute(text(f"VACUUM ANALYZE {model.__tablename__}"))
+    return None
+
+
+_PRUNED = (Sample, SampleRollup, CounterReset, AlertEvent)
+
+
+def _sqlite_bytes(conn: Connection) -> int:
+    pages = conn.execute(text("PRAGMA page_count")).scalar() or 0
+    size = conn.execute(text("PRAGMA page_size")).scalar() or 0
+    return int(pages) * int(size)
 
 
 def rollup(

@@ -63,11 +63,19 @@ def prune_cmd(
             help="Also roll samples older than this up to 1-minute points (e.g. 2d).",
         ),
     ] = None,
+    vacuum_: Annotated[
+        bool,
+        typer.Option(
+            "--vacuum/--no-vacuum",
+            help="Then give the freed space back (SQLite: VACUUM rewrites the file, blocking "
+            "writers meanwhile; PostgreSQL: VACUUM ANALYZE of the pruned tables).",
+        ),
+    ] = True,
     json: JsonOption = False,
 ) -> None:
     """Delete old telemetry and roll up older samples; runs, SLOs and studies are kept."""
     from slotune.collector.slo import parse_duration_s
-    from slotune.collector.store import open_store, prune, rollup
+    from slotune.collector.store import open_store, prune, rollup, vacuum
 
     older_s = run(parse_duration_s, older_than, field_name="--older-than")
     after_s = (
@@ -76,15 +84,20 @@ def prune_cmd(
         else run(parse_duration_s, rollup_after, field_name="--rollup-after")
     )
     with run(open_store, db_url(ctx)) as store:
-        report = {"pruned": run(prune, store, older_s).to_dict()}
+        report: dict[str, dict[str, int | None]] = {
+            "pruned": {**run(prune, store, older_s).to_dict()}
+        }
         if after_s is not None:
-            report["rolled_up"] = run(rollup, store, after_s).to_dict()
+            report["rolled_up"] = {**run(rollup, store, after_s).to_dict()}
+        if vacuum_:
+            report["vacuumed"] = {"bytes_freed": run(vacuum, store)}
     if json:
         print_json(report)
         return
     for action, counts in report.items():
         console.print(
-            f"{action}: " + ", ".join(f"{n} {k}" for k, n in counts.items()), highlight=False
+            f"{action}: " + ", ".join(f"{'-' if n is None else n} {k}" for k, n in counts.items()),
+            highlight=False,
         )
 
 

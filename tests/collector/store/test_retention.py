@@ -18,6 +18,7 @@ from slotune.collector.store import (
     record_alert_event,
     rollup,
     save_alert_rule,
+    vacuum,
     write_samples,
 )
 from slotune.collector.store._models import Sample
@@ -86,3 +87,18 @@ def test_prune_deletes_old_telemetry_only(store: Store) -> None:
     assert counter_increase(store, "e1", "reqs_total", T0 + 300, T0 + 595) == pytest.approx(
         10 * 9 + 3 + 10 * 49
     )
+
+
+def test_vacuum_gives_pruned_space_back(store: Store) -> None:
+    write_samples(
+        store,
+        [SampleIn("e1", f"g{i % 50}", "gauge", {}, T0 + i, 0.5) for i in range(20_000)],
+    )
+    prune(store, older_than_s=1.0, now=T0 + 30_000)
+    freed = vacuum(store)
+    if store.is_sqlite:
+        assert freed is not None and freed > 0  # the file shrank
+        assert vacuum(store) == 0  # nothing left to give back
+    else:
+        assert freed is None
+    assert latest_value(store, "e1", "g1", at_ts=T0 + 30_000) is None
