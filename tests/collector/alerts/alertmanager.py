@@ -1,4 +1,5 @@
-"""A real Alertmanager (Debian's ``prometheus-alertmanager``) on 127.0.0.1 for tests."""
+"""A real Alertmanager (Debian's ``prometheus-alertmanager``) on 127.0.0.1 for tests, and
+waiting for a Prometheus-family server to be ready."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ class Alertmanager:
             for line in lines
             if line.startswith("alertmanager_alerts_received_total{")
         )
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], what: str, log: Path | None = None) -> None:
+    """Wait until a Prometheus-family server at ``url`` answers ``/-/ready``."""
+    deadline = time.monotonic() + START_DEADLINE_S
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not start: " + (log.read_text() if log else ""))
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -76,19 +92,7 @@ receivers:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_DEADLINE_S
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/-/ready", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    "alertmanager did not start: " + (tmp_path / "alertmanager.log").read_text()
-                )
-            time.sleep(0.2)
+        wait_ready(url, proc, "alertmanager", tmp_path / "alertmanager.log")
         yield Alertmanager(url)
     finally:
         proc.terminate()
