@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -60,12 +61,33 @@ def demo(
         speedup=speedup,
         rate=rate or DEMO_RATE,
     )
+    run(create_if_new, db_url(ctx))
     with bar:
         result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)
     if as_json:
         print_json(result.to_dict())
         return
     _render(result)
+
+
+def create_if_new(url: str | None) -> None:
+    """Create the ``--db`` store the demo was pointed at when it does not exist yet (a SQLite
+    file not there, or a database without slotune's schema), as the default store is on
+    first use. An existing store of another revision is left for ``slotune db upgrade``."""
+    from sqlalchemy.engine import make_url
+
+    from slotune.collector.store import schema_status, upgrade
+
+    if url is None:
+        return
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = parsed.database
+        if path and path != ":memory:" and not Path(path).exists():
+            upgrade(url)
+            return
+    if schema_status(url).current is None:
+        upgrade(url)
 
 
 def _render(result: DemoResult) -> None:
