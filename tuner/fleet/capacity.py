@@ -147,12 +147,19 @@ def busiest_window(trace: Trace, window_s: float) -> tuple[float, int]:
     return float(t[i]), int(counts[i])
 
 
+def mean_rate(trace: Trace) -> float:
+    """Requests per second over the whole trace."""
+    return len(trace) / max(trace.duration_s, 1.0)
+
+
 def peak_rate(trace: Trace, window_s: float = PEAK_WINDOW_S) -> float:
-    """Most arrivals in any ``window_s`` window, per second (the mean for shorter traces)."""
+    """Most arrivals in any ``window_s`` window, per second (the mean for shorter traces);
+    never below :func:`mean_rate`, which a window's edges can otherwise undercut on a trace
+    barely longer than a window."""
     span = trace.duration_s - (trace.requests[0].timestamp_s if len(trace) else 0.0)
     if span <= window_s:
-        return len(trace) / max(span, 1.0)
-    return busiest_window(trace, window_s)[1] / window_s
+        return max(len(trace) / max(span, 1.0), mean_rate(trace))
+    return max(busiest_window(trace, window_s)[1] / window_s, mean_rate(trace))
 
 
 def replica_capacity(
@@ -285,9 +292,9 @@ def plan_capacity(
         plans[1] = _renamed(plans[1], "long")
         splits.append(layout("split", t, plans))
     split = min(splits, key=lambda p: p.cost_per_hour) if splits else None
-    return CapacityPlan(
-        peak, len(trace) / max(trace.duration_s, 1.0), headroom, one_pool, split, prices.as_of
-    )
+    # A --rate below the trace's own mean is the peak the user plans for: the mean cost is
+    # computed at no more than it.
+    return CapacityPlan(peak, min(mean_rate(trace), peak), headroom, one_pool, split, prices.as_of)
 
 
 def _renamed(plan: PoolPlan, pool: str) -> PoolPlan:

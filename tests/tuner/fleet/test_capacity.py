@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import list_diagnoses, open_store, upgrade
-from slotune.tuner.fleet.capacity import peak_rate, plan_capacity
+from slotune.collector.workload.traces import Trace, TraceRequest
+from slotune.tuner.fleet.capacity import mean_rate, peak_rate, plan_capacity
 from slotune.tuner.fleet.pools import parse_pool
 from slotune.tuner.fleet.prices import gpu_prices
 from slotune.tuner.sim.simulator import load_workload
@@ -45,6 +46,14 @@ def test_peak_rate_is_the_busiest_minute() -> None:
     trace = load_workload(workload="azure-conv")
     mean = len(trace) / trace.duration_s
     assert mean < peak_rate(trace) < 5 * mean
+
+
+def test_the_peak_is_never_below_the_mean() -> None:
+    # steady 40.25 req/s for just over a minute: every 60-s window holds a little less than
+    # the whole trace's mean, by its edges
+    n = 2456
+    trace = Trace("steady", tuple(TraceRequest(i / 40.25, 100, 10) for i in range(n)))
+    assert peak_rate(trace) >= mean_rate(trace) == pytest.approx(40.25, rel=1e-3)
 
 
 @pytest.mark.parametrize(
