@@ -15,10 +15,16 @@ from slotune.collector.slo import SLO
 from slotune.collector.workload import Trace
 from slotune.tuner.fleet.autoscale import Autoscaler, ScaleEvent, ScalingPolicy, ScalingSettings
 from slotune.tuner.fleet.capacity import replica_capacity
+from slotune.tuner.fleet.health import HealthSettings, Outage
 from slotune.tuner.fleet.pools import PoolSpec, check_unique
 from slotune.tuner.fleet.prices import GpuPrices
 from slotune.tuner.fleet.registry import policy_from_name
-from slotune.tuner.fleet.simulator import FleetResult, policy_context, simulate_fleet
+from slotune.tuner.fleet.simulator import (
+    FleetResult,
+    ReplayProgress,
+    policy_context,
+    simulate_fleet,
+)
 
 STATIC = "static"
 _SAMPLE_REQUESTS = 500
@@ -70,6 +76,8 @@ class AutoscaleResult:
             "scaling": self.scaling,
             "slo_violations": s.extra["slo_violations"],
             "shed": s.extra["shed"],
+            "failed": s.extra["failed"],
+            "breaker_ejections": s.extra["breaker_ejections"],
             "gpu_hours": s.extra["gpu_hours"],
             "max_replicas": self.max_replicas,
             "goodput": s.goodput,
@@ -131,7 +139,9 @@ def plan_autoscale(
     slos: Sequence[SLO] = (),
     day_s: float | None = None,
     seed: int = 0,
-    progress: Callable[[str], None] | None = None,
+    outages: Sequence[Outage] = (),
+    health: HealthSettings | None = None,
+    progress: ReplayProgress | None = None,
 ) -> AutoscalePlan:
     """Replay ``trace`` under each scaling policy and under the static starting fleet.
 
@@ -145,32 +155,49 @@ def plan_autoscale(
         slos: SLOs for violations and goodput.
         day_s: one day of the trace (schedules repeat daily); default the whole trace.
         seed: seed of the capacity measurements.
-        progress: told what runs.
+        outages: replicas of the starting fleet failing during the replay.
+        health: the proxy's circuit breaker settings facing them.
+        progress: told what runs and how far it is.
 
     Raises:
-        ConfigError: a bad pool, routing policy or price.
+        ConfigError: a bad pool, routing policy, price or outage.
     """
     check_unique(list(pools))
-    context = policy_context(pools, trace, slos)
+    context = policy_context(pools, trace, slos, specs=[routing])
     policy_from_name(routing, context)  # a bad spec fails before anything runs
     if progress is not None:
-        progress("pool costs per SLO-met request")
+        progress("pool costs per SLO-met request", 0.0, 1.0)
     costs = pool_costs(pools, trace, slos, prices, seed)
+    if progress is not None:
+        progress("pool costs per SLO-met request", 1.0, 1.0)
     order = [c.pool for c in costs]
     groups = [[p] for p in order] if routing.split(":")[0] == "length-pools" else [order]
     day = day_s if day_s is not None else max(trace.duration_s, 1.0)
     results = []
     for spec in [None, *scaling]:
         name = STATIC if spec is None else spec.text
-        if progress is not None:
-            progress(name)
         controller = None if spec is None else Autoscaler(spec, settings, groups, day)
         fleet = simulate_fleet(
-            pools, trace, policy_from_name(routing, context), slos=slos, controller=controller
+            pools,
+            trace,
+            policy_from_name(routing, context),
+            slos=slos,
+            controller=controller,
+            outages=outages,
+            health=health,
+            progress=_told(progress, name, trace.duration_s),
         )
         events = tuple(controller.events) if controller is not None else ()
         results.append(AutoscaleResult(name, fleet, events, _max_replicas(pools, events)))
     return AutoscalePlan(routing, day, tuple(costs), tuple(results))
+
+
+def _told(
+    progress: ReplayProgress | None, what: str, total_s: float
+) -> Callable[[float], None] | None:
+    if progress is None:
+        return None
+    return lambda done_s: progress(what, done_s, total_s)
 
 
 def _max_replicas(pools: Sequence[PoolSpec], events: Sequence[ScaleEvent]) -> int:

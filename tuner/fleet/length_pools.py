@@ -6,8 +6,9 @@ exactly the head-of-line blocking the split exists to avoid. Short requests go t
 pools, and to the long pools only when no short replica is up. Inside a pool the choice is
 least-requests.
 
-The default threshold splits the trace's token work in proportion to the pools' capacities
-(:func:`length_threshold`).
+Without a threshold, the fleet simulator fits one to the trace
+(:func:`slotune.tuner.fleet.simulator.fit_length_threshold`), starting from the split of the
+trace's token work in proportion to the pools' capacities (:func:`length_threshold`).
 """
 
 from __future__ import annotations

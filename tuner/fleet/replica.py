@@ -69,6 +69,7 @@ class Replica:
         self.prefill_tps = budget / self.core.cost.step_time_s(budget, budget * budget / 2, 0, 0, 1)
         self.throughput_tps = 0.0
         self._stuck = False
+        self._cut: dict[str, str] = {}  # requests lost when the replica failed: why
         self._queued_starts = 0.0
         self._queued_s = 0.0
 
@@ -101,6 +102,15 @@ class Replica:
         self._runs[request.request_id] = []
         self._waiting_tokens[request.request_id] = request.prompt_tokens
         self._num_waiting_tokens += request.prompt_tokens
+
+    def crash(self, now_s: float) -> list[str]:
+        """The replica fails at ``now_s``: every request it holds is lost; returns their ids."""
+        lost = [rid for rid in self._runs if rid not in self._cut and self.core.abort(rid)]
+        for rid in lost:
+            self._cut[rid] = f"replica {self.name} failed at {now_s:.1f} s mid-answer"
+            self._num_waiting_tokens -= self._waiting_tokens.pop(rid, 0)
+        self._stuck = False
+        return lost
 
     @property
     def is_idle(self) -> bool:
@@ -201,6 +211,21 @@ class Replica:
             times: list[float] = np.concatenate(
                 [ends[runs[k] : runs[k + 1]] for k in range(0, len(runs), 2)] or [ends[:0]]
             ).tolist()
+            if rid in self._cut:
+                out.append(
+                    RequestRecord(
+                        request_id=rid,
+                        send_s=r.arrival_s,
+                        first_token_s=times[0] if times else None,
+                        end_s=None,
+                        input_tokens=r.prompt_tokens,
+                        error="http_5xx",
+                        error_detail=self._cut[rid],
+                        http_status=502,
+                        scheduled_s=r.arrival_s,
+                    )
+                )
+                continue
             if len(times) < r.max_tokens:
                 out.append(
                     RequestRecord(

@@ -22,7 +22,7 @@ under overload (it sheds least) among those wrongly shedding under 1 % of the no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,12 @@ from slotune.tuner.fleet.fleet import SHED_ERROR
 from slotune.tuner.fleet.pools import PoolSpec
 from slotune.tuner.fleet.registry import PolicyContext, policy_from_name
 from slotune.tuner.fleet.replay_trace import FlashCrowd, inject_flash_crowd
-from slotune.tuner.fleet.simulator import FleetResult, policy_context, simulate_fleet
+from slotune.tuner.fleet.simulator import (
+    FleetResult,
+    ReplayProgress,
+    policy_context,
+    simulate_fleet,
+)
 from slotune.tuner.fleet.slo_aware import SloAware
 
 DEFAULT_MARGINS = (0.25, 0.5, 0.75, 1.0, 1.5)
@@ -103,14 +108,14 @@ def plan_shedding(
     margins: Sequence[float] = DEFAULT_MARGINS,
     burst_s: float = DEFAULT_BURST_S,
     seed: int = 0,
-    progress: Callable[[str], None] | None = None,
+    progress: ReplayProgress | None = None,
 ) -> SheddingPlan:
     """Find the admission margin for ``routing`` on ``trace`` (see the module doc).
 
     Raises:
         ConfigError: no TTFT SLO (the budget admission is measured against), or bad input.
     """
-    context = policy_context(pools, trace, slos)
+    context = policy_context(pools, trace, slos, specs=[routing])
     if context.ttft_budget_s is None:
         raise ConfigError("shedding thresholds need a TTFT SLO, e.g. --slo ttft:p99<=500ms")
     budget = context.ttft_budget_s
@@ -122,11 +127,13 @@ def plan_shedding(
             return trace
         return inject_flash_crowd(trace, FlashCrowd(start, burst_s, factor), seed)
 
-    def run(t: Trace, margin: float | None) -> FleetResult:
+    def run(t: Trace, margin: float | None, factor: float) -> FleetResult:
         policy = _policy(routing, context, budget, margin)
-        if progress is not None:
-            progress(f"{policy.name}" + ("" if margin is None else f" margin {margin:g}"))
-        return simulate_fleet(pools, t, policy, slos=slos)
+        what = (
+            f"burst x{factor:g} " + policy.name + ("" if margin is None else f" margin {margin:g}")
+        )
+        told = None if progress is None else lambda done_s: progress(what, done_s, t.duration_s)
+        return simulate_fleet(pools, t, policy, slos=slos, progress=told)
 
     absorbable: float | None = None
     overload: float | None = None
@@ -136,7 +143,7 @@ def plan_shedding(
         factors.append(factors[-1] * 2)
     broken = False
     for factor in factors:
-        attainment = run(burst(factor), None).summary.slo_attainment
+        attainment = run(burst(factor), None, factor).summary.slo_attainment
         if not broken and all(a.is_met for a in attainment):
             absorbable = factor
             continue
@@ -152,8 +159,8 @@ def plan_shedding(
         )
     results = []
     for margin in margins:
-        normal = run(burst(absorbable), margin) if absorbable is not None else None
-        over = run(burst(overload), margin)
+        normal = run(burst(absorbable), margin, absorbable) if absorbable is not None else None
+        over = run(burst(overload), margin, overload)
         admitted = [r for r in over.records if r.error != SHED_ERROR]
         attainment = summarize(admitted, slos).slo_attainment
         results.append(

@@ -8,6 +8,7 @@ per replica.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from slotune.collector.slo import SLI, SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
 from slotune.tuner.fleet.fleet import SHED_ERROR, Fleet
-from slotune.tuner.fleet.length_pools import length_threshold
+from slotune.tuner.fleet.health import FleetHealth, HealthSettings, Outage
+from slotune.tuner.fleet.length_pools import LengthPools, length_threshold
 from slotune.tuner.fleet.policy import RoutingPolicy
 from slotune.tuner.fleet.pools import PoolSpec, check_unique
 from slotune.tuner.fleet.registry import POLICY_NAMES, PolicyContext, policy_from_name
@@ -29,6 +31,17 @@ from slotune.tuner.fleet.replica import Replica
 from slotune.tuner.sim import SimRequest, trace_requests
 
 LONG_POOL = "long"
+# The length-pools threshold is fitted on this many of the trace's first requests, among
+# these percentiles of its lengths (and the token split).
+FIT_REQUESTS = 2000
+FIT_PERCENTILES = (50, 75, 90, 95, 98, 99)
+_PROGRESS_EVERY = 512  # arrivals between two progress reports
+
+
+class ReplayProgress(Protocol):
+    """Told how far a replay is: ``what`` runs, ``done_s`` of ``total_s`` simulated seconds."""
+
+    def __call__(self, what: str, done_s: float, total_s: float) -> None: ...
 
 
 class Controller(Protocol):
@@ -94,14 +107,21 @@ class FleetResult:
         }
 
 
-def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO]) -> PolicyContext:
+def policy_context(
+    pools: Sequence[PoolSpec],
+    trace: Trace,
+    slos: Sequence[SLO],
+    *,
+    specs: Sequence[str] = ("all",),
+) -> PolicyContext:
     """Defaults the policies take from the fleet: the long pool, the length threshold, the
     TTFT budget.
 
-    The long pool is the one named ``long``, else the last of two or more. The threshold
-    gives the long pools the share of the trace's tokens that their share of the fleet's
-    GPUs x memory bandwidth (what decode speed scales with) can carry (a pool starting empty
-    counts as one replica).
+    The long pool is the one named ``long``, else the last of two or more. When ``specs``
+    (the policies to run) include ``length-pools`` without ``threshold=``, the threshold is
+    fitted to the trace (:func:`fit_length_threshold`); otherwise it is the token split, which
+    gives the long pools the share of the trace's tokens that their share of the fleet's GPUs
+    x memory bandwidth can carry (a pool starting empty counts as one replica).
     """
     long: frozenset[str] = frozenset()
     names = [p.name for p in pools]
@@ -111,15 +131,60 @@ def policy_context(pools: Sequence[PoolSpec], trace: Trace, slos: Sequence[SLO])
         long = frozenset({names[-1]})
     threshold = None
     if long and len(long) < len(pools) and len(trace):
-        weight = {
-            p.name: max(p.replicas, 1) * p.gpus_per_replica * p.resolved().gpu.mem_bw_bytes_s
-            for p in pools
-        }
-        share = sum(weight[n] for n in long) / sum(weight.values())
-        totals = [r.input_tokens + r.output_tokens for r in trace.requests]
-        threshold = length_threshold(totals, share)
+        split = _token_split(pools, trace, long)
+        threshold = (
+            fit_length_threshold(pools, trace, slos, long, split)
+            if any(_wants_fitted_threshold(s) for s in specs)
+            else split
+        )
     ttft = [s.threshold for s in slos if s.sli is SLI.TTFT]
     return PolicyContext(long, threshold, min(ttft) if ttft else None, frozenset(names))
+
+
+def _token_split(pools: Sequence[PoolSpec], trace: Trace, long: frozenset[str]) -> float:
+    weight = {
+        p.name: max(p.replicas, 1) * p.gpus_per_replica * p.resolved().gpu.mem_bw_bytes_s
+        for p in pools
+    }
+    share = sum(weight[n] for n in long) / sum(weight.values())
+    return length_threshold([r.input_tokens + r.output_tokens for r in trace.requests], share)
+
+
+def _wants_fitted_threshold(spec: str) -> bool:
+    spec = spec.strip()
+    if spec == "all":
+        return True
+    return any("length-pools" in s.split(":") and "threshold=" not in s for s in spec.split(","))
+
+
+def fit_length_threshold(
+    pools: Sequence[PoolSpec],
+    trace: Trace,
+    slos: Sequence[SLO],
+    long_pools: frozenset[str],
+    token_split: float,
+) -> float:
+    """The length-pools threshold with the lowest simulated TTFT p99 on the trace's start.
+
+    The fleet is what decides a good split, not the token counts alone: a long prompt's GPU
+    time grows faster than its tokens, and one pool may hold far fewer replicas than its
+    share of memory bandwidth suggests. So each candidate — the token split and the 50th to
+    99th percentiles of input + output tokens — routes the first :data:`FIT_REQUESTS`
+    requests (at their own arrival times) on the fleet, and the one with the lowest TTFT p99
+    wins (ties: more goodput). TTFT is what the split exists for: it keeps long prefills
+    from holding up short requests.
+    """
+    totals = np.asarray([r.input_tokens + r.output_tokens for r in trace.requests], dtype=float)
+    quantiles = np.percentile(totals, FIT_PERCENTILES)
+    candidates = sorted({float(token_split), *(float(q) for q in quantiles if q > 0)})
+    sample = Trace(trace.name, trace.requests[:FIT_REQUESTS])
+
+    def score(threshold: float) -> tuple[float, float]:
+        s = simulate_fleet(pools, sample, LengthPools(threshold, long_pools), slos=slos).summary
+        p99 = s.ttft_ms.percentiles[99.0]
+        return (math.inf if p99 is None else p99, -s.goodput)
+
+    return min(candidates, key=score)
 
 
 def policy_names(spec: str, context: PolicyContext) -> list[str]:
@@ -144,6 +209,9 @@ def simulate_fleet(
     slos: Sequence[SLO] = (),
     known_output: bool = False,
     controller: Controller | None = None,
+    outages: Sequence[Outage] = (),
+    health: HealthSettings | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> FleetResult:
     """Serve every request of ``trace`` on a fleet routed by ``policy``.
 
@@ -154,15 +222,23 @@ def simulate_fleet(
         slos: SLOs for goodput and attainment.
         known_output: the router knows output lengths (else it estimates them).
         controller: called every ``tick_s`` to add or drain replicas.
+        outages: replicas failing while the trace runs.
+        health: the proxy's breaker, poll and timeout settings facing them (default: those
+            of a ``fleet.yaml`` without them).
+        progress: told the simulated time reached, every few hundred arrivals.
 
     Raises:
-        ConfigError: no pool, two pools with one name, or a pool that does not start.
+        ConfigError: no pool, two pools with one name, a pool that does not start, or an
+            outage naming no replica.
     """
     check_unique(list(pools))
-    fleet = Fleet(pools, policy, known_output=known_output)
+    watch = FleetHealth(outages, health or HealthSettings()) if outages else None
+    fleet = Fleet(pools, policy, known_output=known_output, health=watch)
     requests = trace_requests(trace)
     next_tick = 0.0
-    for request, source in zip(requests, trace.requests, strict=True):
+    for i, (request, source) in enumerate(zip(requests, trace.requests, strict=True)):
+        if progress is not None and i % _PROGRESS_EVERY == 0:
+            progress(request.arrival_s)
         if controller is not None:
             next_tick = _tick_until(fleet, controller, next_tick, request.arrival_s)
         fleet.advance(request.arrival_s)
@@ -173,6 +249,8 @@ def simulate_fleet(
         while any(r.is_busy for r in fleet.replicas):
             next_tick = _tick_until(fleet, controller, next_tick, next_tick)
     fleet.run_until_idle()
+    if progress is not None:
+        progress(trace.duration_s)
     end_s = max([trace.duration_s, *(r.clock_s for r in fleet.replicas)])
     fleet.retire_idle(end_s)
     for r in fleet.replicas:
@@ -199,6 +277,8 @@ def compare_policies(
     *,
     slos: Sequence[SLO] = (),
     known_output: bool = False,
+    outages: Sequence[Outage] = (),
+    health: HealthSettings | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[FleetResult]:
     """Run each policy of ``policy_spec`` (``all`` or ``a,b,…``), best goodput first.
@@ -209,7 +289,7 @@ def compare_policies(
     check_unique(list(pools))
     for p in pools:
         p.resolved()
-    context = policy_context(pools, trace, slos)
+    context = policy_context(pools, trace, slos, specs=[policy_spec])
     policies = [policy_from_name(name, context) for name in policy_names(policy_spec, context)]
     if not policies:
         raise ConfigError("--policy names no policy; give P[,P…] or all")
@@ -217,7 +297,17 @@ def compare_policies(
     for policy in policies:
         if progress is not None:
             progress(policy.name)
-        results.append(simulate_fleet(pools, trace, policy, slos=slos, known_output=known_output))
+        results.append(
+            simulate_fleet(
+                pools,
+                trace,
+                policy,
+                slos=slos,
+                known_output=known_output,
+                outages=outages,
+                health=health,
+            )
+        )
     return sorted(results, key=lambda r: -r.summary.goodput)
 
 
@@ -241,6 +331,10 @@ def _summary(
         # completed requests that missed a per-request SLO
         "slo_violations": sum(1 for r in records if r.is_ok) - num_good,
         "gpu_hours": sum(r.gpu_hours for r in replicas),
+        # requests lost to failing replicas (cut, refused everywhere, timed out: 5xx)
+        "failed": sum(1 for r in records if r.error == "http_5xx"),
+        "breaker_ejections": 0 if fleet.health is None else fleet.health.num_ejections,
+        "refused_attempts": 0 if fleet.health is None else fleet.health.num_refused,
     }
     return summarize(records, slos, extra=extra)
 

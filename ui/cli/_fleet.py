@@ -16,6 +16,7 @@ from slotune.ui.cli._options import WORKLOAD_PANEL
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
     from slotune.collector.workload import Trace
+    from slotune.tuner.fleet.health import HealthSettings, Outage
     from slotune.tuner.fleet.pools import PoolSpec
 
 PoolOption = Annotated[
@@ -45,6 +46,46 @@ KnownOutputOption = Annotated[
         help="Clients send max_tokens = the output length (else the router estimates it).",
     ),
 ]
+
+OutageOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--outage",
+        help="NAME:AT_S:DURATION_S[:down|hang], repeatable: replica NAME (POOL-i) fails at "
+        "AT_S for DURATION_S, refusing connections (down) or never answering (hang).",
+    ),
+]
+RouteConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--route-config",
+        help="A fleet.yaml of slotune route: its circuit_breaker, poll_interval and "
+        "timeouts.first_byte face the outages (default: route's defaults).",
+    ),
+]
+NoBreakerOption = Annotated[
+    bool,
+    typer.Option("--no-circuit-breaker", help="Replay the outages without circuit breakers."),
+]
+
+
+def load_health(
+    outage: list[str] | None, route_config: Path | None, no_circuit_breaker: bool
+) -> tuple[list[Outage], HealthSettings]:
+    """Outages and the breaker settings facing them (raises ConfigError naming the flag)."""
+    from dataclasses import replace
+
+    from slotune.tuner.fleet.health import HealthSettings, Outage
+    from slotune.tuner.fleet.route_config import load_route_config
+
+    settings = (
+        HealthSettings()
+        if route_config is None
+        else HealthSettings.from_route_config(load_route_config(route_config))
+    )
+    if no_circuit_breaker:
+        settings = replace(settings, breaker=None)
+    return [Outage.parse(o) for o in outage or ()], settings
 
 
 def load_inputs(

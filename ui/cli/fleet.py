@@ -11,8 +11,12 @@ from slotune.ui.cli._common import JsonOption, cli_errors, console, err_console,
 from slotune.ui.cli._fleet import (
     InputLenOption,
     KnownOutputOption,
+    NoBreakerOption,
+    OutageOption,
     OutputLenOption,
     PoolOption,
+    RouteConfigOption,
+    load_health,
     load_inputs,
     store_result,
 )
@@ -67,6 +71,9 @@ def simulate(
     slo: SloOption = None,
     seed: SeedOption = 0,
     known_output: KnownOutputOption = False,
+    outage: OutageOption = None,
+    route_config: RouteConfigOption = None,
+    no_circuit_breaker: NoBreakerOption = False,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -93,12 +100,15 @@ def simulate(
             slo=slo,
             seed=seed,
         )
+        outages, health = load_health(outage, route_config, no_circuit_breaker)
         results = compare_policies(
             pools,
             trace_,
             policy,
             slos=slos,
             known_output=known_output,
+            outages=outages,
+            health=health,
             progress=None if json_ else lambda name: err_console.print(f"simulating {name}…"),
         )
         data = [r.to_dict() for r in results]
@@ -109,6 +119,8 @@ def simulate(
                 "workload": workload or (str(trace) if trace else None),
                 "num_requests": len(trace_),
                 "slo": slo or [],
+                "outage": outage or [],
+                "circuit_breaker": health.to_dict(),
             }
             store_result(ctx, "fleet-sim", inputs, {"policies": data})
     if json_:
@@ -126,7 +138,10 @@ def _render(results: list[FleetResult]) -> None:
     table.add_column("policy", no_wrap=True)
     for col in ("goodput", "TTFT p50", "TTFT p99", "ITL p99", "TPOT p99", "E2E p99"):
         table.add_column(col, justify="right")
-    for col in ("prefix hit", "shed", "GPU-h"):
+    failing = any(
+        r.summary.extra["failed"] or r.summary.extra["breaker_ejections"] for r in results
+    )
+    for col in ("prefix hit", "shed", "GPU-h", *(("failed", "ejections") if failing else ())):
         table.add_column(col, justify="right")
     for r in results:
         s = r.summary
@@ -139,6 +154,7 @@ def _render(results: list[FleetResult]) -> None:
             f"{extra['prefix_hit_rate']:.1%}",
             f"{extra['shed_share']:.1%}",
             f"{extra['gpu_hours']:.2f}",
+            *((f"{extra['failed']:,}", str(extra["breaker_ejections"])) if failing else ()),
         )
     console.print(table)
     best = results[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -10,8 +12,12 @@ from rich.table import Table
 from slotune.ui.cli._common import JsonOption, cli_errors, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
     InputLenOption,
+    NoBreakerOption,
+    OutageOption,
     OutputLenOption,
     PoolOption,
+    RouteConfigOption,
+    load_health,
     load_inputs,
     store_result,
 )
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
     from slotune.tuner.fleet.autoscale_plan import AutoscalePlan
     from slotune.tuner.fleet.capacity import CapacityPlan
     from slotune.tuner.fleet.shedding import SheddingPlan
+    from slotune.tuner.fleet.simulator import ReplayProgress
 
 plan_app = typer.Typer(
     help="Plan a fleet: replicas and GPUs per pool for a trace's peak under the SLOs, and "
@@ -251,6 +258,9 @@ def autoscale(
     slo: SloOption = None,
     seed: SeedOption = 0,
     gpu_price: GpuPriceOption = None,
+    outage: OutageOption = None,
+    route_config: RouteConfigOption = None,
+    no_circuit_breaker: NoBreakerOption = False,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -300,6 +310,7 @@ def autoscale(
             max_replicas=max_replicas,
         )
         crowds = [FlashCrowd.parse(c) for c in flash_crowd or ()]
+        outages, health = load_health(outage, route_config, no_circuit_breaker)
         ttft = [s.threshold for s in slos if s.sli.value == "ttft"]
         specs = scaling or ["waiting:4", "kv:0.8", f"ttft:{(min(ttft) if ttft else 1.0) / 2:g}s"]
         policies = [ScalingPolicy.parse(s) for s in specs]
@@ -307,32 +318,29 @@ def autoscale(
         replay = day_curve(repeat_days(base, days), day_s, diurnal)
         for crowd in crowds:
             replay = inject_flash_crowd(replay, crowd, seed)
-        say = None if json_ else lambda what: err_console.print(f"replaying {what}…")
-        plan = plan_autoscale(
-            pools,
-            replay,
-            policies,
-            settings,
-            gpu_prices(gpu_price or []),
-            routing=routing,
-            slos=slos,
-            day_s=day_s,
-            seed=seed,
-            progress=say,
-        )
-        shed_plan = (
-            plan_shedding(
+        burst_s = parse_duration_s(burst, field_name="--burst")
+        with _replay_bar(enabled=not json_) as say:
+            plan = plan_autoscale(
                 pools,
                 replay,
-                slos,
+                policies,
+                settings,
+                gpu_prices(gpu_price or []),
                 routing=routing,
-                burst_s=parse_duration_s(burst, field_name="--burst"),
+                slos=slos,
+                day_s=day_s,
                 seed=seed,
+                outages=outages,
+                health=health,
                 progress=say,
             )
-            if shedding and ttft
-            else None
-        )
+            shed_plan = (
+                plan_shedding(
+                    pools, replay, slos, routing=routing, burst_s=burst_s, seed=seed, progress=say
+                )
+                if shedding and ttft
+                else None
+            )
         data = {
             "autoscale": plan.to_dict(),
             "shedding": None if shed_plan is None else shed_plan.to_dict(),
@@ -350,6 +358,8 @@ def autoscale(
                 "cold_start": cold_start,
                 "cooldown": cooldown,
                 "slo": slo or [],
+                "outage": outage or [],
+                "circuit_breaker": health.to_dict(),
             }
             store_result(ctx, "fleet-autoscale", inputs, data)
     if json_:
@@ -358,10 +368,42 @@ def autoscale(
     _render_autoscale(plan, shed_plan)
 
 
+@contextmanager
+def _replay_bar(*, enabled: bool) -> Iterator[ReplayProgress | None]:
+    """A progress bar on stderr per replay, in simulated seconds (none for --json)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f} / {task.total:,.0f} s simulated"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def say(what: str, done_s: float, total_s: float) -> None:
+        if what not in tasks:
+            tasks[what] = bar.add_task(what, total=total_s)
+        bar.update(tasks[what], completed=done_s)
+
+    with bar:
+        yield say
+
+
 def _render_autoscale(plan: AutoscalePlan, shed: SheddingPlan | None) -> None:
     table = Table(title=f"autoscaling under {plan.routing}", title_justify="left")
     table.add_column("scaling", no_wrap=True)
-    for col in ("SLO violations", "shed", "GPU-h", "max replicas", "goodput"):
+    failing = any(
+        r.fleet.summary.extra["failed"] or r.fleet.summary.extra["breaker_ejections"]
+        for r in plan.results
+    )
+    cols = ("SLO violations", "shed", *(("failed", "ejections") if failing else ()))
+    for col in (*cols, "GPU-h", "max replicas", "goodput"):
         table.add_column(col, justify="right")
     table.add_column("grows / shrinks")
     for r in plan.results:
@@ -370,6 +412,7 @@ def _render_autoscale(plan: AutoscalePlan, shed: SheddingPlan | None) -> None:
             r.scaling,
             f"{s.extra['slo_violations']:,}",
             f"{s.extra['shed']:,}",
+            *((f"{s.extra['failed']:,}", str(s.extra["breaker_ejections"])) if failing else ()),
             f"{s.extra['gpu_hours']:.2f}",
             str(r.max_replicas),
             f"{s.goodput:.2f}",
