@@ -331,22 +331,25 @@ _SELECTOR_KEYS = {"model", "pool", "target"}
 
 
 def _line_map(node: yaml.Node) -> dict[tuple[Any, ...], int]:
-    """Map key paths to 1-based line numbers, so errors can point at the file line."""
-    lines: dict[tuple[Any, ...], int] = {}
+    """Map key paths to 1-based line numbers, so errors can point at the file line.
 
-    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
-        lines[path] = n.start_mark.line + 1
+    Walked with a stack, and never into a node that contains itself (``&a [*a]``), so neither
+    a recursive alias nor deep nesting can exhaust the stack here.
+    """
+    lines: dict[tuple[Any, ...], int] = {}
+    stack: list[tuple[yaml.Node, tuple[Any, ...], frozenset[int]]] = [(node, (), frozenset())]
+    while stack:
+        n, path, ancestors = stack.pop()
+        lines.setdefault(path, n.start_mark.line + 1)
+        if id(n) in ancestors:
+            continue
+        inside = ancestors | {id(n)}
         if isinstance(n, yaml.MappingNode):
             for k, v in n.value:
-                key = k.value
-                lines[(*path, key)] = k.start_mark.line + 1
-                walk(v, (*path, key))
-                lines[(*path, key)] = k.start_mark.line + 1
+                lines[(*path, k.value)] = k.start_mark.line + 1
+                stack.append((v, (*path, k.value), inside))
         elif isinstance(n, yaml.SequenceNode):
-            for i, item in enumerate(n.value):
-                walk(item, (*path, i))
-
-    walk(node, ())
+            stack.extend((item, (*path, i), inside) for i, item in enumerate(n.value))
     return lines
 
 

@@ -3,6 +3,7 @@ slotune reads (they share the reader in collector/slo.py)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,3 +50,12 @@ def test_a_tag_with_a_bad_value_is_one_line(
         load(path)
     line = template.count("\n", 0, template.index("{}")) + 1
     assert f"{path}:{line}: not valid YAML ({expected})" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_recursive_alias_is_refused_or_read_never_a_crash(tmp_path: Path, reader: str) -> None:
+    load, template = READERS[reader]
+    path = tmp_path / "f.yaml"
+    path.write_text(template.format("&a [*a]"))
+    with contextlib.suppress(ConfigError):
+        load(path)

@@ -174,7 +174,7 @@ class TraceStream:
             for cut in cuts:
                 try:
                     batch = self._load_list("[" + self._buf[self._pos : cut + 1] + "]")
-                except msgspec.DecodeError:
+                except (msgspec.DecodeError, RecursionError):  # the slow path says why
                     continue
                 self._pos = cut + 2
                 break

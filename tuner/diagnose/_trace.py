@@ -302,7 +302,7 @@ def _check_file(stream: TraceStream, num_gpu_events: int, num_correlated: int) -
     dist = meta.get("distributedInfo")
     try:
         info = msgspec.convert(dist if isinstance(dist, dict) else {}, _DistInfo, strict=False)
-    except msgspec.ValidationError as e:
+    except (msgspec.ValidationError, UnicodeEncodeError) as e:  # a lone surrogate key
         raise TraceFileError(
             f"{path}: distributedInfo is not what torch.distributed writes ({e}: rank and "
             "world_size are whole numbers, rank from 0, world_size from 1); re-export the trace"

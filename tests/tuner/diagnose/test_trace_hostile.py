@@ -69,6 +69,14 @@ def _refuse_constant(name: str) -> Any:
         (_trace(kernel=KERNEL.replace('"ts":10', '"ts":1e999')), "<= 1e+18 - at `$.ts`"),
         (_trace(kernel=KERNEL.replace('"ts":10', '"ts":"inf"')), "at `$.ts`"),
         (_trace(kernel=KERNEL.replace('"args":{', '"args":{"bytes":"many",')), "at `$.args.bytes`"),
+        (
+            _trace(kernel=KERNEL.replace('"args":{', '"args":{"x":' + "[" * 1500 + ",")),
+            "nested deeper than",
+        ),
+        (
+            _trace(meta='"distributedInfo":{"ra\\udfffnk":0},'),
+            "distributedInfo is not what torch.distributed writes",
+        ),
     ],
 )
 def test_hostile_trace_is_one_line(tmp_path: Path, text: str, expected: str) -> None:
