@@ -1,4 +1,5 @@
-"""Findings from an engine's state over a window: KV-bound, queue-bound, launch-bound, healthy.
+"""Findings from an engine's state over a window: KV-bound, queue-bound, launch-bound, idle,
+healthy.
 
 The same figures come from a live engine (the store) and from the simulator, so a measured
 engine and a simulated configuration are explained in the same words.
@@ -17,6 +18,9 @@ HEAVY_PREEMPTIONS_PER_MIN = 10.0
 GPU_BUSY_LOW = 0.60  # GPU busy share below which a loaded engine is host/launch-bound
 SM_OVER_GR_LOW = 0.50  # SM active over GR active: kernels too small to fill the GPU
 QUEUE_SHARE = 0.30  # queue time over a request's engine time
+# Mean requests running below which an engine with no queue served (almost) nothing: its
+# figures say nothing about its configuration, so it is not called healthy.
+IDLE_RUNNING = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,18 @@ def engine_findings(f: EngineFigures, context: TuneContext | None = None) -> lis
                 "batch more per step (max_num_seqs, max_num_batched_tokens).",
                 ("enforce_eager", "async_scheduling", "max_num_seqs", "max_num_batched_tokens"),
                 context,
+            )
+        )
+    if not out and f.requests_running is not None and running < IDLE_RUNNING and waiting <= 0:
+        out.append(
+            finding(
+                "idle",
+                Severity.INFO,
+                f"idle: {running:.2f} requests running and none waiting on average"
+                + (f", GPU busy {busy:.0%}" if busy is not None else ""),
+                evidence,
+                "The engine served (almost) no traffic in the window, so nothing can be judged: "
+                "diagnose it while it serves its load, or drive it with slotune bench first.",
             )
         )
     if not out:

@@ -105,6 +105,7 @@ def dcgm_text(s: EngineState) -> str:
 KV_BOUND = EngineState(64, 12, 0.98, 40, 2.0, 0.3, 6.0, 4096, 0.97, 0.9)
 LAUNCH_BOUND = EngineState(3, 0, 0.05, 0, 0.001, 0.02, 1.5, 3, 0.35, 0.2)
 HEALTHY = EngineState(48, 0.2, 0.6, 0, 0.01, 0.2, 5.0, 2048, 0.92, 0.85)
+IDLE = EngineState(0, 0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
 
 
 def utilization_only_text(s: EngineState) -> str:
@@ -147,7 +148,12 @@ def db(sqlite_url: str) -> str:
 
 @pytest.mark.parametrize(
     ("state", "code"),
-    [(KV_BOUND, "kv-bound"), (LAUNCH_BOUND, "launch-bound"), (HEALTHY, "healthy")],
+    [
+        (KV_BOUND, "kv-bound"),
+        (LAUNCH_BOUND, "launch-bound"),
+        (HEALTHY, "healthy"),
+        (IDLE, "idle"),
+    ],
 )
 def test_each_case_gives_its_finding(
     db: str, tmp_path: Path, state: EngineState, code: str
@@ -171,7 +177,7 @@ def test_each_case_gives_its_finding(
     assert fig.queue_s == pytest.approx(state.queue_s)
     assert fig.decode_s == pytest.approx(state.decode_s)
     assert fig.iteration_tokens == pytest.approx(state.step_tokens)
-    if code != "healthy":
+    if code not in ("healthy", "idle"):
         assert f.parameters and f.tune_command and f.tune_command.startswith("slotune tune")
 
 
