@@ -84,8 +84,8 @@ class DemoOptions:
         num_requests: requests per measurement.
         speedup: the emulated GPU runs this many times faster than real time. Client
             timing noise is multiplied by it too (a 5 ms scheduling hiccup reads as 20 ms of
-            ITL at 4x, and one such gap makes a request miss an ``itl:p99`` SLO), so it stays
-            small enough for a busy two-core machine.
+            ITL at 4x, and enough such gaps break an ``itl:p99`` SLO, which counts every token
+            gap), so it stays small enough for a busy two-core machine.
         rate: offered load (req/s, real-GPU time) of the benchmark and of every trial.
     """
 
