@@ -375,11 +375,18 @@ def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> BestT
 
 
 def _default_entry(
-    default: FrozenTrial | None, kind: ObjectiveKind, repeats: Mapping[str, Any]
+    default: FrozenTrial | None,
+    kind: ObjectiveKind,
+    repeats: Mapping[str, Any],
+    robust: Sequence[Mapping[str, Any]],
 ) -> DefaultTrial | None:
     if default is None:
         return None
     by_seed = repeats.get("values_by_seed") if repeats.get("number") == default.number else None
+    # The default re-checked as the best: its re-check runs are its repeats.
+    by_seed = by_seed or next(
+        (r["values_by_seed"] for r in robust if r["number"] == default.number), None
+    )
     return DefaultTrial(
         number=default.number,
         params=trial_params(default),
@@ -401,6 +408,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None),
         spec.objective,
         study.user_attrs.get(DEFAULT_REPEATS_ATTR) or {},
+        list(study.user_attrs.get(ROBUSTNESS_ATTR, [])),
     )
     best = _best_entry(_best_trial(done), list(study.user_attrs.get(ROBUSTNESS_ATTR, [])))
     verdict = _gain(best, default)
