@@ -48,6 +48,7 @@ from slotune.tuner.export import context_length_for
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sampler import SamplerKind, make_sampler
+from slotune.tuner.sim.catalog import load_catalog_file
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.space import (
     SearchSpace,
@@ -96,6 +97,8 @@ class StudySpec:
             kept with the study so ``resume`` re-checks as the study was started.
         startup_timeout_s: launch backend: how long an engine may take to become healthy
             (a first vLLM start compiles for many minutes).
+        catalog: catalog files every worker loads before its trials (the overlay of
+            ``tune --calibrate-from``), so the simulator runs calibrated, also on resume.
     """
 
     name: str
@@ -119,6 +122,7 @@ class StudySpec:
     heartbeat_s: int = DEFAULT_HEARTBEAT_S
     recheck_k: int = 3
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
+    catalog: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -139,6 +143,7 @@ class StudySpec:
             objective=ObjectiveKind(spec.objective),
             sampler=SamplerKind(spec.sampler),
             slos=tuple(spec.slos),
+            catalog=tuple(spec.catalog),
         )
 
     @property
@@ -429,6 +434,8 @@ def work(
         worker_index: distinguishes the sampler seeds of concurrent workers.
         on_trial: called after every trial this worker finishes.
     """
+    for path in spec.catalog:
+        load_catalog_file(path)
     plan = load_plan(spec)
     space = build_space(spec, plan)
     with gpu_slot(spec) as slot, quiet_optuna():

@@ -174,6 +174,46 @@ def run_calibrate(
         raise typer.Exit(code=EXIT_FORCED if written is not None else EXIT_NOT_BETTER)
 
 
+def calibrate_for_study(
+    db_url: str | None, run_id: int, *, engine: str, model: str, gpu: str, study: str
+) -> tuple[Path, CalibrationReport]:
+    """``tune --calibrate-from RUN``: calibrate on a stored bench run measured on the engine's
+    default configuration, and write the overlay the study's workers load.
+
+    Returns:
+        The overlay's path (under the user's data directory, named after the study) and
+        the report.
+
+    Raises:
+        ConfigError: the run cannot be used, or the fit does not beat the uncalibrated
+            model on the run's held-back requests (nothing is written then).
+    """
+    import platformdirs
+    import yaml
+
+    from slotune.tuner.sim import parse_engine_flags
+    from slotune.tuner.sim.calibration.measured import calibrate
+    from slotune.tuner.sim.config import resolve
+
+    config = resolve(parse_engine_flags([], engine=engine, model=model, gpu=gpu))
+    observed = observed_from_run(db_url, run_id, config.model.id)
+    report = calibrate(config, observed, fitted_on=f"slotune bench run {run_id}")
+    if not report.is_better:
+        raise ConfigError(
+            f"--calibrate-from {run_id}: the fit does not beat the uncalibrated model on the "
+            f"run's held-back requests (score {report.judged_after.score:.2f} vs "
+            f"{report.judged_before.score:.2f}); tune without it, or see `slotune sim "
+            f"calibrate --run {run_id}` for the figures"
+        )
+    path = Path(platformdirs.user_data_dir("slotune")) / "calibrations" / f"{study}.yaml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(report.overlay(), sort_keys=False), encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror}; check the data directory") from e
+    return path, report
+
+
 def observed_from_run(db_url: str | None, run_id: int, model_id: str) -> list[ObservedRequest]:
     """A stored bench run's finished requests in the measured-requests form.
 

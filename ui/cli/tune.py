@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -141,6 +142,13 @@ def tune_command(
             "compiles for many minutes).",
         ),
     ] = 3600.0,  # tuner.backends.startup.DEFAULT_STARTUP_TIMEOUT_S (not imported here)
+    calibrate_from: Annotated[
+        int | None,
+        typer.Option(
+            help="Calibrate the simulator on this stored bench run first (measured on the "
+            "engine's default configuration); the study's simulator runs calibrated."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run a tuning study (subcommands: resume, show, export, list)."""
@@ -160,8 +168,9 @@ def tune_command(
 
     with cli_errors():
         engine_kind = Engine(engine)
+        name = study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}"
         spec = StudySpec(
-            name=study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}",
+            name=name,
             backend=BackendKind(backend),
             engine=engine_kind,
             model=model,
@@ -185,9 +194,30 @@ def tune_command(
         )
         options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
         check_study(spec, options)  # before the progress bar: a bad input is one line
+        if calibrate_from is not None:
+            overlay = _calibration(ctx, calibrate_from, engine, model, gpu, name, as_json)
+            spec = dataclasses.replace(spec, catalog=(overlay,))
     with _progress(not as_json) as (on_progress, on_phase):
         report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
+
+
+def _calibration(
+    ctx: typer.Context, run_id: int, engine: str, model: str, gpu: str, study: str, as_json: bool
+) -> str:
+    """The overlay ``--calibrate-from`` fits, for the study's catalog."""
+    from slotune.ui.cli._sim_calibrate import calibrate_for_study
+
+    path, report = calibrate_for_study(
+        db_url(ctx), run_id, engine=engine, model=model, gpu=gpu, study=study
+    )
+    if not as_json:
+        console.print(
+            f"calibrated {gpu} on bench run {run_id}: score {report.judged_before.score:.2f} "
+            f"-> {report.judged_after.score:.2f} on its held-back requests; overlay {path}",
+            highlight=False,
+        )
+    return str(path)
 
 
 @app.command("resume")
