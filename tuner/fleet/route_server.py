@@ -17,6 +17,7 @@ from slotune.tuner.fleet.route_config import RouteConfig, load_route_config
 
 log = logging.getLogger("slotune.route")
 _SHUTDOWN_GRACE_S = 1.0
+_BACKLOG = 2048
 
 
 async def run_proxy(
@@ -42,7 +43,8 @@ async def run_proxy(
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
+        # as deep as an engine's (uvicorn's 2048): a client burst queues, it is not dropped
+        site = web.TCPSite(runner, host, port, backlog=_BACKLOG)
         try:
             await site.start()
         except OverflowError:

@@ -15,6 +15,11 @@ from aiohttp import web
 
 from slotune.tuner.sim.emulate.realtime import Arrival
 
+# uvicorn's default, which vLLM's API server keeps: a burst of new connections while the loop
+# is busy waits in the kernel's queue instead of having its SYNs dropped (asyncio's default
+# is 100)
+BACKLOG = 2048
+
 
 class ReadTimes:
     """The last read on each open connection, keyed by its transport."""
@@ -96,5 +101,5 @@ class ReadStampingSite(web.BaseSite):
         assert factory is not None  # BaseSite refuses a runner that was not set up
         reads = self._reads
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: _ReadStamper(factory(), reads), self._host, self._port
+            lambda: _ReadStamper(factory(), reads), self._host, self._port, backlog=BACKLOG
         )
