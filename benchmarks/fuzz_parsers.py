@@ -65,6 +65,7 @@ class Tally:
     refused: int = 0
     crashed: int = 0
     slowest_s: float = 0.0
+    slowest_input: str = ""
     crashes: dict[str, str] = field(default_factory=dict)  # first input of each kind of crash
 
 
@@ -226,7 +227,9 @@ def fuzz(parser: Parser, count: int, rng: random.Random) -> Tally:
             tally.crashes.setdefault(kind, repr(text[:300]))
         else:
             tally.accepted += 1
-        tally.slowest_s = max(tally.slowest_s, time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        if elapsed > tally.slowest_s:
+            tally.slowest_s, tally.slowest_input = elapsed, repr(text[:200])
     return tally
 
 
@@ -263,6 +266,8 @@ def main() -> None:
         )
         for kind, example in list(t.crashes.items())[:5]:
             print(f"    crash {kind}\n      input {example}")
+        if t.slowest_s > 1.0:
+            print(f"    slowest input ({t.slowest_s:.1f} s) {t.slowest_input}")
     sys.exit(1 if total_crashes else 0)
 
 

@@ -372,6 +372,22 @@ def read_text(path: str | Path, what: str, error: type[ConfigError] = SLOSpecErr
     return textfile.read_text(path, what, error)
 
 
+# PyYAML parses flow collections recursively: near a thousand levels it takes seconds per
+# file before it runs out of stack, so deeper nesting is refused before it starts.
+MAX_YAML_FLOW_DEPTH = 100
+_FLOW = re.compile(r"[\[\]{}]")
+
+
+def _deepest_flow(text: str) -> int:
+    """How deep ``[`` and ``{`` nest (counted in strings and comments too: a bound, not a
+    parse)."""
+    depth = deepest = 0
+    for m in _FLOW.finditer(text):
+        depth = depth + 1 if m[0] in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader, with a tagged value it cannot convert (``!!int 0xzz``,
     ``!!float abc``, ``!!timestamp notatime``, a 5,000-digit integer) reported as a YAML
@@ -409,6 +425,11 @@ def read_yaml_documents(
     Raises:
         ``error``: not valid YAML, naming ``source`` and the line.
     """
+    if _deepest_flow(text) > MAX_YAML_FLOW_DEPTH:
+        raise error(
+            f"{source}: nests deeper than YAML can be read ([ and {{ more than "
+            f"{MAX_YAML_FLOW_DEPTH} levels deep; no configuration needs that)"
+        )
     try:
         nodes = list(yaml.compose_all(text, Loader=_Loader))
         datas = list(yaml.load_all(text, Loader=_Loader))

@@ -59,3 +59,12 @@ def test_a_recursive_alias_is_refused_or_read_never_a_crash(tmp_path: Path, read
     path.write_text(template.format("&a [*a]"))
     with contextlib.suppress(ConfigError):
         load(path)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_deep_flow_nesting_is_refused_before_yaml_reads_it(tmp_path: Path, reader: str) -> None:
+    load, template = READERS[reader]
+    path = tmp_path / "f.yaml"
+    path.write_text(template.format("[" * 1500))
+    with pytest.raises(ConfigError, match=r"nests deeper than YAML can be read \(\[ and \{ more"):
+        load(path)
