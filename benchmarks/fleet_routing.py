@@ -11,7 +11,7 @@ Two scenarios, every policy of ``slotune fleet simulate --policy all`` in each:
    holds about four times as many.)
 2. ``azure-code`` + ``azure-conv`` interleaved by arrival time (long code prompts among short
    chat turns), gaps scaled by ``--azure-time-scale``, on a short pool of three and a long
-   pool of one: does length-pools beat least-requests?
+   pool of one: does length-pools (its threshold fitted to the trace) beat least-requests?
 
 Prints, per scenario and policy: TTFT p50/p90/p99, TPOT p99, goodput under the SLOs, prefix-cache
 hit rate, shed share; for the mix, TTFT p99 of short and long requests apart; then the
@@ -75,10 +75,12 @@ def _scenario(
 def _by_length(results: dict[str, FleetResult], trace: Trace, pools: Sequence[str]) -> None:
     """TTFT p99 of the short and of the long requests apart (length-pools' own threshold)."""
     specs = [parse_pool(p) for p in pools]
-    threshold = policy_context(specs, trace, []).length_threshold_tokens or 0.0
+    # the threshold length-pools ran with: fitted to the trace as compare_policies fits it
+    context = policy_context(specs, trace, parse_slos(list(MIX_SLOS)), specs=["length-pools"])
+    threshold = context.length_threshold_tokens or 0.0
     is_long = [r.input_tokens + r.output_tokens > threshold for r in trace.requests]
     print(
-        f"  TTFT p99 (ms) by length, threshold {threshold:,.0f} tokens "
+        f"  TTFT p99 (ms) by length, fitted threshold {threshold:,.0f} tokens "
         f"({sum(is_long) / len(is_long):.1%} of requests long):"
     )
     for policy, result in results.items():

@@ -23,7 +23,7 @@ search moves away from it. ``benchmarks/tuner_efficiency.py`` measures the diffe
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -44,6 +44,9 @@ _DEFAULT_PRIOR_WIDTH = 4.0
 _DEFAULT_PRIOR_MATCH = 0.6
 # While nothing is feasible, a shortfall above this share of the worst one is the plateau.
 _PLATEAU = 0.9
+# The engines' names for the per-step token budget (the ladder's parameter).
+_TOKEN_BUDGETS = ("max_num_batched_tokens", "max_num_tokens")
+_CHUNKED = "enable_chunked_prefill"
 
 
 class SamplerKind(StrEnum):
@@ -160,6 +163,12 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         self._searched = [p for p in space.params if p.kind is not ParamKind.FIXED]
         self._default = self._features(space.default_params())
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
+        self._ladder = self._token_ladder()
+
+    @property
+    def token_ladder(self) -> list[dict[str, Value]]:
+        """The parameters of the ladder's configurations, in the order they are tried."""
+        return [params for _, params in self._ladder]
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()
@@ -185,6 +194,9 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
             return {}  # every configuration was measured: let the fallback repeat one
         if not measured:  # trial 0 still running (several workers): any valid configuration
             return candidates[int(self._rng.integers(len(candidates)))]
+        walk = self._next_on_ladder(study, measured, taken)
+        if walk is not None:
+            return walk
         feats = np.array([self._features(c) for c in candidates])
         good, bad, any_feasible = self._split(study, measured)
         # Lean towards the engine default only once something is feasible: a default that
@@ -204,6 +216,54 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+
+    def _token_ladder(self) -> list[tuple[tuple[tuple[str, Value], ...], dict[str, Value]]]:
+        """The default with each smaller per-step token budget, smallest first: (key, params).
+
+        Engine knowledge, the order vLLM's ``auto_tune.sh`` walks: the token budget trades
+        TTFT against every running request's inter-token latency (a long prefill chunk stalls
+        the decodes batched with it), so under latency SLOs the best budget is often far
+        below the default, and the search begins at the small end. Empty when the space does
+        not search a budget or the default lies outside the searched ranges.
+        """
+        space = self._space
+        param = next((p for p in self._searched if p.name in _TOKEN_BUDGETS), None)
+        if param is None or param.kind is ParamKind.INT or space.forced_defaults():
+            return []
+        default = space.repair(dict(space.defaults))
+        budget = default.get(param.name)
+        if not isinstance(budget, int):
+            return []
+        # a budget below the context length needs chunked prefill (the repair rule says so)
+        chunking = {_CHUNKED: True} if any(p.name == _CHUNKED for p in self._searched) else {}
+        out = []
+        for value in sorted(v for v in param.choices if isinstance(v, int) and v < budget):
+            config = space.repair({**default, param.name: value})
+            if config[param.name] != value:
+                config = space.repair({**default, param.name: value, **chunking})
+            if config[param.name] == value and not space.invalid_reason(config):
+                out.append((_config_key(config), space.params_of(config)))
+        return out
+
+    def _next_on_ladder(
+        self,
+        study: optuna.Study,
+        measured: list[FrozenTrial],
+        taken: set[tuple[tuple[str, Value], ...]],
+    ) -> dict[str, Value] | None:
+        """The next budget of the ladder, until a step up the ladder did worse than the one
+        below it (past the peak: the model takes over, with the ladder's trials as evidence)."""
+        rank = _ranker(study)
+        done = {self._key_of(t): rank(t) for t in measured}
+        below: tuple[int, float] | None = None
+        for key, params in self._ladder:
+            if key in done:
+                if below is not None and done[key] > below:
+                    return None
+                below = done[key]
+            elif key not in taken:
+                return params
+        return None
 
     def _candidates(self, taken: set[tuple[tuple[str, Value], ...]]) -> list[dict[str, Value]]:
         out: dict[tuple[tuple[str, Value], ...], dict[str, Value]] = {}
@@ -235,23 +295,13 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         whose prefill chunks stall decodes alike; arrival noise moves them by a few percent)
         says nothing about where to go, and the search then moves away from it.
         """
-        sign = -1.0 if study.direction is optuna.study.StudyDirection.MAXIMIZE else 1.0
-
-        def violation(t: FrozenTrial) -> float:
-            return sum(max(0.0, c) for c in _constraints(t))
-
-        def rank(t: FrozenTrial) -> tuple[int, float]:
-            v = violation(t)
-            if v > 0:
-                return 1, v
-            return 0, sign * float(t.value if t.value is not None else math.inf)
-
+        rank = _ranker(study)
         ordered = sorted(measured, key=rank)
         n_good = max(1, math.ceil(self._gamma * len(ordered)))
         any_feasible = rank(ordered[0])[0] == 0
         if not any_feasible:
-            worst = violation(ordered[-1])
-            n_good = min(n_good, sum(violation(t) < worst * _PLATEAU for t in ordered))
+            worst = _violation(ordered[-1])
+            n_good = min(n_good, sum(_violation(t) < worst * _PLATEAU for t in ordered))
         feats = [self._features(t.params) for t in ordered]
         width = len(self._searched)
         return (
@@ -298,6 +348,24 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
                 k *= _kernel(p, x[:, d], y[d])
             total += k
         return np.log(total / (len(points) + 1))
+
+
+def _violation(t: FrozenTrial) -> float:
+    return sum(max(0.0, c) for c in _constraints(t))
+
+
+def _ranker(study: optuna.Study) -> Callable[[FrozenTrial], tuple[int, float]]:
+    """Sort key of measured trials, best first: feasible ones by value, then the infeasible
+    ones by SLO shortfall (the sum of their broken constraints)."""
+    sign = -1.0 if study.direction is optuna.study.StudyDirection.MAXIMIZE else 1.0
+
+    def rank(t: FrozenTrial) -> tuple[int, float]:
+        v = _violation(t)
+        if v > 0:
+            return 1, v
+        return 0, sign * float(t.value if t.value is not None else math.inf)
+
+    return rank
 
 
 def _kernel(

@@ -134,9 +134,51 @@ def test_the_search_starts_next_to_a_feasible_engine_default() -> None:
 def test_the_search_leaves_a_default_that_breaks_the_slos_as_badly_as_its_neighbours() -> None:
     # Equal shortfalls everywhere (a plateau) say nothing about where to go: the search moves
     # away from what it measured instead of staying next to the failing default.
+    # (after the token-budget ladder, which a plateau never stops)
     space = small_space().with_overrides(SEARCH)
+    rungs = len(DistinctTPESampler(space).token_ladder)
     far = 0
     for seed in range(5):
-        default, first, *_ = first_configs(space, seed, 3, shortfall=1.0)
+        default, *walk, first, _ = first_configs(space, seed, rungs + 3, shortfall=1.0)
+        assert [changes(default, c) for c in walk] == [["max_num_batched_tokens"]] * rungs
         far += len(changes(default, first)) >= 3
     assert far >= 4
+
+
+def test_the_search_walks_the_token_budget_up_from_the_small_end_until_past_the_peak() -> None:
+    space = small_space().with_overrides(SEARCH)
+    ladder = DistinctTPESampler(space).token_ladder
+    default = space.repair(dict(space.defaults))
+    budgets = [space.engine_values(p)["max_num_batched_tokens"] for p in ladder]
+    below = [b for b in SEARCH["max_num_batched_tokens"] if b < default["max_num_batched_tokens"]]
+    assert budgets == sorted(below) and len(budgets) >= 2
+    # best at the smallest budget: one step up does worse, and the walk stops there
+    study = optuna.create_study(direction="maximize", sampler=DistinctTPESampler(space, seed=0))
+    study.enqueue_trial(space.default_params())
+    tried: list[dict[str, object]] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        config = space.suggest(trial)
+        tried.append(config)
+        trial.set_constraint("slos", -1.0)
+        return 1e4 / int(config["max_num_batched_tokens"])  # type: ignore[call-overload]
+
+    study.optimize(objective, n_trials=4)
+    assert [changes(default, c) for c in tried[1:3]] == [["max_num_batched_tokens"]] * 2
+    assert [c["max_num_batched_tokens"] for c in tried[1:3]] == budgets[:2]
+    assert tried[3]["max_num_batched_tokens"] != budgets[2] or changes(default, tried[3]) != [
+        "max_num_batched_tokens"
+    ]
+
+
+def test_a_budget_below_the_context_turns_chunked_prefill_on_for_tensorrt_llm() -> None:
+    defaults = engine_defaults("trtllm", "llama-3.1-8b", "h100-sxm", max_model_len=8192)
+    space = default_space("trtllm", defaults, max_model_len=8192).with_overrides(
+        {"max_num_tokens": [1024, 2048, 8192], "kv_cache_config.free_gpu_memory_fraction": None}
+    )
+    assert defaults["enable_chunked_prefill"] is False
+    ladder = [space.engine_values(p) for p in DistinctTPESampler(space).token_ladder]
+    assert [(c["max_num_tokens"], c["enable_chunked_prefill"]) for c in ladder] == [
+        (1024, True),
+        (2048, True),
+    ]

@@ -383,6 +383,7 @@ def _replay_bar(*, enabled: bool) -> Iterator[ReplayProgress | None]:
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
+        refresh_per_second=2,  # a replay runs for minutes: redrawing costs CPU it would use
     )
     tasks: dict[str, TaskID] = {}
 
