@@ -42,6 +42,7 @@ class SLOStatus:
         budget_left: fraction of the error budget left (None: no data; negative: overspent).
         burn_rates: burn rate per window of the SLO's policy, keyed by a label like ``1h``,
             shortest first (None: no request in that window).
+        pairs: the policy's multi-window conditions as they are paged on.
         firing: severities whose burn-rate condition holds.
         state: an :class:`SLOState`.
         note: how the threshold was read when it is not a bucket bound.
@@ -55,7 +56,45 @@ class SLOStatus:
     burn_rates: Mapping[str, float | None]
     firing: tuple[str, ...]
     state: SLOState
+    pairs: tuple[BurnPair, ...] = ()
     note: str | None = None
+
+    @property
+    def budget_shown(self) -> float | None:
+        """The budget left as every page shows it: clamped to [0, 1], since an overspent
+        budget is spent (how far over is :attr:`overspent_by`)."""
+        return None if self.budget_left is None else min(max(self.budget_left, 0.0), 1.0)
+
+    @property
+    def overspent_by(self) -> float | None:
+        """How many budgets past the whole one were spent (None: not overspent)."""
+        b = self.budget_left
+        return -b if b is not None and b < 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class BurnPair:
+    """One fast/slow burn-rate condition: it fires when both windows burn above ``factor``.
+
+    Attributes:
+        severity: the alert's severity (``page``, ``ticket``).
+        long: the long window's label (``1h``); short: the short one's (``5m``).
+        factor: the burn-rate threshold.
+        long_rate, short_rate: burn rates over each window (None: no request in it).
+        firing: whether both are above the threshold.
+    """
+
+    severity: str
+    long: str
+    short: str
+    factor: float
+    long_rate: float | None
+    short_rate: float | None
+    firing: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.severity} {self.long}/{self.short} >{self.factor:g}×"
 
 
 def window_label(seconds: float) -> str:
@@ -93,6 +132,18 @@ def slo_statuses(
                 burn_rates={window_label(b.window_s): b.burn_rate for b in st.burns},
                 firing=st.firing,
                 state=state,
+                pairs=tuple(
+                    BurnPair(
+                        severity=c.window.severity,
+                        long=window_label(c.window.long_s),
+                        short=window_label(c.window.short_s),
+                        factor=c.window.factor,
+                        long_rate=c.long.burn_rate,
+                        short_rate=c.short.burn_rate,
+                        firing=c.is_firing,
+                    )
+                    for c in st.conditions
+                ),
                 note=st.note,
             )
         )

@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import NoReturn
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from slotune.collector.errors import SchemaMismatch, SlotuneError, StoreError
@@ -150,3 +151,16 @@ def when(ts: float | None) -> str:
 def strip_source(message: str, source: str) -> str:
     """An error of a parser fed by a form, without the parser's ``source:line:`` prefix."""
     return re.sub(rf"^{re.escape(source)}(:\d+)?: ", "", message)
+
+
+def utc_times(ts: Sequence[float]) -> list[dt.datetime]:
+    """Epoch times as UTC datetimes, for a chart's time axis (see :func:`time_axis`)."""
+    return [dt.datetime.fromtimestamp(t, dt.UTC) for t in ts]
+
+
+def time_axis(fig: go.Figure) -> go.Figure:
+    """One clock on every chart: 24 h, in UTC, named on the axis."""
+    fig.update_xaxes(
+        title_text="time (UTC)", tickformat="%H:%M<br>%b %d", hoverformat="%Y-%m-%d %H:%M:%S UTC"
+    )
+    return fig

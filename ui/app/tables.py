@@ -10,29 +10,39 @@ import streamlit as st
 from slotune.collector.views import FleetRow, SLOStatus
 
 
-def burn_labels(statuses: Sequence[SLOStatus]) -> list[str]:
-    """The burn-rate windows of every SLO's policy, shortest first."""
+def pair_labels(statuses: Sequence[SLOStatus]) -> list[str]:
+    """The fast/slow burn-rate conditions of every SLO's policy, in policy order."""
     labels: dict[str, None] = {}
     for s in statuses:
-        labels.update(dict.fromkeys(s.burn_rates))
-    return sorted(labels, key=window_seconds)
+        labels.update(dict.fromkeys(p.label for p in s.pairs))
+    return list(labels)
 
 
-def window_seconds(label: str) -> float:
-    return float(label[:-1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[label[-1]]
+def rate(value: float | None) -> str:
+    """A burn rate as text; a window without requests is a dash, never "None"."""
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _pair_cells(s: SLOStatus, labels: Sequence[str]) -> dict[str, str]:
+    mine = {p.label: p for p in s.pairs}
+    cells = {}
+    for label in labels:
+        p = mine.get(label)
+        cells[f"burn {label}"] = "" if p is None else f"{rate(p.long_rate)} · {rate(p.short_rate)}"
+    return cells
 
 
 def slo_frame(statuses: Sequence[SLOStatus]) -> list[dict[str, Any]]:
-    windows = burn_labels(statuses)
+    labels = pair_labels(statuses)
     return [
         {
             "name": s.slo.name,
-            "spec": s.slo.spec,
             "state": s.state.value,
             "attainment": None if s.attainment is None else s.attainment * 100,
+            "budget_left": None if s.budget_shown is None else s.budget_shown * 100,
+            "spec": s.slo.spec,
             "objective": s.slo.objective * 100,
-            "budget_left": None if s.budget_left is None else max(s.budget_left, 0.0) * 100,
-            **{f"burn_{w}": s.burn_rates.get(w) for w in windows},
+            **_pair_cells(s, labels),
             "firing": ", ".join(s.firing),
             "window": f"{s.slo.window_s / 86400:g}d",
             "events": s.num_events,
@@ -50,8 +60,10 @@ def slo_columns(statuses: Sequence[SLOStatus]) -> dict[str, Any]:
             "error budget left", format="%.1f %%", min_value=0, max_value=100
         ),
         **{
-            f"burn_{w}": cc.NumberColumn(f"burn rate {w}", format="%.2f×")
-            for w in burn_labels(statuses)
+            f"burn {label}": cc.TextColumn(
+                f"burn {label}", help="burn rate over the long · short window"
+            )
+            for label in pair_labels(statuses)
         },
         "firing": cc.TextColumn("alerts firing"),
         "events": cc.NumberColumn("requests in window", format="%d"),

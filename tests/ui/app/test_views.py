@@ -3,6 +3,8 @@ command line uses, and the SLO maths on literal buckets."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from ui_seed import seed
 
@@ -10,6 +12,7 @@ from slotune.collector.agent import summarize_metrics
 from slotune.collector.store import (
     SampleIn,
     list_bench_runs,
+    list_slos,
     open_store,
     series_at,
     upgrade,
@@ -17,6 +20,7 @@ from slotune.collector.store import (
 )
 from slotune.collector.views import fleet_table, slo_statuses
 from slotune.collector.views.bench import max_rate_curves
+from slotune.collector.views.slo_history import slo_history
 
 
 def test_series_at_reads_every_series_on_the_grid_with_resets(sqlite_url: str) -> None:
@@ -79,6 +83,37 @@ def test_slo_status_budget_and_burn_from_the_alert_maths(sqlite_url: str) -> Non
     assert code.attainment == pytest.approx(0.85)
     assert code.burn_rates["1h"] == pytest.approx(1.5)
     assert code.state.value == "breached" and code.firing == ("ticket",)
+
+
+def test_slo_budget_is_clamped_and_burn_rates_come_in_fast_slow_pairs(sqlite_url: str) -> None:
+    end = seed(sqlite_url)
+    with open_store(sqlite_url) as store:
+        by_name = {s.slo.name: s for s in slo_statuses(store, end_ts=end)}
+    code = by_name["code-e2e"]
+    assert code.budget_left == pytest.approx(-0.5)  # the alert maths' raw figure
+    assert code.budget_shown == 0.0 and code.overspent_by == pytest.approx(0.5)
+    assert by_name["chat-ttft"].budget_shown == pytest.approx(0.5)
+    pairs = {p.label: p for p in code.pairs}
+    ticket = pairs["ticket 3d/6h >1×"]
+    assert (ticket.long, ticket.short, ticket.factor) == ("3d", "6h", 1.0)
+    assert ticket.long_rate == pytest.approx(1.5) and ticket.short_rate == pytest.approx(1.5)
+    assert ticket.firing and not pairs["page 1h/5m >14.4×"].firing
+
+
+def test_slo_history_burns_down_the_budget_and_gives_the_sli_per_step(sqlite_url: str) -> None:
+    end = seed(sqlite_url)  # 10 minutes of samples before end
+    with open_store(sqlite_url) as store:
+        slos = {s.name: s for s in list_slos(store)}
+        code = slo_history(store, replace(slos["code-e2e"], window_s=1200.0), end, points=4)
+        chat = slo_history(store, replace(slos["chat-ttft"], window_s=1200.0), end, points=4)
+    assert [p.ts for p in code.points] == [end - 900, end - 600, end - 300, end]
+    assert code.step_s == 300.0 and code.start_ts == end - 1200
+    # no request before the samples start; then the SLI of each 5-minute step
+    assert [p.sli for p in chat.points[:2]] == [None, None]
+    assert chat.points[2].sli == pytest.approx(0.995) and chat.points[3].sli == pytest.approx(0.995)
+    assert chat.points[3].budget_left == pytest.approx(0.5)  # agrees with the SLO table
+    assert all(p.budget_left == 0.0 for p in code.points[2:])  # overspent is clamped to 0
+    assert code.points[3].sli == pytest.approx(0.85)
 
 
 def test_max_rate_runs_form_one_curve(sqlite_url: str) -> None:

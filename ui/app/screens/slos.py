@@ -1,8 +1,10 @@
-"""SLOs: attainment, error budget left and burn rates per window; create, edit, delete."""
+"""SLOs: attainment and error budget left; per SLO the budget burn-down, the SLI over time and
+the fast/slow burn-rate pairs it is paged on; create, edit, delete."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,6 +14,8 @@ from slotune.collector.slo import SLO
 from slotune.collector.store import Store, delete_slo, list_slos
 from slotune.collector.views import SLOStatus, slo_statuses
 from slotune.collector.views.forms import FORM_SOURCE, slo_from_fields
+from slotune.collector.views.slo_history import SLOHistory, slo_history
+from slotune.collector.views.slo_status import window_label
 from slotune.ui.app._common import (
     LIVE_S,
     TTL_S,
@@ -20,12 +24,16 @@ from slotune.ui.app._common import (
     guarded,
     is_read_only,
     md,
+    query_choice,
+    set_query,
     show_error,
     store,
     strip_source,
+    time_axis,
+    utc_times,
     when,
 )
-from slotune.ui.app.tables import burn_labels, slo_columns, slo_frame
+from slotune.ui.app.tables import slo_columns, slo_frame
 
 NEW = "(new SLO)"
 
@@ -35,34 +43,99 @@ def _statuses(_store: Store, url: str | None, end: float) -> list[SLOStatus]:
     return slo_statuses(_store, end_ts=end)
 
 
-def _burn_chart(statuses: list[SLOStatus]) -> go.Figure:
-    fig = go.Figure()
-    windows = burn_labels(statuses)
-    for s in statuses:
-        fig.add_bar(
-            name=s.slo.name,
-            x=[f"burn rate {w}" for w in windows],
-            y=[s.burn_rates.get(w) for w in windows],
-        )
-    fig.add_hline(
-        y=1.0, line_dash="dot", annotation_text="1× spends the budget by the window's end"
-    )
-    fig.update_layout(
-        barmode="group", height=320, margin={"t": 30}, yaxis_title="burn rate (× budget)"
-    )
-    return fig
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _history(_store: Store, url: str | None, name: str, end: float) -> SLOHistory | None:
+    slo = next((x for x in list_slos(_store) if x.name == name), None)
+    return None if slo is None else slo_history(_store, slo, end)
 
 
 def _budget_chart(statuses: list[SLOStatus]) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=[s.slo.name for s in statuses],
-            y=[None if s.budget_left is None else s.budget_left * 100 for s in statuses],
-            marker_color=["#d62728" if (s.budget_left or 0) <= 0 else "#2ca02c" for s in statuses],
+            y=[None if s.budget_shown is None else s.budget_shown * 100 for s in statuses],
+            text=[_budget_text(s) for s in statuses],
+            marker_color=["#d62728" if (s.budget_shown or 0) <= 0 else "#2ca02c" for s in statuses],
         )
     )
-    fig.update_layout(height=320, margin={"t": 30}, yaxis_title="error budget left (%)")
+    fig.update_layout(
+        height=320, margin={"t": 30}, yaxis={"title": "error budget left (%)", "range": [0, 100]}
+    )
     return fig
+
+
+def _budget_text(s: SLOStatus) -> str:
+    if s.budget_shown is None:
+        return "no data"
+    over = s.overspent_by
+    return f"{s.budget_shown * 100:.1f} %" + ("" if over is None else f" (overspent {over:.1f}×)")
+
+
+def _pairs_chart(s: SLOStatus) -> go.Figure:
+    """Each fast/slow condition as it is paged on: both windows' burn rates and the factor
+    both must pass."""
+    labels = [p.label for p in s.pairs]
+    fig = go.Figure()
+    fig.add_bar(name="long window", x=labels, y=[p.long_rate for p in s.pairs])
+    fig.add_bar(name="short window", x=labels, y=[p.short_rate for p in s.pairs])
+    fig.add_scatter(
+        name="threshold",
+        x=labels,
+        y=[p.factor for p in s.pairs],
+        mode="markers",
+        marker={"symbol": "line-ew-open", "size": 40, "color": "#d62728", "line": {"width": 3}},
+    )
+    fig.update_layout(
+        barmode="group",
+        height=320,
+        margin={"t": 30},
+        yaxis_title="burn rate (× budget)",
+        legend={"orientation": "h"},
+    )
+    return fig
+
+
+def _percent_line(h: SLOHistory, values: list[float | None], yaxis: dict[str, Any]) -> go.Figure:
+    fig = go.Figure(
+        go.Scatter(
+            x=utc_times([p.ts for p in h.points]),
+            y=[None if v is None else v * 100 for v in values],
+            mode="lines+markers",
+        )
+    )
+    fig.update_layout(height=300, margin={"t": 30}, yaxis=yaxis)
+    return time_axis(fig)
+
+
+def _burndown_chart(h: SLOHistory) -> go.Figure:
+    yaxis = {"title": "error budget left (%)", "range": [0, 100]}
+    return _percent_line(h, [p.budget_left for p in h.points], yaxis)
+
+
+def _sli_chart(h: SLOHistory) -> go.Figure:
+    yaxis = {"title": f"good requests per {window_label(h.step_s)} (%)"}
+    fig = _percent_line(h, [p.sli for p in h.points], yaxis)
+    fig.add_hline(
+        y=h.slo.objective * 100, line_dash="dot", annotation_text="objective", line_color="#d62728"
+    )
+    return fig
+
+
+def _detail(s: Store, statuses: list[SLOStatus], end: float) -> None:
+    names = [x.slo.name for x in statuses]
+    name = query_choice("slo", names, names[0])
+    pick = st.selectbox("SLO", names, index=names.index(name), key="slo_detail")
+    set_query("slo", pick if pick != names[0] else None)
+    cur = next(x for x in statuses if x.slo.name == pick)
+    h = _history(s, db_url(), pick, end)
+    c1, c2 = st.columns(2)
+    if h is not None:
+        c1.plotly_chart(_burndown_chart(h), width="stretch")
+        c2.plotly_chart(_sli_chart(h), width="stretch")
+    if cur.pairs:
+        st.plotly_chart(_pairs_chart(cur), width="stretch")
+    else:
+        st.caption("an objective of 100 % has no budget, so no burn rate")
 
 
 def _form(s: Store, existing: list[SLO]) -> None:
@@ -156,9 +229,10 @@ with guarded():
 st.caption(f"as of {when(end)}; attainment and budget over each SLO's window")
 if statuses:
     st.dataframe(slo_frame(statuses), column_config=slo_columns(statuses), hide_index=True)
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(_budget_chart(statuses), width="stretch")
-    c2.plotly_chart(_burn_chart(statuses), width="stretch")
+    st.plotly_chart(_budget_chart(statuses), width="stretch")
+    st.subheader("Over the window")
+    with guarded():
+        _detail(s, statuses, end)
 else:
     st.info("No SLO declared yet" + ("." if is_read_only() else ": create one below."))
 if not is_read_only():
