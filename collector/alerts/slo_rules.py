@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from slotune.collector.agent.buckets import engine_bounds
 from slotune.collector.alerts.policy import burn_windows, error_budget
-from slotune.collector.alerts.sli import SliReader
-from slotune.collector.slo import SLO, Alerting, BurnWindow
+from slotune.collector.alerts.sli import BoundaryNote, SliReader
+from slotune.collector.slo import SLI, SLO, Alerting, BurnWindow
 from slotune.collector.store import (
     AlertRuleInfo,
     Store,
@@ -100,7 +101,8 @@ def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) 
     """Store SLOs with their alert rules, after checking every SLO's alerting.
 
     Returns:
-        One line per SLO whose threshold is not a bucket bound of the stored histograms.
+        One line per SLO whose threshold is not a bucket bound of the stored histograms
+        (before any is stored, of vLLM's, whose release fixes them).
 
     Raises:
         SLOSpecError: an SLO cannot alert as written (nothing is stored).
@@ -110,8 +112,25 @@ def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) 
     save_slos(store, slos)
     save_slo_rules(store, slos, min_window_s=min_window_s)
     reader = SliReader(store, time.time())
-    notes = [reader.note(slo) for slo in slos]
-    return [n.message(slo.name) for slo, n in zip(slos, notes, strict=True) if n is not None]
+    out = []
+    for slo in slos:
+        note = reader.note(slo) if reader.bounds(slo) else _vllm_note(slo)
+        if note is not None:
+            out.append(note.message(slo.name))
+    return out
+
+
+def _vllm_note(slo: SLO) -> BoundaryNote | None:
+    """Where the threshold falls among vLLM's own bucket bounds, when it is not one."""
+    if slo.sli is SLI.ERROR_RATE:
+        return None
+    bounds = engine_bounds("vllm", slo.sli.value) or ()
+    lower = max((b for b in bounds if b <= slo.threshold), default=None)
+    if not bounds or lower == slo.threshold:
+        return None
+    upper = min((b for b in bounds if b > slo.threshold), default=None)
+    interpolated = slo.interpolate and lower is not None and upper is not None
+    return BoundaryNote(f"vLLM {slo.sli.value}", slo.threshold, lower, upper, interpolated)
 
 
 def delete_slo_and_rules(store: Store, name: str) -> None:

@@ -72,3 +72,10 @@ def test_an_engine_whose_bounds_are_a_server_option_needs_scraped_bounds(store: 
     apply_slos(store, [parse_slo("ttft:p99<=500ms")])
     with pytest.raises(ConfigError, match="run `slotune agent` against the engine first"):
         export_prometheus(store, engine="sglang")
+
+
+def test_slo_apply_warns_on_vllm_bounds_before_any_engine_data(store: Store) -> None:
+    (note,) = apply_slos(
+        store, [parse_slo("tpot:p90<=40ms", name="chat-tpot"), parse_slo("ttft:p99<=500ms")]
+    )
+    assert "SLO 'chat-tpot': 40ms is not a bucket bound" in note and "25ms and 50ms" in note
