@@ -33,9 +33,11 @@ from slotune.collector.errors import ConfigError
 from slotune.collector.slo import Selector, parse_duration_s, read_text, read_yaml
 from slotune.collector.store import AlertRuleInfo, Store, delete_alert_rules, list_alert_rules
 
+# Possessive whitespace (``\s*+``): with plain ``\s*`` on both sides of the optional parts, a
+# run of spaces before a word that does not fit backtracks in cubic time (3,000 spaces: minutes).
 _SHORTHAND = re.compile(
-    r"^\s*(?P<metric>[A-Za-z_:][\w:]*)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
-    r"(?P<value>-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)\s*(?P<pct>%?)\s*(?:for\s+(?P<for>\S+))?\s*$"
+    r"^\s*+(?P<metric>[A-Za-z_:][\w:]*)\s*+(?P<op>>=|<=|==|!=|>|<)\s*+"
+    r"(?P<value>-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)\s*+(?P<pct>%?)\s*+(?:for\s++(?P<for>\S+))?\s*+$"
 )
 SHORTHAND_FORM = "METRIC OP VALUE [for DURATION], e.g. 'kv_usage > 0.9 for 5m' or 'up == 0'"
 OPS: dict[str, Callable[[float, float], bool]] = {
