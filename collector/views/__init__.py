@@ -13,7 +13,13 @@ from slotune.collector.views.bench import (
     latencies_of,
     max_rate_curves,
 )
-from slotune.collector.views.fleet import FleetRow, FleetTable, fleet_table, fleet_timeseries
+from slotune.collector.views.fleet import (
+    FleetRow,
+    FleetTable,
+    fleet_table,
+    fleet_timeseries_by_target,
+    outlier,
+)
 from slotune.collector.views.overview import Overview, firing_alerts, overview
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
@@ -28,9 +34,10 @@ __all__ = [
     "SLOStatus",
     "firing_alerts",
     "fleet_table",
-    "fleet_timeseries",
+    "fleet_timeseries_by_target",
     "latencies_of",
     "max_rate_curves",
+    "outlier",
     "overview",
     "slo_statuses",
 ]

@@ -10,8 +10,10 @@ from its first sample in it (as ``counter_increase`` does).
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from slotune.collector.agent.summary import LATENCIES, QUANTILES, TargetMetricsSummary
@@ -267,10 +269,11 @@ def _common(values: Iterable[str | None]) -> str | None:
     return distinct.pop() if len(distinct) == 1 else "mixed"
 
 
-def fleet_timeseries(
-    store: Store, targets: Sequence[str], start_ts: float, end_ts: float, *, steps: int = 60
-) -> list[TargetMetricsSummary]:
-    """The pooled figures of ``targets`` per step of a range (one summary per step).
+def fleet_timeseries_by_target(
+    store: Store, targets: Sequence[str], start_ts: float, end_ts: float, *, steps: int = 30
+) -> dict[str, list[TargetMetricsSummary]]:
+    """Each target's figures per step of a range, from one batched read, so a bad replica
+    stands out instead of being averaged into its pool.
 
     Raises:
         ConfigError: an empty range or no target given.
@@ -278,8 +281,40 @@ def fleet_timeseries(
     if not targets:
         raise ConfigError("pick at least one target or pool to chart")
     grid = _grid(start_ts, end_ts, steps)
-    points = series_at(store, SERIES_NAMES, grid, list(targets))
-    label = targets[0] if len(targets) == 1 else f"{len(targets)} targets"
-    return [
-        _stats(label, "series", None, None, points, grid, i - 1, i) for i in range(1, len(grid))
-    ]
+    by_target: dict[str, list[SeriesPoints]] = defaultdict(list)
+    for p in series_at(store, SERIES_NAMES, grid, list(targets)):
+        by_target[p.target].append(p)
+    return {
+        t: [
+            _stats(t, "series", None, None, by_target[t], grid, i - 1, i)
+            for i in range(1, len(grid))
+        ]
+        for t in targets
+    }
+
+
+OUTLIER_RATIO = 1.5  # how far from its peers' median a target's mean must be to stand out
+
+
+def outlier(series: Mapping[str, Sequence[float | None]]) -> str | None:
+    """The target whose mean over the range is farthest from the median of the others'
+    means, when it is at least :data:`OUTLIER_RATIO` times above or below it (None: no
+    such target, or fewer than two with data)."""
+    means = {
+        t: sum(known) / len(known)
+        for t, values in series.items()
+        if (known := [v for v in values if v is not None])
+    }
+    best, best_ratio = None, OUTLIER_RATIO
+    for t, mean in means.items():
+        others = [m for o, m in means.items() if o != t]
+        if not others:
+            return None
+        median = statistics.median(others)
+        if median <= 0 or mean <= 0:
+            ratio = math.inf if max(median, mean) > 0 else 1.0
+        else:
+            ratio = max(mean / median, median / mean)
+        if ratio >= best_ratio and ratio > 1.0:
+            best, best_ratio = t, ratio
+    return best

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
 from slotune.collector.views import FleetRow, SLOStatus
+
+LATENCY_PS = ("p50", "p90", "p99")
 
 
 def pair_labels(statuses: Sequence[SLOStatus]) -> list[str]:
@@ -80,11 +82,11 @@ def fleet_frame(rows: Sequence[FleetRow], group: str) -> list[dict[str, Any]]:
             group: {"pool": r.pool, "model": s.model, "node": s.node}[group],
             "name": s.target,
             "engine": s.kind,
-            "gpu": r.gpu,
+            "gpu": r.gpu or "",
             "status": "up" if s.is_up else ("down" if s.is_up is False else "unknown"),
         }
         for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
-            for p in ("p50", "p90", "p99"):
+            for p in LATENCY_PS:
                 row[f"{metric[:-3]}_{p}"] = getattr(s, metric).get(p)
         row.update(
             {
@@ -106,14 +108,37 @@ def fleet_frame(rows: Sequence[FleetRow], group: str) -> list[dict[str, Any]]:
     return out
 
 
-def fleet_columns(window: str) -> dict[str, Any]:
+LATENCY_COLUMNS = tuple(f"{m}_{p}" for m in ("ttft", "itl", "tpot", "e2e") for p in LATENCY_PS)
+
+
+def latency_unit(values_ms: Iterable[float | None]) -> tuple[str, float]:
+    """The unit that reads best for these milliseconds and the divisor into it: seconds once
+    any reaches a second (157.5 s, not 157544.3 ms)."""
+    top = max((v for v in values_ms if v is not None), default=0.0)
+    return ("s", 1000.0) if top >= 1000.0 else ("ms", 1.0)
+
+
+def scale_latencies(frame: list[dict[str, Any]]) -> dict[str, str]:
+    """Put each latency column of ``frame`` in its own unit (in place); the units by column."""
+    units = {}
+    for col in LATENCY_COLUMNS:
+        unit, div = latency_unit(r.get(col) for r in frame)
+        units[col] = unit
+        for r in frame:
+            if r.get(col) is not None:
+                r[col] /= div
+    return units
+
+
+def fleet_columns(window: str, units: Mapping[str, str]) -> dict[str, Any]:
     cc = st.column_config
     cols: dict[str, Any] = {}
-    for metric in ("ttft", "itl", "tpot", "e2e"):
-        for p in ("p50", "p90", "p99"):
-            cols[f"{metric}_{p}"] = cc.NumberColumn(
-                f"{metric.upper()} {p} (ms, {window})", format="%.1f"
-            )
+    for col in LATENCY_COLUMNS:
+        metric, p = col.split("_")
+        unit = units.get(col, "ms")
+        cols[col] = cc.NumberColumn(
+            f"{metric.upper()} {p} ({unit}, {window})", format="%.2f" if unit == "s" else "%.1f"
+        )
     cols.update(
         {
             "req_s": cc.NumberColumn(f"requests/s ({window})", format="%.2f"),

@@ -20,7 +20,9 @@ from slotune.collector.store import (
 )
 from slotune.collector.views import fleet_table, slo_statuses
 from slotune.collector.views.bench import max_rate_curves
+from slotune.collector.views.fleet import fleet_timeseries_by_target, outlier
 from slotune.collector.views.slo_history import slo_history
+from slotune.ui.app.tables import latency_unit, scale_latencies
 
 
 def test_series_at_reads_every_series_on_the_grid_with_resets(sqlite_url: str) -> None:
@@ -123,3 +125,31 @@ def test_max_rate_runs_form_one_curve(sqlite_url: str) -> None:
     assert [c.name for c in curves] == ["llama poisson"]
     assert [p.rate for p in curves[0].points] == [2.0, 4.0, 8.0]
     assert curves[0].max_rate == 4.0
+
+
+def test_fleet_series_per_target_single_out_the_slow_replica(sqlite_url: str) -> None:
+    end = seed(sqlite_url)
+    names = ["node-1/vllm", "node-2/vllm", "node-3/vllm"]  # node-3 serves the slow pool
+    with open_store(sqlite_url) as store:
+        series = fleet_timeseries_by_target(store, names, end - 600, end, steps=6)
+    assert list(series) == names and all(len(v) == 6 for v in series.values())
+    assert [p.target for p in series["node-3/vllm"]] == ["node-3/vllm"] * 6
+    waiting = {t: [p.requests_waiting for p in pts] for t, pts in series.items()}
+    assert outlier(waiting) == "node-3/vllm"  # 3 waiting against 0 on its peers
+    e2e = {t: [p.e2e_ms["p99"] for p in pts] for t, pts in series.items()}
+    assert outlier(e2e) == "node-3/vllm"
+
+
+def test_outlier_needs_a_clear_gap_and_peers() -> None:
+    assert outlier({"a": [10.0, 11.0], "b": [10.5, None], "c": [30.0]}) == "c"
+    assert outlier({"a": [10.0], "b": [12.0], "c": [11.0]}) is None  # within 1.5x
+    assert outlier({"a": [10.0], "b": [None]}) is None  # one target with data
+    assert outlier({}) is None
+
+
+def test_latency_units_scale_to_seconds_and_missing_stays_blank() -> None:
+    frame: list[dict[str, object]] = [{"ttft_p50": 157544.3, "itl_p50": 12.5}, {"ttft_p50": None}]
+    units = scale_latencies(frame)  # type: ignore[arg-type]
+    assert units["ttft_p50"] == "s" and units["itl_p50"] == "ms"
+    assert frame[0]["ttft_p50"] == pytest.approx(157.5443) and frame[1]["ttft_p50"] is None
+    assert latency_unit([None, 999.0]) == ("ms", 1.0)

@@ -4,13 +4,16 @@ chosen range; drill down from a pool to a target."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from slotune.collector.agent import TargetMetricsSummary
 from slotune.collector.store import Store
-from slotune.collector.views import FleetTable, fleet_table, fleet_timeseries
+from slotune.collector.views import FleetTable, fleet_table
+from slotune.collector.views.fleet import fleet_timeseries_by_target, outlier
 from slotune.ui.app._common import (
     LIVE_S,
     RANGES,
@@ -22,7 +25,13 @@ from slotune.ui.app._common import (
     set_query,
     store,
 )
-from slotune.ui.app.tables import fleet_columns, fleet_frame
+from slotune.ui.app.tables import (
+    LATENCY_PS,
+    fleet_columns,
+    fleet_frame,
+    latency_unit,
+    scale_latencies,
+)
 
 GROUPS = ["pool", "model", "node"]
 MAX_CHART_TARGETS = 25
@@ -37,79 +46,125 @@ def _table(_store: Store, url: str | None, range_s: float, end: float) -> FleetT
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _series(
     _store: Store, url: str | None, targets: tuple[str, ...], range_s: float, end: float, steps: int
-) -> list[TargetMetricsSummary]:
-    return fleet_timeseries(_store, targets, end - range_s, end, steps=steps)
+) -> dict[str, list[TargetMetricsSummary]]:
+    return fleet_timeseries_by_target(_store, targets, end - range_s, end, steps=steps)
 
 
-def _frame(points: list[TargetMetricsSummary]) -> pd.DataFrame:
-    rows = []
-    for p in points:
-        row = {"time": pd.to_datetime(p.end_ts, unit="s", utc=True)}
-        for metric in ("ttft", "itl", "tpot", "e2e"):
-            for q, v in getattr(p, f"{metric}_ms").items():
-                row[f"{metric} {q}"] = v
-        row.update(
-            {
-                "requests/s": p.request_throughput,
-                "output tokens/s": p.output_token_throughput,
-                "input tokens/s": p.input_token_throughput,
-                "running": p.requests_running,
-                "waiting": p.requests_waiting,
-                "KV usage %": None if p.kv_usage is None else p.kv_usage * 100,
-                "prefix hit %": None if p.prefix_hit_rate is None else p.prefix_hit_rate * 100,
-                "preemptions/s": p.preemption_rate,
-                "VRAM GiB": None if p.vram_used_bytes is None else p.vram_used_bytes / 1024**3,
-                "GPU util %": None if p.gpu_utilization is None else p.gpu_utilization * 100,
-                "power W": p.power_watts,
-            }
-        )
-        rows.append(row)
-    return pd.DataFrame(rows)
+Reading = Callable[[TargetMetricsSummary], "float | None"]
 
 
-CHARTS = (
-    ("TTFT (ms)", ["ttft p50", "ttft p90", "ttft p99"]),
-    ("ITL (ms)", ["itl p50", "itl p90", "itl p99"]),
-    ("TPOT (ms)", ["tpot p50", "tpot p90", "tpot p99"]),
-    ("E2E (ms)", ["e2e p50", "e2e p90", "e2e p99"]),
-    ("Request rate (req/s)", ["requests/s"]),
-    ("Token rates (tokens/s)", ["output tokens/s", "input tokens/s"]),
-    ("Running and waiting requests", ["running", "waiting"]),
-    ("KV usage and prefix hit rate (%)", ["KV usage %", "prefix hit %"]),
-    ("Preemptions (/s)", ["preemptions/s"]),
-    ("VRAM used (GiB)", ["VRAM GiB"]),
-    ("GPU utilisation (%)", ["GPU util %"]),
-    ("Power (W)", ["power W"]),
+def _pct(v: float | None) -> float | None:
+    return None if v is None else v * 100
+
+
+def _latency(metric: str, q: str) -> Reading:
+    return lambda p: getattr(p, f"{metric}_ms").get(q)
+
+
+# title, unit (None: a latency in ms, scaled to its best unit), and the series of one target
+CHARTS: tuple[tuple[str, str | None, tuple[tuple[str, Reading], ...]], ...] = (
+    *(
+        (m.upper(), None, tuple((q, _latency(m, q)) for q in LATENCY_PS))
+        for m in ("ttft", "itl", "tpot", "e2e")
+    ),
+    ("Request rate", "req/s", (("requests/s", lambda p: p.request_throughput),)),
+    (
+        "Token rates",
+        "tokens/s",
+        (
+            ("output", lambda p: p.output_token_throughput),
+            ("input", lambda p: p.input_token_throughput),
+        ),
+    ),
+    (
+        "Running and waiting requests",
+        "requests",
+        (("running", lambda p: p.requests_running), ("waiting", lambda p: p.requests_waiting)),
+    ),
+    (
+        "KV usage and prefix hit rate",
+        "%",
+        (
+            ("KV usage", lambda p: _pct(p.kv_usage)),
+            ("prefix hit", lambda p: _pct(p.prefix_hit_rate)),
+        ),
+    ),
+    ("Preemptions", "/s", (("preemptions/s", lambda p: p.preemption_rate),)),
+    (
+        "VRAM used",
+        "GiB",
+        (("VRAM", lambda p: None if p.vram_used_bytes is None else p.vram_used_bytes / 1024**3),),
+    ),
+    ("GPU utilisation", "%", (("GPU util", lambda p: _pct(p.gpu_utilization)),)),
+    ("Power", "W", (("power", lambda p: p.power_watts),)),
 )
+PER_TARGET_P = "p99"  # the percentile each target draws when several are charted
 
 
-def _charts(df: pd.DataFrame, step_s: float) -> None:
+def _long(
+    series: dict[str, list[TargetMetricsSummary]], readings: tuple[tuple[str, Reading], ...]
+) -> pd.DataFrame:
+    """One row per time, target and reading: several targets chart one reading each (the
+    first, or the latency percentile :data:`PER_TARGET_P`), one target charts all of them."""
+    if len(series) > 1:
+        readings = tuple(r for r in readings if r[0] == PER_TARGET_P) or readings[:1]
+    rows = [
+        {"time": p.end_ts * 1000.0, "series": t if len(series) > 1 else name, "value": read(p)}
+        for t, points in series.items()
+        for p in points
+        for name, read in readings
+    ]
+    return pd.DataFrame(rows, columns=["time", "series", "value"])
+
+
+def _charts(series: dict[str, list[TargetMetricsSummary]], range_s: float, steps: int) -> None:
     # Plain Vega-Lite specs: Plotly Express and Altair validate every figure against their
     # schemas (tenths of a second each), and the page draws twelve on every rerun.
     cols = st.columns(2)
-    for i, (title, series) in enumerate(CHARTS):
-        present = [s for s in series if s in df and df[s].notna().any()]
+    many = len(series) > 1
+    step_s = range_s / steps
+    clock = "%H:%M" if range_s <= 86400 else "%d %b %H:%M"
+    for i, (title, unit, readings) in enumerate(CHARTS):
+        df = _long(series, readings).dropna(subset=["value"])
         with cols[i % 2]:
-            if not present:
+            if df.empty:
                 st.caption(f"{title}: no data in this range")
                 continue
-            st.markdown(f"**{title}**, per {step_s:g} s step")
-            long = df.melt(id_vars="time", value_vars=present, var_name="series")
-            spec = {
-                "mark": {"type": "line", "point": len(df) < 3},
-                "height": 220,
-                "encoding": {
-                    "x": {"field": "time", "type": "temporal", "title": None},
-                    "y": {"field": "value", "type": "quantitative", "title": title},
-                    "color": {"field": "series", "type": "nominal", "title": None},
-                    "tooltip": [
-                        {"field": "time", "type": "temporal", "format": "%H:%M:%S"},
-                        {"field": "series", "type": "nominal"},
-                        {"field": "value", "type": "quantitative", "format": ".4g"},
-                    ],
-                },
-            }
-            st.vega_lite_chart(long, spec, width="stretch")
+            if unit is None:
+                unit, div = latency_unit(df["value"])
+                df["value"] = df["value"] / div
+                title = f"{title} {PER_TARGET_P}" if many else title
+            odd = outlier({t: list(g["value"]) for t, g in df.groupby("series")} if many else {})
+            head = f"**{title} ({unit})**, per {step_s:g} s step" + (
+                f"; outlier: {md(odd)}" if odd else ""
+            )
+            st.markdown(head)
+            st.vega_lite_chart(df, _spec(f"{title} ({unit})", odd, clock), width="stretch")
+
+
+def _spec(y_title: str, odd: str | None, clock: str) -> dict[str, Any]:
+    utc = {"format": clock, "formatType": "utc", "title": "time (UTC, 24 h)"}
+    enc: dict[str, Any] = {
+        "x": {"field": "time", "type": "temporal", "scale": {"type": "utc"}, "axis": utc},
+        "y": {"field": "value", "type": "quantitative", "title": y_title},
+        "color": {"field": "series", "type": "nominal", "title": None},
+        "tooltip": [
+            {
+                "field": "time",
+                "type": "temporal",
+                "format": "%Y-%m-%d %H:%M:%S UTC",
+                "formatType": "utc",
+            },
+            {"field": "series", "type": "nominal"},
+            {"field": "value", "type": "quantitative", "format": ".4g"},
+        ],
+    }
+    if odd is not None:  # the outlier drawn thick and red, its peers thin and grey
+        test = {"field": "series", "equal": odd}
+        enc["color"] = {"condition": {"test": test, "value": "#d62728"}, "value": "#9e9e9e"}
+        enc["strokeWidth"] = {"condition": {"test": test, "value": 3}, "value": 1}
+        enc["detail"] = {"field": "series", "type": "nominal"}
+    return {"mark": {"type": "line", "point": True}, "height": 220, "encoding": enc}
 
 
 st.title("Fleet")
@@ -142,19 +197,24 @@ pool = c3.selectbox(
 set_query("pool", None if pool == ALL else pool)
 
 st.subheader(f"Pools, last {range_key}")
+pool_frame = fleet_frame(table.pools, "pool")
+pool_cols = fleet_columns(range_key, scale_latencies(pool_frame))
 st.dataframe(
-    fleet_frame(table.pools, "pool"),
-    column_config=fleet_columns(range_key),
+    pool_frame,
+    column_config=pool_cols,
     hide_index=True,
-    column_order=["pool", "targets", "gpu", "status", *fleet_columns(range_key)],
+    placeholder="",
+    column_order=["pool", "targets", "gpu", "status", *pool_cols],
 )
 rows = [r for r in table.targets if pool == ALL or (r.pool or "(no pool)") == pool]
 rows.sort(key=lambda r: (str(getattr(r.summary, group, None) or r.pool or ""), r.summary.target))
 st.subheader(f"Targets by {md(group)}" + ("" if pool == ALL else f" in pool {md(pool)}"))
+target_frame = fleet_frame(rows, group)
 st.dataframe(
-    fleet_frame(rows, group),
-    column_config=fleet_columns(range_key),
+    target_frame,
+    column_config=fleet_columns(range_key, scale_latencies(target_frame)),
     hide_index=True,
+    placeholder="",
 )
 
 names = [r.summary.target for r in rows]
@@ -178,5 +238,5 @@ if len(picked) > MAX_CHART_TARGETS:
     st.stop()
 steps = 60 if len(picked) == 1 else 30
 with guarded():
-    df = _frame(_series(s, db_url(), picked, range_s, end, steps))
-_charts(df, range_s / steps)
+    series = _series(s, db_url(), picked, range_s, end, steps)
+_charts(series, range_s, steps)
