@@ -13,7 +13,7 @@ that severity's (long, short) pairs both exceed ``factor x (1 - objective)``.
 
 The threshold must be a bucket bound, or the ``le`` matcher selects nothing and the alert
 never fires. Bounds come from the engine's own metric definitions
-(``collector.agent.buckets``; for SGLang, whose bounds are a server option, from what the
+(``collector.engine_buckets``; for SGLang, whose bounds are a server option, from what the
 agent scraped): a threshold between two bounds is snapped to the one below (conservative) or
 interpolated (``interpolate: true``), and the export says so.
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from slotune.collector.agent.buckets import engine_bounds
+from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.agent.canonical import Rule, format_le
 from slotune.collector.agent.sglang import SGLANG_RULES
 from slotune.collector.agent.trtllm import TRTLLM_RULES
@@ -165,7 +165,7 @@ def _nearest(slo: SLO, finite: Sequence[float]) -> tuple[float | None, float | N
 
 def histogram_bounds(engine: str, slo: SLO, stored: Sequence[float] = ()) -> tuple[float, ...]:
     """The bucket bounds a rule for ``slo`` on ``engine`` may use: the engine release's own
-    (``collector.agent.buckets``), or for an engine whose bounds are a server option, the
+    (``collector.engine_buckets``), or for an engine whose bounds are a server option, the
     ``stored`` ones the agent scraped."""
     if slo.sli is SLI.ERROR_RATE:
         return ()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from slotune.collector.agent.buckets import engine_bounds
+from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.alerts.policy import burn_windows, error_budget
 from slotune.collector.alerts.sli import BoundaryNote, SliReader
 from slotune.collector.slo import SLI, SLO, Alerting, BurnWindow

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from slotune.collector.agent.buckets import ENGINE_BUCKETS_S, engine_bounds
+from slotune.collector.engine_buckets import ENGINE_BUCKETS_S, engine_bounds
 from slotune.collector.agent.canonical import format_le
 from slotune.collector.alerts.promrules import export_prometheus
 from slotune.collector.alerts.slo_rules import apply_slos

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from slotune.collector.agent.buckets import (
+from slotune.collector.engine_buckets import (
     VLLM_REQUEST_LATENCY_BUCKETS_S,
     VLLM_TOKEN_LATENCY_BUCKETS_S,
     VLLM_TTFT_BUCKETS_S,
