@@ -18,7 +18,7 @@ hit rate, shed share; for the mix, TTFT p99 of short and long requests apart; th
 headline ratios. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/fleet_routing.py [--num-requests N] [--mooncake-time-scale 2]
-        [--azure-time-scale 0.25]
+        [--azure-time-scale 0.25] [--only mooncake|azure-mix]
 """
 
 from __future__ import annotations
@@ -107,7 +107,11 @@ def main() -> None:
     parser.add_argument("--num-requests", type=int, default=None)
     parser.add_argument("--mooncake-time-scale", type=float, default=2.0)
     parser.add_argument("--azure-time-scale", type=float, default=0.25)
+    parser.add_argument("--only", choices=("mooncake", "azure-mix"), help="one scenario")
     args = parser.parse_args()
+    if args.only == "azure-mix":
+        _azure_mix(args.azure_time_scale, args.num_requests)
+        return
     mooncake = retime(
         named_workload("mooncake-conversation"),
         time_scale=args.mooncake_time_scale,
@@ -119,18 +123,25 @@ def main() -> None:
         mooncake,
         MOONCAKE_SLOS,
     )
-    mix = _interleaved(args.azure_time_scale, args.num_requests)
-    second = _scenario(
-        f"azure-code + azure-conv (gaps x{args.azure_time_scale:g})", MIX_POOLS, mix, MIX_SLOS
-    )
-    _by_length(second, mix, MIX_POOLS)
     print("\nheadline")
     print("  " + _ratio(first, "prefix-affinity", "round-robin"))
     print("  " + _ratio(first, "score", "round-robin"))
-    print("  " + _ratio(second, "length-pools", "least-requests"))
-    for label, results in (("mooncake", first), ("azure mix", second)):
-        ranked = ", ".join(f"{p} {r.summary.goodput:.2f}" for p, r in results.items())
-        print(f"  goodput ({label}), best first: {ranked}")
+    _goodput("mooncake", first)
+    if args.only is None:
+        _azure_mix(args.azure_time_scale, args.num_requests)
+
+
+def _azure_mix(time_scale: float, num_requests: int | None) -> None:
+    mix = _interleaved(time_scale, num_requests)
+    results = _scenario(f"azure-code + azure-conv (gaps x{time_scale:g})", MIX_POOLS, mix, MIX_SLOS)
+    _by_length(results, mix, MIX_POOLS)
+    print("  " + _ratio(results, "length-pools", "least-requests"))
+    _goodput("azure mix", results)
+
+
+def _goodput(label: str, results: dict[str, FleetResult]) -> None:
+    ranked = ", ".join(f"{p} {r.summary.goodput:.2f}" for p, r in results.items())
+    print(f"  goodput ({label}), best first: {ranked}")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ apart from the rest. This sampler keeps TPE's model — good trials (the best fe
 else the least violating) against the others, a kernel per parameter over its *positions*
 for ordered values — but scores whole engine configurations, never proposes one the study
 has already measured or is measuring, nor one the engine refuses at start-up
-(:meth:`SearchSpace.invalid_reason`), and trusts the engine default: there is no random
-start (from trial 1 on, the default — trial 0 — is the model's first good point, so the
-search begins in its neighbourhood, where a tuned configuration usually differs in one or two
-parameters), and the good density's prior leans towards the default, so the ratio's pull away
+(:meth:`SearchSpace.invalid_reason`), and starts from engine knowledge instead of random
+draws. First the token-budget ladder: the default with each smaller per-step token budget,
+smallest first (the order of vLLM's ``auto_tune.sh``), until a step up does worse than the
+one below it — a prefill chunk stalls every decode batched with it, so under latency SLOs the
+best budget often lies far below the default, one change away. Then the model, with the
+default and the ladder's trials as its first evidence: a tuned configuration usually differs
+from the default in one or two parameters, and the good density's prior leans towards the
+default, so the ratio's pull away
 from the bad trials does not throw the search into the corners of the space. While nothing is
 feasible, infeasible trials rank by SLO shortfall (the sum of their broken constraints, as in
 Optuna's constrained samplers), the default prior is off (a default that breaks an SLO is no
