@@ -1,13 +1,15 @@
-"""A study as the dashboard draws it: Optuna's own figures and the trial table.
+"""A study as the dashboard draws it: Optuna's own figures, the trial table, its state.
 
 The figures are ``optuna.visualization``'s (optimisation history, parameter importance,
-Pareto front), drawn on the first objective value (the capacity / goodput / throughput the
-study maximises) with infeasible trials greyed as Optuna does for constrained studies.
+parallel coordinates, slices, Pareto front), drawn on the first objective value (the
+capacity / goodput / throughput the study maximises) with axes named with their units.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +17,20 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.store import default_db_url
+from slotune.collector.store import StudyStatus, default_db_url
+from slotune.tuner.worker import WorkerView
+
+# Objective value names (``ObjectiveKind.value_names``) as axis titles, with their units.
+AXIS_NAMES = {
+    "capacity": "capacity (req/s within the SLOs)",
+    "goodput": "goodput (req/s)",
+    "output_token_throughput": "output throughput (tokens/s)",
+    "ttft_ms.p99": "TTFT p99 (ms)",
+}
+
+
+def axis_name(value_name: str) -> str:
+    return AXIS_NAMES.get(value_name, value_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,20 +39,80 @@ class StudyFigures:
 
     history: Any
     importance: Any | None
+    parallel: Any | None
+    slices: Any | None
     pareto: Any | None
+
+
+@dataclass(frozen=True, slots=True)
+class StudyState:
+    """A study's status as the page shows it, and why when it is not the stored one."""
+
+    status: str
+    reason: str = ""
+
+
+def study_state(stored: str, worker: WorkerView | None) -> StudyState:
+    """A study stored as running whose worker died is stopped: its process is gone or stopped
+    beating, so no trial will come (``tune resume`` continues it)."""
+    if stored != StudyStatus.RUNNING.value or worker is None or worker.state != "died":
+        return StudyState(stored)
+    info = worker.info
+    return StudyState(
+        StudyStatus.STOPPED.value,
+        f"its worker (pid {info.pid} on {info.host}) stopped beating at "
+        f"{dt.datetime.fromtimestamp(info.heartbeat_at, dt.UTC):%Y-%m-%d %H:%M:%S} UTC",
+    )
+
+
+def trial_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The trial table: each SLO's measured value under the SLO's own percentile (``ITL p95``
+    for ``itl:p95<=50ms``), then one column per parameter."""
+    params = list(dict.fromkeys(k for t in report["trial_details"] for k in t["params"]))
+    rows = []
+    for t in report["trial_details"]:
+        measured = ((t["measurement"] or {}).get("slo_attainment")) or []
+        row: dict[str, Any] = {
+            "#": t["number"],
+            "state": t["state"],
+            "source": t["source"],
+            "value": (t["values"] or [None])[0],
+            "feasible": t["feasible"],
+        }
+        row.update({slo_column(a["spec"], a.get("unit")): a.get("value") for a in measured})
+        row.update({f"{PARAM_PREFIX}{k}": _cell(t["params"].get(k)) for k in params})
+        row["failure"] = t["failure"] or ""
+        row["duration (s)"] = t["duration_s"]
+        rows.append(row)
+    return rows
+
+
+PARAM_PREFIX = "param: "
+
+
+def slo_column(spec: str, unit: str | None) -> str:
+    """``itl:p95<=50ms`` -> ``itl:p95<=50ms (measured, ms)``."""
+    return f"{spec} (measured{', ms' if unit == 'ms' else ''})"
+
+
+def _cell(value: Any) -> Any:
+    """A parameter value for a table cell: numbers stay numbers, the rest become text."""
+    if value is None or isinstance(value, bool):
+        return "" if value is None else str(value)
+    return value if isinstance(value, int | float) else str(value)
 
 
 def _first_value(t: FrozenTrial) -> float:
     return t.values[0] if t.values else float("nan")
 
 
-def study_figures(name: str, url: str | None, value_name: str) -> StudyFigures:
+def study_figures(name: str, url: str | None, value_names: Sequence[str]) -> StudyFigures:
     """Optuna's figures of the stored study ``name``.
 
     Args:
         name: the study name.
         url: the store URL (None: the default SQLite file).
-        value_name: the first objective's name with its unit, for the axes.
+        value_names: the objective values' names (``ObjectiveKind.value_names``).
 
     Raises:
         ConfigError: no study of that name.
@@ -54,16 +129,25 @@ def study_figures(name: str, url: str | None, value_name: str) -> StudyFigures:
             ) from e
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna marks its figures experimental
-            history = vis.plot_optimization_history(
-                study, target=_first_value, target_name=value_name
+            first = axis_name(value_names[0])
+            history = vis.plot_optimization_history(study, target=_first_value, target_name=first)
+            importance = _try(
+                lambda: vis.plot_param_importances(study, target=_first_value, target_name=first)
             )
-            importance = _try(lambda: vis.plot_param_importances(study, target=_first_value))
+            parallel = _try(
+                lambda: vis.plot_parallel_coordinate(study, target=_first_value, target_name=first)
+            )
+            slices = _try(lambda: vis.plot_slice(study, target=_first_value, target_name=first))
             pareto = (
-                _try(lambda: vis.plot_pareto_front(study, constraints_func=None))
+                _try(
+                    lambda: vis.plot_pareto_front(
+                        study, target_names=[axis_name(v) for v in value_names]
+                    )
+                )
                 if len(study.directions) > 1
                 else None
             )
-        return StudyFigures(history, importance, pareto)
+        return StudyFigures(history, importance, parallel, slices, pareto)
     finally:
         storage.engine.dispose()
 

@@ -226,7 +226,7 @@ def test_a_dead_worker_is_said_so_with_the_way_to_resume(
     at = run_page("tuning", sqlite_url, query={"study": "dies"})
     assert not at.exception
     assert len(at.error) == 1
-    assert "stopped without finishing" in at.error[0].value
+    assert "died without finishing" in at.error[0].value
     assert "slotune tune resume dies" in at.error[0].value
 
 

@@ -1,5 +1,6 @@
 """Tuning: start a study from a form (it runs in its own worker process), follow its trials
-live, Optuna's history / importance / Pareto figures, best vs default, the launch command."""
+live, Optuna's history / importance / Pareto / parallel-coordinate / slice figures, best vs
+default, the launch command."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from sqlalchemy.engine import make_url
 
 from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
 from slotune.collector.workload import NAMED_WORKLOADS
-from slotune.tuner.dashboard import StudyFigures, study_figures
+from slotune.tuner.dashboard import (
+    StudyFigures,
+    axis_name,
+    study_figures,
+    study_state,
+    trial_rows,
+)
 from slotune.tuner.report import StudyListing
 from slotune.tuner.worker import (
     StudyForm,
@@ -60,8 +67,10 @@ def _report(url: str | None, name: str) -> dict[str, Any]:
 
 
 @st.cache_data(ttl=LIVE_S, show_spinner=False)
-def _figures(url: str | None, name: str, value_name: str, num_trials: int) -> StudyFigures:
-    return study_figures(name, url, value_name)
+def _figures(
+    url: str | None, name: str, value_names: tuple[str, ...], num_trials: int
+) -> StudyFigures:
+    return study_figures(name, url, value_names)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -211,32 +220,17 @@ def _best_vs_default(report: dict[str, Any]) -> None:
 
 
 def _trials(report: dict[str, Any]) -> None:
-    rows = [
-        {
-            "#": t["number"],
-            "state": t["state"],
-            "source": t["source"],
-            "value": (t["values"] or [None])[0],
-            "feasible": t["feasible"],
-            "TTFT p99 (ms)": ((t["measurement"] or {}).get("ttft_ms") or {}).get("p99"),
-            "ITL p99 (ms)": ((t["measurement"] or {}).get("itl_ms") or {}).get("p99"),
-            "params / failure": t["failure"]
-            or " ".join(f"{k}={v}" for k, v in t["params"].items()),
-            "duration (s)": t["duration_s"],
-        }
-        for t in report["trial_details"]
-    ]
-    st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={
-            "value": st.column_config.NumberColumn(report["value_names"][0], format="%.3g"),
-            "feasible": st.column_config.CheckboxColumn("meets every SLO"),
-            "TTFT p99 (ms)": st.column_config.NumberColumn(format="%.1f"),
-            "ITL p99 (ms)": st.column_config.NumberColumn(format="%.1f"),
-            "duration (s)": st.column_config.NumberColumn(format="%.2f"),
-        },
-    )
+    rows = trial_rows(report)
+    cc = st.column_config
+    config: dict[str, Any] = {
+        "value": cc.NumberColumn(axis_name(report["value_names"][0]), format="%.3g"),
+        "feasible": cc.CheckboxColumn("meets every SLO"),
+        "duration (s)": cc.NumberColumn(format="%.2f"),
+    }
+    for col in dict.fromkeys(c for r in rows for c in r):
+        if col.endswith("(measured, ms)"):
+            config[col] = cc.NumberColumn(format="%.1f")
+    st.dataframe(rows, hide_index=True, column_config=config, placeholder="")
 
 
 def _worker_line(view: WorkerView | None) -> None:
@@ -245,8 +239,8 @@ def _worker_line(view: WorkerView | None) -> None:
     info = view.info
     if view.state == "died":
         st.error(
-            f"The worker of this study (pid {info.pid} on {md(info.host)}) stopped without "
-            f"finishing (last sign of life {when(info.heartbeat_at)}). Continue the study with "
+            f"Stopped: the worker of this study (pid {info.pid} on {md(info.host)}) died "
+            f"without finishing (last heartbeat {when(info.heartbeat_at)}). Continue it with "
             f"{code(f'slotune tune resume {info.study_name}')}."
         )
     elif view.state == "failed":
@@ -263,13 +257,19 @@ def _worker_line(view: WorkerView | None) -> None:
 
 
 def _study(name: str, views: dict[str, WorkerView]) -> None:
-    view = views.get(name)
+    first = views.get(name)
 
-    @st.fragment(run_every=LIVE_S if view is not None and view.is_alive else None)
+    @st.fragment(run_every=LIVE_S if first is not None and first.is_alive else None)
     def live() -> None:
         with guarded():
             report = _report(db_url(), name)
-        status = next((s.status for s in _studies(db_url()) if s.name == name), "?")
+            # read again on every refresh: the banner must follow the worker as it ends
+            view = next(
+                (worker_view(w) for w in _workers(store(), db_url()) if w.study_name == name), None
+            )
+        stored = next((s.status for s in _studies(db_url()) if s.name == name), "?")
+        state = study_state(stored, view)
+        status = state.status + (f" ({state.reason})" if state.reason else "")
         st.caption(
             md(
                 f"{report['engine']} {report['model']} on {report['gpu']} "
@@ -284,15 +284,16 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
         st.subheader("Best vs default")
         _best_vs_default(report)
         with guarded():
-            figs = _figures(db_url(), name, report["value_names"][0], report["trials"])
+            figs = _figures(db_url(), name, tuple(report["value_names"]), report["trials"])
         c1, c2 = st.columns(2)
         c1.plotly_chart(figs.history, width="stretch")
         if figs.importance is not None:
             c2.plotly_chart(figs.importance, width="stretch")
         else:
             c2.caption("Parameter importance needs a few completed trials with different values.")
-        if figs.pareto is not None:
-            st.plotly_chart(figs.pareto, width="stretch")
+        for fig in (figs.pareto, figs.parallel, figs.slices):
+            if fig is not None:
+                st.plotly_chart(fig, width="stretch")
         if report["best"]:
             st.subheader("Launch command")
             fmt = report["engine"]
@@ -300,7 +301,7 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
                 st.code(_export(db_url(), name, fmt), language="bash" if fmt == "vllm" else "yaml")
 
     live()
-    can_cancel = view is not None and view.is_alive and not is_read_only()
+    can_cancel = first is not None and first.is_alive and not is_read_only()
     if can_cancel and st.button("Cancel study", type="secondary"):
         try:
             cancel_worker(db_url(), name)
@@ -332,8 +333,8 @@ st.dataframe(
     [
         {
             "name": x.name,
-            "status": x.status,
-            "worker": views[x.name].state if x.name in views else "-",
+            "status": study_state(x.status, views.get(x.name)).status,
+            "worker": views[x.name].state if x.name in views else "",
             "backend": x.backend,
             "engine": x.engine,
             "model": x.model,
@@ -347,6 +348,7 @@ st.dataframe(
         for x in studies
     ],
     hide_index=True,
+    placeholder="",
     column_config={"gain": st.column_config.NumberColumn("gain over default", format="%.2f×")},
 )
 names = [x.name for x in studies]
