@@ -92,8 +92,13 @@ def test_alerts_page_shows_every_rule_state_and_history(seeded_url: str, run_pag
         "kv-full": "ok",
     }
     assert now["rule"][0] == "code-e2e:ticket"  # firing first
-    assert list(history["rule"]) == ["chat-ttft:page"]
-    assert list(history["state"]) == ["firing"]
+    assert now["severity"][0] == "🟧 ticket"  # coloured by severity
+    assert list(now["rule"][1:3]) == ["chat-ttft:page", "code-e2e:page"]  # pages lead the rest
+    assert "ticket: 1 firing" in texts(at)
+    assert list(history["rule"]) == ["code-e2e:ticket", "chat-ttft:page"]
+    assert list(history["state"]) == ["firing", "firing"]
+    # only the alert firing now can be acknowledged, not the page that has since resolved
+    assert at.selectbox(key="ack_event").options == [f"#2 code-e2e:ticket ({history['time'][0]})"]
 
 
 def test_benchmarks_page_shows_runs_distributions_and_rate_curves(

@@ -9,8 +9,10 @@ import pytest
 from ui_seed import seed
 
 from slotune.collector.agent import summarize_metrics
+from slotune.collector.alerts.evaluator import evaluate_all
 from slotune.collector.store import (
     SampleIn,
+    alert_history,
     list_bench_runs,
     list_slos,
     open_store,
@@ -19,6 +21,7 @@ from slotune.collector.store import (
     write_samples,
 )
 from slotune.collector.views import fleet_table, slo_statuses
+from slotune.collector.views.alerts import ackable, by_severity, severity_rank
 from slotune.collector.views.bench import max_rate_curves
 from slotune.collector.views.fleet import fleet_timeseries_by_target, outlier
 from slotune.collector.views.slo_history import slo_history
@@ -153,3 +156,17 @@ def test_latency_units_scale_to_seconds_and_missing_stays_blank() -> None:
     assert units["ttft_p50"] == "s" and units["itl_p50"] == "ms"
     assert frame[0]["ttft_p50"] == pytest.approx(157.5443) and frame[1]["ttft_p50"] is None
     assert latency_unit([None, 999.0]) == ("ms", 1.0)
+
+
+def test_only_alerts_firing_now_can_be_acknowledged(sqlite_url: str) -> None:
+    end = seed(sqlite_url)
+    with open_store(sqlite_url) as store:
+        statuses = evaluate_all(store, end)
+        history = alert_history(store, since_ts=end - 3600)
+    # chat-ttft:page fired earlier but is ok now; code-e2e:ticket fires now
+    assert [h.event.rule for h in ackable(history, statuses)] == ["code-e2e:ticket"]
+    ordered = [(s.state.value, s.severity) for s in by_severity(statuses)]
+    assert ordered[0] == ("firing", "ticket")
+    assert [sev for _, sev in ordered[1:]] == sorted(
+        (sev for _, sev in ordered[1:]), key=severity_rank
+    )

@@ -114,6 +114,12 @@ def seed(url: str, *, minutes: int = 10) -> float:
                 "chat-ttft:page", AlertState.FIRING, now - 60, 15.0, {}, "burn rate 15x over 1h"
             ),
         )
+        record_alert_event(  # still firing: the one event that can be acknowledged
+            store,
+            AlertEventInfo(
+                "code-e2e:ticket", AlertState.FIRING, now - 30, 1.5, {}, "burn rate 1.5x over 3d"
+            ),
+        )
         records = _records(5.0, 40, 0.3)
         save_bench_run(
             store,

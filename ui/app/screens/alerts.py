@@ -1,5 +1,6 @@
-"""Alerts: every rule's state now, firing/resolved history with acknowledgements; add
-threshold rules, silence, acknowledge, send a test notification."""
+"""Alerts: every rule's state now grouped and coloured by severity, firing/resolved history
+with acknowledgements, refreshing on its own; add threshold rules, silence, acknowledge a
+firing alert, send a test notification."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from slotune.collector.store import (
     save_alert_rule,
     silence_rule,
 )
+from slotune.collector.views.alerts import ackable, by_severity, severity_rank
 from slotune.ui.app._common import (
     LIVE_S,
     RANGES,
@@ -51,11 +53,21 @@ def _clear() -> None:
     _history.clear()
 
 
+# Colour by severity as a marker in the cell (plain text: no styling the table would drop).
+_MARKS = {0: "🟥", 1: "🟥", 2: "🟧", 3: "🟧", 4: "🟨", 5: "🟦"}
+_BADGES = {0: "red", 1: "red", 2: "orange", 3: "orange", 4: "yellow", 5: "blue"}
+REFRESH_S = 15  # the tables refresh on their own, as Alertmanager's UI does
+
+
+def _mark(severity: str) -> str:
+    return f"{_MARKS.get(severity_rank(severity), '⬜')} {severity}"
+
+
 def _status_row(s: RuleStatus) -> dict[str, object]:
     return {
+        "severity": _mark(s.severity),
         "rule": s.rule,
         "kind": s.kind,
-        "severity": s.severity,
         "state": s.state.label,
         "value": s.value,
         "target": s.labels.get("target") or s.labels.get("slo") or "",
@@ -116,14 +128,15 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
             else:
                 _clear()
                 st.success(f"silenced {md(rule_name)} until {when(until)}")
-    open_events = [h for h in history if h.event.state.value == "firing" and h.acked_at is None]
     with ack, st.form("ack_form"):
-        labels = {f"#{h.id} {h.event.rule} ({when(h.event.ts)})": h.id for h in open_events}
-        picked = st.selectbox("firing event", list(labels), key="ack_event")
+        labels = {
+            f"#{h.id} {h.event.rule} ({when(h.event.ts)})": h.id for h in ackable(history, statuses)
+        }
+        picked = st.selectbox("firing alert", list(labels), key="ack_event")
         comment = st.text_input("comment", key="ack_comment", placeholder="who is on it")
         if st.form_submit_button("Acknowledge"):
             if picked is None:
-                st.error("no unacknowledged firing event in this range")
+                st.error("no unacknowledged alert is firing now")
             else:
                 try:
                     ack_event(s, labels[picked], comment)
@@ -151,46 +164,71 @@ def _forms(s: Store, statuses: list[RuleStatus], history: list[AlertHistoryEntry
                     st.success("sent a test alert and its resolve")
 
 
+def _groups(firing: list[RuleStatus]) -> None:
+    counts: dict[str, int] = {}
+    for x in firing:
+        counts[x.severity] = counts.get(x.severity, 0) + 1
+    badges = [
+        f":{_BADGES.get(severity_rank(sev), 'gray')}-badge[{md(sev)}: {n} firing]"
+        for sev, n in sorted(counts.items(), key=lambda kv: (severity_rank(kv[0]), kv[0]))
+    ]
+    if badges:
+        st.markdown(" ".join(badges))
+
+
 st.title("Alerts")
 history_key = query_choice("history", list(RANGES), "7d")
 history_key = st.selectbox("History", list(RANGES), index=list(RANGES).index(history_key))
 set_query("history", history_key)
-with guarded():
-    s = store()
-    now = float(int(time.time() // LIVE_S) * LIVE_S)
-    statuses = _statuses(s, db_url(), now)
-    history = _history(s, db_url(), now - RANGES[history_key])
-firing = [x for x in statuses if x.state.value == "firing"]
-st.subheader(f"Firing now ({len(firing)})")
-st.caption(f"every enabled rule evaluated at {when(now)}")
-if statuses:
-    rows = sorted(statuses, key=lambda x: (x.state.value != "firing", x.rule))
-    st.dataframe(
-        [_status_row(x) for x in rows],
-        hide_index=True,
-        column_config={"value": st.column_config.NumberColumn(format="%.3g")},
-    )
-else:
-    st.write("No alert rule yet: SLOs bring their burn-rate rules; add threshold rules below.")
-st.subheader(f"History, last {history_key}")
-if history:
-    st.dataframe(
-        [
-            {
-                "id": h.id,
-                "time": when(h.event.ts),
-                "rule": h.event.rule,
-                "state": h.event.state.value,
-                "value": h.event.value,
-                "acknowledged": when(h.acked_at) if h.acked_at else "",
-                "message": h.event.message,
-            }
-            for h in reversed(history)
-        ],
-        hide_index=True,
-    )
-else:
-    st.write("No firing or resolved event in this range.")
+
+
+def _read() -> tuple[Store, float, list[RuleStatus], list[AlertHistoryEntry]]:
+    with guarded():
+        s = store()
+        now = float(int(time.time() // LIVE_S) * LIVE_S)
+        return s, now, _statuses(s, db_url(), now), _history(s, db_url(), now - RANGES[history_key])
+
+
+@st.fragment(run_every=REFRESH_S)
+def _tables() -> None:
+    _, now, statuses, history = _read()
+    firing = [x for x in statuses if x.state.value == "firing"]
+    st.subheader(f"Firing now ({len(firing)})")
+    _groups(firing)
+    st.caption(f"every enabled rule evaluated at {when(now)}; refreshes every {REFRESH_S} s")
+    if statuses:
+        st.dataframe(
+            [_status_row(x) for x in by_severity(statuses)],
+            hide_index=True,
+            placeholder="",
+            column_config={"value": st.column_config.NumberColumn(format="%.3g")},
+        )
+    else:
+        st.write("No alert rule yet: SLOs bring their burn-rate rules; add threshold rules below.")
+    st.subheader(f"History, last {history_key}")
+    if history:
+        st.dataframe(
+            [
+                {
+                    "id": h.id,
+                    "time": when(h.event.ts),
+                    "rule": h.event.rule,
+                    "state": h.event.state.value,
+                    "value": h.event.value,
+                    "acknowledged": when(h.acked_at) if h.acked_at else "",
+                    "message": h.event.message,
+                }
+                for h in reversed(history)
+            ],
+            hide_index=True,
+            placeholder="",
+        )
+    else:
+        st.write("No firing or resolved event in this range.")
+
+
+_tables()
 if not is_read_only():
+    s, _, statuses, history = _read()
     with guarded():
         _forms(s, statuses, history)
