@@ -2,13 +2,14 @@
 
 Two scenarios, every policy of ``slotune fleet simulate --policy all`` in each:
 
-1. ``mooncake-conversation`` (multi-turn prompts sharing prefixes, 512-token hash blocks),
-   gaps scaled by ``--mooncake-time-scale``, on four ``llama-3.1-8b`` replicas on ``h200``
-   with an fp8 KV cache: does prefix-affinity / score beat round-robin's TTFT p99 by keeping
-   a conversation's prefix on one replica's cache? (A conversation's next turn comes a
-   median 421 requests later, ~15k prompt tokens each: an H100's bf16 KV cache holds about
-   30 such requests and has evicted the prefix whatever the routing; the H200's fp8 cache
-   holds about four times as many.)
+1. The bundled prefix-sharing traces, ``mooncake-conversation`` (multi-turn prompts) and
+   ``mooncake-synthetic`` (512-token hash blocks), gaps scaled by ``--mooncake-time-scale``,
+   on four ``llama-3.1-8b`` replicas on ``h200`` with an fp8 KV cache (``--mooncake-pool``):
+   do prefix-affinity / score beat round-robin on hit rate and TTFT mean, p90 and p99 by
+   keeping a shared prefix on one replica's cache? (A conversation's next turn comes a
+   median 421 requests later, ~15k prompt tokens each, so about 100 requests later at its
+   own replica: an H100's bf16 KV cache holds about 30 such requests and has evicted the
+   prefix whatever the routing; the H200's fp8 cache holds about four times as many.)
 2. ``azure-code`` + ``azure-conv`` interleaved by arrival time (long code prompts among short
    chat turns), gaps scaled by ``--azure-time-scale``, on a short pool of three and a long
    pool of one: does length-pools (its threshold fitted to the trace) beat least-requests?
@@ -18,7 +19,7 @@ hit rate, shed share; for the mix, TTFT p99 of short and long requests apart; th
 headline ratios. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/fleet_routing.py [--num-requests N] [--mooncake-time-scale 2]
-        [--azure-time-scale 0.25] [--only mooncake|azure-mix]
+        [--mooncake-pool POOL] [--azure-time-scale 0.25] [--only mooncake|azure-mix]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from slotune.collector.workload import Trace, named_workload, retime
 from slotune.tuner.fleet.pools import parse_pool
 from slotune.tuner.fleet.simulator import FleetResult, compare_policies, policy_context
 
+PREFIX_WORKLOADS = ("mooncake-conversation", "mooncake-synthetic")
 MOONCAKE_POOLS = ("a:4:llama-3.1-8b:h200:--kv-cache-dtype fp8",)
 MOONCAKE_SLOS = ("ttft:p99<=2s", "tpot:p99<=100ms")
 MIX_POOLS = ("short:3:llama-3.1-8b:h100-sxm", "long:1:llama-3.1-8b:h100-sxm")
@@ -57,14 +59,14 @@ def _scenario(
         [parse_pool(p) for p in pools], trace, "all", slos=parse_slos(list(slos))
     )
     print(
-        f"{'policy':26} {'TTFT p50':>9} {'TTFT p90':>9} {'TTFT p99':>9} {'TPOT p99':>9} "
-        f"{'goodput':>8} "
+        f"{'policy':26} {'TTFT mean':>9} {'TTFT p50':>9} {'TTFT p90':>9} {'TTFT p99':>9} "
+        f"{'TPOT p99':>9} {'goodput':>8} "
         f"{'prefix hit':>10} {'shed':>6}"
     )
     for r in results:
         s = r.summary
         print(
-            f"{r.policy:26} {s.ttft_ms.percentiles[50.0] or 0:9.0f} "
+            f"{r.policy:26} {s.ttft_ms.mean or 0:9.0f} {s.ttft_ms.percentiles[50.0] or 0:9.0f} "
             f"{s.ttft_ms.percentiles[90.0] or 0:9.0f} "
             f"{s.ttft_ms.percentiles[99.0] or 0:9.0f} {s.tpot_ms.percentiles[99.0] or 0:9.1f} "
             f"{s.goodput:8.2f} {s.extra['prefix_hit_rate']:10.1%} {s.extra['shed_share']:6.1%}"
@@ -102,31 +104,51 @@ def _ratio(results: dict[str, FleetResult], a: str, b: str) -> str:
     return f"{a} TTFT p99 {pa:,.0f} ms vs {b} {pb:,.0f} ms ({pa / pb:.2f}x)" if pb else "n/a"
 
 
+def _versus_round_robin(results: dict[str, FleetResult], policy: str) -> str:
+    """A prefix-aware policy against round-robin: hit rate and TTFT mean / p90 / p99."""
+    a, b = results[policy].summary, results["round-robin"].summary
+    hit_a, hit_b = a.extra["prefix_hit_rate"], b.extra["prefix_hit_rate"]
+    parts = [f"hit {hit_a:.1%} vs {hit_b:.1%} ({'win' if hit_a > hit_b else 'LOSS'})"]
+    for label, x, y in (
+        ("mean", a.ttft_ms.mean or 0.0, b.ttft_ms.mean or 0.0),
+        ("p90", a.ttft_ms.percentiles[90.0] or 0.0, b.ttft_ms.percentiles[90.0] or 0.0),
+        ("p99", a.ttft_ms.percentiles[99.0] or 0.0, b.ttft_ms.percentiles[99.0] or 0.0),
+    ):
+        parts.append(f"TTFT {label} {x:,.0f} vs {y:,.0f} ms ({'win' if x < y else 'LOSS'})")
+    return f"{policy} vs round-robin: " + "; ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-requests", type=int, default=None)
     parser.add_argument("--mooncake-time-scale", type=float, default=2.0)
+    parser.add_argument(
+        "--mooncake-pool",
+        default=MOONCAKE_POOLS[0],
+        help="the prefix-sharing traces' pool, e.g. a:4:llama-3.1-8b:h100-sxm",
+    )
     parser.add_argument("--azure-time-scale", type=float, default=0.25)
     parser.add_argument("--only", choices=("mooncake", "azure-mix"), help="one scenario")
     args = parser.parse_args()
     if args.only == "azure-mix":
         _azure_mix(args.azure_time_scale, args.num_requests)
         return
-    mooncake = retime(
-        named_workload("mooncake-conversation"),
-        time_scale=args.mooncake_time_scale,
-        num_requests=args.num_requests,
-    )
-    first = _scenario(
-        f"mooncake-conversation (gaps x{args.mooncake_time_scale:g}), 4 replicas",
-        MOONCAKE_POOLS,
-        mooncake,
-        MOONCAKE_SLOS,
-    )
-    print("\nheadline")
-    print("  " + _ratio(first, "prefix-affinity", "round-robin"))
-    print("  " + _ratio(first, "score", "round-robin"))
-    _goodput("mooncake", first)
+    for workload in PREFIX_WORKLOADS:
+        trace = retime(
+            named_workload(workload),
+            time_scale=args.mooncake_time_scale,
+            num_requests=args.num_requests,
+        )
+        results = _scenario(
+            f"{workload} (gaps x{args.mooncake_time_scale:g}), 4 replicas",
+            (args.mooncake_pool,),
+            trace,
+            MOONCAKE_SLOS,
+        )
+        print("\nheadline")
+        for policy in ("prefix-affinity", "score"):
+            print("  " + _versus_round_robin(results, policy))
+        _goodput(workload, results)
     if args.only is None:
         _azure_mix(args.azure_time_scale, args.num_requests)
 
