@@ -11,8 +11,11 @@ from slotune.ui.app._common import login_required
 # Not "pages/": Streamlit would also build its automatic navigation from a folder of that
 # name next to the main script, and a deep link's first load would show that one.
 PAGES = Path(__file__).parent / "screens"
+# A file of the package: a material icon as page icon is fetched from Google's font host,
+# which an offline dashboard cannot reach.
+ICON = Path(__file__).with_name("icon.png")
 
-st.set_page_config(page_title="slotune", page_icon=":material/speed:", layout="wide")
+st.set_page_config(page_title="slotune", page_icon=str(ICON), layout="wide")
 if login_required() and not st.user.get("is_logged_in"):
     # An [auth] section in .streamlit/secrets.toml turns on OIDC login (docs/ui.md).
     st.title("slotune")

@@ -103,6 +103,11 @@ def test_every_page_renders_in_chromium(dashboard: str, tmp_path: Path) -> None:
         )
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            # the dashboard works offline: every request (the page icon included) is its own
+            outside: list[str] = []
+            page.on(
+                "request", lambda r: None if r.url.startswith(dashboard) else outside.append(r.url)
+            )
             for path, title in PAGES.items():
                 page.goto(f"{dashboard}/{path}")
                 page.wait_for_selector("h1", timeout=60_000)
@@ -119,5 +124,6 @@ def test_every_page_renders_in_chromium(dashboard: str, tmp_path: Path) -> None:
                 page.screenshot(path=str(shot), full_page=True)
                 if out and path in README_SHOTS:
                     shutil.copy(shot, Path(out) / README_SHOTS[path])
+            assert outside == [], outside
         finally:
             browser.close()
