@@ -101,13 +101,18 @@ CHARTS: tuple[tuple[str, str | None, tuple[tuple[str, Reading], ...]], ...] = (
 PER_TARGET_P = "p99"  # the percentile each target draws when several are charted
 
 
+def _per_target(readings: tuple[tuple[str, Reading], ...]) -> tuple[tuple[str, Reading], ...]:
+    """The one reading each target draws when several are charted."""
+    return tuple(r for r in readings if r[0] == PER_TARGET_P) or readings[:1]
+
+
 def _long(
     series: dict[str, list[TargetMetricsSummary]], readings: tuple[tuple[str, Reading], ...]
 ) -> pd.DataFrame:
     """One row per time, target and reading: several targets chart one reading each (the
     first, or the latency percentile :data:`PER_TARGET_P`), one target charts all of them."""
     if len(series) > 1:
-        readings = tuple(r for r in readings if r[0] == PER_TARGET_P) or readings[:1]
+        readings = _per_target(readings)
     rows = [
         {"time": p.end_ts * 1000.0, "series": t if len(series) > 1 else name, "value": read(p)}
         for t, points in series.items()
@@ -126,6 +131,8 @@ def _charts(series: dict[str, list[TargetMetricsSummary]], range_s: float, steps
     clock = "%H:%M" if range_s <= 86400 else "%d %b %H:%M"
     for i, (title, unit, readings) in enumerate(CHARTS):
         df = _long(series, readings).dropna(subset=["value"])
+        if many and len(readings) > 1:
+            title = f"{title}: {_per_target(readings)[0][0]} per target"
         with cols[i % 2]:
             if df.empty:
                 st.caption(f"{title}: no data in this range")
@@ -133,7 +140,6 @@ def _charts(series: dict[str, list[TargetMetricsSummary]], range_s: float, steps
             if unit is None:
                 unit, div = latency_unit(df["value"])
                 df["value"] = df["value"] / div
-                title = f"{title} {PER_TARGET_P}" if many else title
             odd = outlier({t: list(g["value"]) for t, g in df.groupby("series")} if many else {})
             head = f"**{title} ({unit})**, per {step_s:g} s step" + (
                 f"; outlier: {md(odd)}" if odd else ""
