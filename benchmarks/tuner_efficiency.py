@@ -40,6 +40,8 @@ Azure traces) the prefix cache never hits, so the two settings of its flag are s
 from __future__ import annotations
 
 import argparse
+import hashlib
+import inspect
 import json
 import statistics
 import sys
@@ -55,6 +57,7 @@ import platformdirs
 
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
+from slotune.tuner import sampler as sampler_module
 from slotune.tuner.backends import BackendKind
 from slotune.tuner.backends.sim import SimBackend
 from slotune.tuner.objectives import ObjectiveKind
@@ -312,6 +315,34 @@ AUTO_TUNE_PARAMS = {
 }
 
 
+def _studies(
+    sc: Scenario, method: str, seeds: range, budget: int, oracle: float, jobs: int
+) -> list[list[float]]:
+    """Each seed's study of one method, cached with the sampler's source in the key (a
+    change to the sampler runs them again; a report over every scenario reuses the rest)."""
+    source = hashlib.sha1(inspect.getsource(sampler_module).encode()).hexdigest()[:12]
+    path = CACHE / (
+        f"{sc.name}-n{sc.num_requests}-{method}-{seeds.start}-{seeds.stop}-b{budget}-{source}.json"
+    )
+    if path.exists():
+        runs: list[list[float]] = json.loads(path.read_text())
+        return runs
+    with ProcessPoolExecutor(jobs) as pool:
+        runs = list(pool.map(_study, [(sc, method, seed, budget, oracle) for seed in seeds]))
+    path.write_text(json.dumps(runs))
+    return runs
+
+
+def _study(args: tuple[Scenario, str, int, int, float]) -> list[float]:
+    """One seed's study of one method (a worker process reads the cached grid)."""
+    sc, method, seed, budget, oracle = args
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    table, _ = grid_table(sc, 1)
+    space = space_of(sc)
+    return run_sampler(space, table, make_sampler(method, seed, space), budget, oracle)
+
+
 def auto_tune_order(sc: Scenario, space: SearchSpace, table: dict[str, Row]) -> list[float]:
     seqs_name, tokens_name = AUTO_TUNE_PARAMS[sc.engine]
     out = [_lookup(space, table, {})]
@@ -423,10 +454,7 @@ def main() -> None:
         for method in args.methods.split(","):
             t0 = time.perf_counter()
             seeds = range(args.first_seed, args.first_seed + args.seeds)
-            runs = [
-                run_sampler(space, table, make_sampler(method, seed, space), args.budget, oracle)
-                for seed in seeds
-            ]
+            runs = _studies(sc, method, seeds, args.budget, oracle, args.jobs)
             reach = [trials_to_reach(found, oracle) for found in runs]
             first = [trials_to_reach(found, 0.0) for found in runs]
             row[method] = _median(reach, args.budget)
