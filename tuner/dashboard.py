@@ -68,9 +68,12 @@ def study_state(stored: str, worker: WorkerView | None) -> StudyState:
 def trial_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The trial table: each SLO's measured value under the SLO's own percentile (``ITL p95``
     for ``itl:p95<=50ms``), then one column per parameter."""
-    params = list(dict.fromkeys(k for t in report["trial_details"] for k in t["params"]))
+    details = report["trial_details"]
+    params = list(dict.fromkeys(k for t in details for k in t["params"]))
+    # a column is numbers or text throughout, so the table keeps one type per column
+    numeric = {k: all(_is_number(t["params"].get(k)) for t in details) for k in params}
     rows = []
-    for t in report["trial_details"]:
+    for t in details:
         measured = ((t["measurement"] or {}).get("slo_attainment")) or []
         row: dict[str, Any] = {
             "#": t["number"],
@@ -80,11 +83,18 @@ def trial_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "feasible": t["feasible"],
         }
         row.update({slo_column(a["spec"], a.get("unit")): a.get("value") for a in measured})
-        row.update({f"{PARAM_PREFIX}{k}": _cell(t["params"].get(k)) for k in params})
+        for k in params:
+            v = t["params"].get(k)
+            row[f"{PARAM_PREFIX}{k}"] = v if v is None or numeric[k] else str(v)
         row["failure"] = t["failure"] or ""
         row["duration (s)"] = t["duration_s"]
         rows.append(row)
     return rows
+
+
+def _is_number(value: Any) -> bool:
+    """A missing value fits any column; a bool is shown as text."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 PARAM_PREFIX = "param: "
@@ -93,13 +103,6 @@ PARAM_PREFIX = "param: "
 def slo_column(spec: str, unit: str | None) -> str:
     """``itl:p95<=50ms`` -> ``itl:p95<=50ms (measured, ms)``."""
     return f"{spec} (measured{', ms' if unit == 'ms' else ''})"
-
-
-def _cell(value: Any) -> Any:
-    """A parameter value for a table cell: numbers stay numbers, the rest become text."""
-    if value is None or isinstance(value, bool):
-        return "" if value is None else str(value)
-    return value if isinstance(value, int | float) else str(value)
 
 
 def _first_value(t: FrozenTrial) -> float:

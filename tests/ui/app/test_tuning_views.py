@@ -4,6 +4,8 @@ axes."""
 
 from __future__ import annotations
 
+import pyarrow
+
 from slotune.collector.store import WorkerInfo, WorkerState, upgrade
 from slotune.tuner import ObjectiveKind, RunOptions, show_study, tune_study
 from slotune.tuner.dashboard import PARAM_PREFIX, study_figures, study_state, trial_rows
@@ -45,3 +47,25 @@ def test_trial_table_and_figures_of_a_pareto_study(sqlite_url: str) -> None:
     titles = (figs.pareto.layout.xaxis.title.text, figs.pareto.layout.yaxis.title.text)
     assert titles == ("output throughput (tokens/s)", "TTFT p99 (ms)")
     assert figs.parallel is not None and figs.slices is not None
+
+
+def test_parameter_columns_keep_one_type_so_the_table_converts_to_arrow() -> None:
+    def trial(n: int, params: dict[str, object]) -> dict[str, object]:
+        return {
+            "number": n,
+            "state": "COMPLETE",
+            "source": "tpe",
+            "values": [1.0],
+            "feasible": True,
+            "measurement": {},
+            "params": params,
+            "failure": None,
+            "duration_s": 1.0,
+        }
+
+    report = {"trial_details": [trial(0, {"a": 8, "b": "auto"}), trial(1, {"b": 4, "c": True})]}
+    rows = trial_rows(report)
+    assert [r[f"{PARAM_PREFIX}a"] for r in rows] == [8, None]  # missing: a blank cell
+    assert [r[f"{PARAM_PREFIX}b"] for r in rows] == ["auto", "4"]
+    assert [r[f"{PARAM_PREFIX}c"] for r in rows] == [None, "True"]
+    pyarrow.Table.from_pylist(rows)  # what st.dataframe does first
