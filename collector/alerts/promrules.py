@@ -32,7 +32,6 @@ from typing import Any
 
 import yaml
 
-from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.agent.canonical import Rule, format_le
 from slotune.collector.agent.sglang import SGLANG_RULES
 from slotune.collector.agent.trtllm import TRTLLM_RULES
@@ -40,6 +39,7 @@ from slotune.collector.agent.vllm import VLLM_RULES
 from slotune.collector.alerts.policy import burn_windows, error_budget
 from slotune.collector.alerts.sli import BAD_REASONS, FINISHED, SliReader
 from slotune.collector.alerts.slo_rules import load_slos
+from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.store import Store

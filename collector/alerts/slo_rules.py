@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.alerts.policy import burn_windows, error_budget
 from slotune.collector.alerts.sli import BoundaryNote, SliReader
+from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.slo import SLI, SLO, Alerting, BurnWindow
 from slotune.collector.store import (
     AlertRuleInfo,

@@ -157,7 +157,9 @@ def test_an_slo_whose_data_stopped_shows_no_data(sqlite_url: str, tmp_path: Path
     code, out, _ = slotune(sqlite_url, "alerts", "evaluate", "--json")
     (status,) = json.loads(out)
     assert code == 0 and status["state"] == "no_data" and status["value"] is None
-    assert re.search(r"no data: the newest sample of its series is (10m|1[01]m\d+s) old", status["message"])
+    assert re.search(
+        r"no data: the newest sample of its series is (10m|1[01]m\d+s) old", status["message"]
+    )
     code, out, _ = slotune(sqlite_url, "alerts", "evaluate")
     assert "no data" in out and " ok " not in out
     with open_store(sqlite_url) as store:

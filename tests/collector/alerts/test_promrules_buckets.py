@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from slotune.collector.engine_buckets import ENGINE_BUCKETS_S, engine_bounds
 from slotune.collector.agent.canonical import format_le
 from slotune.collector.alerts.promrules import export_prometheus
 from slotune.collector.alerts.slo_rules import apply_slos
+from slotune.collector.engine_buckets import ENGINE_BUCKETS_S, engine_bounds
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import Selector, parse_slo
 from slotune.collector.store import Store
