@@ -108,7 +108,9 @@ def _render(result: DemoResult) -> None:
         console.print("[red]no configuration met every SLO[/]")
     by_label = {c.label: c for c in result.capacities}
     default, best = by_label.get("default"), by_label.get("best")
-    if default and best and best.sim_rate > 0:
+    if default and best and best.number == default.number:
+        console.print("[bold]no gain: the default is the best configuration the study found[/]")
+    elif default and best and best.sim_rate > 0:
         if default.sim_rate > 0:
             console.print(
                 f"[bold green]gain over default: {best.sim_rate / default.sim_rate:.2f}x the "
@@ -142,8 +144,9 @@ def _capacity(c: Capacity) -> str:
 
 def _attainment(atts: list[dict[str, Any]]) -> str:
     return "; ".join(
-        f"{a['spec']}: {a['attainment']:.0%} of requests within "
-        f"(needs {a['objective']:.0%}), observed {a['value']:.0f} ms"
+        f"{a['spec']}: {a['attainment']:.1%} of "
+        f"{'token gaps' if a.get('event') == 'token' else 'requests'} within "
+        f"(needs {a['objective']:.1%}), observed {a['value']:.0f} ms"
         for a in atts
     )
 
