@@ -71,3 +71,14 @@ def test_a_diagnosis_tunes_against_the_slos_it_was_given(sqlite_url: str, trace:
     commands = [f["tune_command"] for f in json.loads(out)["findings"] if f["tune_command"]]
     assert commands and all("--slo 'e2e:p99<=20s'" in c for c in commands)
     assert not any("ttft:p99" in c for c in commands)
+
+
+def test_a_profiler_diagnosis_prints_tune_commands_that_run(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    trace = Path(__file__).parents[1] / "data" / "gputraces" / "hta_alexnet_a100_trace.json.gz"
+    out = _run(["diagnose", "trace", str(trace), "--no-store", "--json"], sqlite_url)
+    commands = [f["tune_command"] for f in json.loads(out)["findings"] if f["tune_command"]]
+    assert commands and all("--workload azure-conv" in c for c in commands)
+    args = shlex.split(commands[0])
+    # as printed, with a one-trial budget so that the test stays short
+    _run([*args[1:], "--trials", "1", "--num-requests", "40", "--study", "from-trace"], sqlite_url)

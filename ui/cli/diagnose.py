@@ -26,7 +26,13 @@ from slotune.ui.cli._options import (
 
 if TYPE_CHECKING:
     from slotune.collector.workload.traces import Trace
-    from slotune.tuner.diagnose import Finding, SimDiagnosis, TraceDiagnosis, WorkloadDiagnosis
+    from slotune.tuner.diagnose import (
+        Finding,
+        SimDiagnosis,
+        TraceDiagnosis,
+        TuneContext,
+        WorkloadDiagnosis,
+    )
     from slotune.tuner.diagnose._split import TimeSplit
 
 diagnose_app = typer.Typer(
@@ -41,6 +47,16 @@ NoStoreOption = Annotated[
 ]
 ModelOption = Annotated[str, typer.Option("--model", help="Catalog model id for the simulator.")]
 GpuOption = Annotated[str, typer.Option("--gpu", help="Catalog GPU id for the simulator.")]
+# A profiler trace or live metrics carry no replayable workload: the tune commands printed
+# with their findings name one, so that they run as printed.
+DEFAULT_TUNE_WORKLOAD = "azure-conv"
+TuneWorkloadOption = Annotated[
+    str,
+    typer.Option(
+        "--tune-workload",
+        help="Bundled trace that the findings' tune commands replay (give your own traffic's).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -60,6 +76,11 @@ def trace(
     html: Annotated[
         Path | None, typer.Option(help="Also write a standalone HTML report with a timeline.")
     ] = None,
+    engine: EngineOption = "vllm",
+    model: ModelOption = "llama-3.1-8b",
+    gpu: GpuOption = "h100-sxm",
+    tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
+    slo: SloOption = None,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -74,7 +95,10 @@ def trace(
     with cli_errors():
         if memset not in ("compute", "separate"):
             raise ConfigError(f"--memset {memset!r}: use compute or separate")
-        result = diagnose_trace(path, memset_separate=memset == "separate", top=top)
+        context = _tune_context(engine, model, gpu, tune_workload, slo)
+        result = diagnose_trace(
+            path, memset_separate=memset == "separate", top=top, context=context
+        )
         if html is not None:
             html.write_text(trace_html(result), encoding="utf-8")
         data = result.to_dict()
@@ -97,6 +121,11 @@ def live(
     end: Annotated[
         float | None, typer.Option(help="Window end, epoch seconds (default: now).")
     ] = None,
+    engine: EngineOption = "vllm",
+    model: ModelOption = "llama-3.1-8b",
+    gpu: GpuOption = "h100-sxm",
+    tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
+    slo: SloOption = None,
     no_store: NoStoreOption = False,
     json_: JsonOption = False,
 ) -> None:
@@ -115,7 +144,10 @@ def live(
             raise ConfigError("give --target or --pool, not both")
         window_s = parse_duration_s(window, field_name="--window")
         with open_store(db_url(ctx)) as store:
-            result = diagnose_live(store, target=target, pool=pool, window_s=window_s, end_ts=end)
+            context = _tune_context(engine, model, gpu, tune_workload, slo)
+            result = diagnose_live(
+                store, target=target, pool=pool, window_s=window_s, end_ts=end, context=context
+            )
             data = result.to_dict()
             if not no_store:
                 subject = target or (f"pool {pool}" if pool else "all engine targets")
@@ -187,6 +219,17 @@ def sim(
         print_json(data)
         return
     _render_simulated(result)
+
+
+def _tune_context(
+    engine: str, model: str, gpu: str, workload: str, slo: list[str] | None
+) -> TuneContext:
+    """The flags of the findings' tune commands for a diagnosis that has no workload of its
+    own (a profiler trace, live metrics): the command must run as printed."""
+    from slotune.tuner.diagnose import TuneContext
+
+    flags = ("--engine", engine, "--model", model, "--gpu", gpu, "--workload", workload)
+    return TuneContext(flags, engine, _slos(slo))
 
 
 def _slos(slo: list[str] | None) -> tuple[str, ...]:
