@@ -69,6 +69,16 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     assert report["backend"] == "launch"
     assert len(report["trial_details"]) >= 2
     assert report["default"] is not None
+    # the other command the demo prints, as printed
+    export = subprocess.run(
+        [SLOTUNE, "tune", "export", match.group(1), "--format", "vllm"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert export.returncode == 0, export.stderr[-2000:]
+    assert "vllm serve" in export.stdout
 
 
 def _measurement(feasible: bool, num_late_steps: int) -> Measurement:
