@@ -32,7 +32,8 @@ from typing import Any
 import optuna
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import read_text, read_yaml
+from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 from slotune.tuner.sim.config import Engine, config_from_params, resolve
 
 # Other names the engines' own tools use for one parameter (trtllm-serve's ``--tp_size``);

@@ -40,9 +40,11 @@ from urllib.parse import urlsplit
 
 from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.budget import DEFAULT_BODY_SIZE_LIMIT
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError
 from slotune.collector.redact import redact_url
-from slotune.collector.slo import parse_duration_s, read_text, read_yaml
+from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_SCRAPE_TIMEOUT_S = 10.0  # Prometheus' default

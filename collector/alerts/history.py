@@ -25,8 +25,8 @@ from slotune.collector.agent.registry import SOURCES
 from slotune.collector.agent.sampleline import scan_sample_line
 from slotune.collector.agent.targets import MAX_TARGET_NAME_CHARS
 from slotune.collector.errors import ConfigError, SourceError
-from slotune.collector.slo import read_text
 from slotune.collector.store import SampleIn, Store, list_targets, register_target, write_samples
+from slotune.collector.textfile import read_text
 
 IMPORT_KINDS = ("vllm", "sglang", "trtllm", "dcgm")
 # the times a real incident can have, in seconds since the epoch: 1990-01-01 to 2200-01-01

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from slotune.collector.alerts.promrules import ENGINE_RULES
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import SLOSpecError
 from slotune.collector.slo import (
     SLI,
@@ -37,12 +38,11 @@ from slotune.collector.slo import (
     Alerting,
     BurnWindow,
     Selector,
-    parse_duration_s,
     parse_slo,
     parse_slo_yaml,
-    read_text,
-    read_yaml_documents,
 )
+from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml_documents
 
 API_VERSION = "openslo/v1"
 KINDS = (
@@ -94,7 +94,7 @@ def parse_openslo(text: str, *, source: str = "<string>") -> list[SLO]:
     Raises:
         SLOSpecError: naming ``source:line``, the document, the field and why.
     """
-    docs = read_yaml_documents(text, source=source)
+    docs = read_yaml_documents(text, source=source, error=SLOSpecError)
     by_kind: dict[str, dict[str, tuple[Mapping[str, Any], Fail]]] = {k: {} for k in KINDS}
     for index, (doc, lines) in enumerate(docs, start=1):
         fail = _failer(source, index, doc, lines)
@@ -482,10 +482,10 @@ def load_slo_documents(path: str | Path) -> list[SLO]:
     """
     from slotune.collector.alerts import sloth_pyrra
 
-    text = read_text(path, "SLO file")
+    text = read_text(path, "SLO file", SLOSpecError)
     if is_openslo(text):
         return parse_openslo(text, source=str(path))
-    docs = read_yaml_documents(text, source=str(path))
+    docs = read_yaml_documents(text, source=str(path), error=SLOSpecError)
     foreign = sloth_pyrra.foreign_format(docs)
     if foreign == "sloth":
         return sloth_pyrra.parse_sloth(docs, source=str(path))

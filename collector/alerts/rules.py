@@ -29,9 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from slotune.collector.alerts.metrics import metric_def
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import Selector, parse_duration_s, read_text, read_yaml
+from slotune.collector.slo import Selector
 from slotune.collector.store import AlertRuleInfo, Store, delete_alert_rules, list_alert_rules
+from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 
 # Possessive whitespace (``\s*+``): with plain ``\s*`` on both sides of the optional parts, a
 # run of spaces before a word that does not fit backtracks in cubic time (3,000 spaces: minutes).

@@ -37,8 +37,9 @@ from slotune.collector.alerts.openslo import (
     engine_metric,
 )
 from slotune.collector.alerts.policy import SRE_WORKBOOK
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import SLOSpecError
-from slotune.collector.slo import _NAME_RE, SLI, SLO, Alerting, _check_unique, parse_duration_s
+from slotune.collector.slo import NAME_RE, SLI, SLO, Alerting, check_unique
 
 Documents = list[tuple[Any, dict[tuple[Any, ...], int]]]
 Fail = Callable[[tuple[Any, ...], str], SLOSpecError]
@@ -95,7 +96,7 @@ def parse_sloth(docs: Documents, *, source: str) -> list[SLO]:
                     alerting=replace(alerting, labels=labels),
                 )
             )
-    _check_unique(out, where=source)
+    check_unique(out, where=source)
     return out
 
 
@@ -133,7 +134,7 @@ def parse_pyrra(docs: Documents, *, source: str) -> list[SLO]:
                 alerting=Alerting(enabled=alerting.get("disabled") is not True),
             )
         )
-    _check_unique(out, where=source)
+    check_unique(out, where=source)
     return out
 
 
@@ -230,7 +231,7 @@ def _is_number(text: str) -> bool:
 
 
 def _check_name(name: str, path: tuple[Any, ...], fail: Fail) -> None:
-    if not _NAME_RE.match(name):
+    if not NAME_RE.match(name):
         raise fail(path, f"{name!r} is not a slotune SLO name: lowercase letters, digits and '-_.'")
 
 

@@ -13,6 +13,7 @@ import pytest
 PACKAGES = [
     "slotune.collector.agent",
     "slotune.collector.bench",
+    "slotune.collector.slo",
     "slotune.collector.store",
     "slotune.collector.workload",
 ]

@@ -1,4 +1,4 @@
-"""The SLO shorthand, the YAML spec and per-request goodness (collector/slo.py)."""
+"""The SLO shorthand, the YAML spec and per-request goodness (collector/slo/)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from slotune.collector.slo import (
     Selector,
     evaluate,
     load_slo_file,
-    parse_duration_s,
     parse_slo,
     parse_slo_yaml,
     parse_slos,
@@ -62,21 +61,6 @@ def test_bad_shorthand_is_an_slo_error(bad: str) -> None:
 def test_shorthand_names_must_be_unique() -> None:
     with pytest.raises(SLOSpecError, match="two SLOs are named 'ttft-p99'"):
         parse_slos(["ttft:p99<=1s", "ttft:p99<=2s"])
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("500ms", 0.5), ("30d", 2592000.0), ("1w", 604800.0), (15, 15.0), ("2.5h", 9000.0)],
-)
-def test_durations(text: str | int, seconds: float) -> None:
-    assert parse_duration_s(text) == pytest.approx(seconds)
-
-
-def test_bad_duration_names_the_field() -> None:
-    with pytest.raises(SLOSpecError, match="--older-than: 'soon' is not a duration"):
-        parse_duration_s("soon", field_name="--older-than")
-    with pytest.raises(SLOSpecError, match="with a unit"):  # text needs a unit: 90s or 90m?
-        parse_duration_s("90")
 
 
 def test_example_file_parses() -> None:

@@ -1,5 +1,5 @@
 """A YAML tag whose value it cannot convert is one line at its line, in every YAML file
-slotune reads (they share the reader in collector/slo.py)."""
+slotune reads (they share the reader in collector/yamlfile.py)."""
 
 from __future__ import annotations
 

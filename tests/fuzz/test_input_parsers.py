@@ -14,8 +14,9 @@ from strategies import DEEP_JSON, FUZZ, JSON_VALUES, json_text
 
 from slotune.collector.agent.targets import load_targets_file, parse_target_arg
 from slotune.collector.bench.sse import ProtocolError, SSEDecoder, parse_chunk
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import parse_duration_s, parse_slo, parse_slo_yaml
+from slotune.collector.slo import parse_slo, parse_slo_yaml
 from slotune.collector.workload.synthetic import parse_length_spec
 from slotune.collector.workload.traces import load_trace
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError, SLOSpecError
-from slotune.collector.slo import parse_duration_s
 from slotune.tuner.fleet.fleet import Fleet
 from slotune.tuner.fleet.policy import ReplicaState
 from slotune.tuner.fleet.replica import Replica

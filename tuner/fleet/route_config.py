@@ -33,8 +33,10 @@ from typing import Any, overload
 from urllib.parse import urlsplit
 
 from slotune.collector.agent.base import SourceKind
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError, SLOSpecError
-from slotune.collector.slo import parse_duration_s, read_text, read_yaml
+from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 from slotune.tuner.fleet.length_pools import LengthPools
 from slotune.tuner.fleet.policy import RoutingPolicy
 from slotune.tuner.fleet.registry import PolicyContext, policy_from_name

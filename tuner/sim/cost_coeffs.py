@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import read_yaml
 from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 from slotune.tuner.sim.catalog import GPU
 
 GIB = 1024**3

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from slotune.collector.errors import ConfigError, EngineConfigError
-from slotune.collector.slo import read_yaml
 from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.config import (
     TRTLLM_CAPACITY_POLICIES,

@@ -69,7 +69,7 @@ def agent(
 ) -> None:
     """Scrape engines and GPUs into the store; optionally export via Prometheus and OTLP."""
     from slotune.collector.agent import AgentConfig, run_agent
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("slotune.collector.agent").setLevel(logging.INFO)

@@ -67,7 +67,7 @@ def _parse_time(text: str | None) -> float | None:
 
 
 def _seconds(text: str, flag: str) -> float:
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
 
     return run(parse_duration_s, text, field_name=flag)
 

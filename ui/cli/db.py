@@ -74,7 +74,7 @@ def prune_cmd(
     json: JsonOption = False,
 ) -> None:
     """Delete old telemetry and roll up older samples; runs, SLOs and studies are kept."""
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store, prune, rollup, vacuum
 
     older_s = run(parse_duration_s, older_than, field_name="--older-than")

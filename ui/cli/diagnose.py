@@ -134,8 +134,8 @@ def live(
     GPU split (DCGM or NVML), queue / prefill / decode time, KV usage, preemptions, prefix
     hits, and the findings they imply.
     """
+    from slotune.collector.durations import parse_duration_s
     from slotune.collector.errors import ConfigError
-    from slotune.collector.slo import parse_duration_s
     from slotune.collector.store import open_store, save_diagnosis
     from slotune.tuner.diagnose import diagnose_live
 

@@ -36,7 +36,7 @@ def summary_cmd(
 ) -> None:
     """Percentiles from bucket deltas, throughput, queue, KV, prefix hits, VRAM, power."""
     from slotune.collector.agent import summarize_metrics
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store
 
     window_s = run(parse_duration_s, window, field_name="--window")

@@ -274,7 +274,7 @@ def autoscale(
     Example: slotune plan autoscale --pool a:2:llama-3.1-8b:h100-sxm --workload azure-conv
     --time-scale 0.25 --days 2 --diurnal 0.6 --flash-crowd 1300:60:3 --slo ttft:p99<=1s
     """
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
     from slotune.tuner.fleet.autoscale import ScalingPolicy, ScalingSettings
     from slotune.tuner.fleet.autoscale_plan import plan_autoscale
     from slotune.tuner.fleet.prices import gpu_prices

@@ -56,7 +56,7 @@ def apply_cmd(
     """Create or replace the SLOs of a YAML file and their alerts (all of them or none)."""
     from slotune.collector.alerts.openslo import load_slo_documents
     from slotune.collector.alerts.slo_rules import apply_slos
-    from slotune.collector.slo import parse_duration_s
+    from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store
 
     min_window_s = run(parse_duration_s, scrape_interval, field_name="--scrape-interval")

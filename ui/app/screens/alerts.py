@@ -11,7 +11,7 @@ import streamlit as st
 from slotune.collector.alerts.evaluator import RuleStatus, evaluate_all
 from slotune.collector.alerts.notify import make_notifier, test_alerts
 from slotune.collector.alerts.rules import SHORTHAND_FORM, parse_rule
-from slotune.collector.slo import parse_duration_s
+from slotune.collector.durations import parse_duration_s
 from slotune.collector.store import (
     AlertHistoryEntry,
     Store,
