@@ -7,7 +7,10 @@ Newer ones add ``sglang:inter_token_latency_seconds`` for ITL and observe
 ``time_per_output_token`` once per request: that is TPOT. ``sglang:token_usage`` is the KV
 pool usage (0..1), ``sglang:cache_hit_rate`` the radix-cache hit rate (0..1), and
 ``sglang:num_retracted_requests_total`` (newer) counts the requests SGLang retracted under
-memory pressure, its form of preemption.
+memory pressure, its form of preemption. ``sglang:cached_tokens_total`` counts the prompt
+tokens served from the radix cache: with ``sglang:prompt_tokens_total`` it gives prefix-cache
+hits and queries in tokens, as vLLM counts them (only when the release exposes it, so the hit
+rate of a release without it is not read as 0).
 """
 
 from __future__ import annotations
@@ -42,4 +45,11 @@ class SglangSource(PromTextSource):
         names = {f.name for f in families}
         per_token = "sglang:inter_token_latency_seconds" in names
         tpot_target = "tpot" if per_token else "itl"
-        return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target))
+        prefix: tuple[Rule, ...] = ()
+        # An OpenMetrics exposition names the counter's family without ``_total``.
+        if names & {"sglang:cached_tokens_total", "sglang:cached_tokens"}:
+            prefix = (
+                Rule("sglang:cached_tokens_total", "prefix_hits"),
+                Rule("sglang:prompt_tokens_total", "prefix_queries"),
+            )
+        return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target), *prefix)
