@@ -1,0 +1,1 @@
+"""Tunable engines: one adapter per engine (:mod:`.base` states the contract)."""
