@@ -5,8 +5,8 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
 - :func:`slo_status` ``(store, slo, at_ts) -> SloStatus``: attainment and budget left over
   the SLO window, error ratio and burn rate per window, each burn-rate condition and the
   severities firing (``status.firing``), and a note when the threshold is not a bucket bound.
-- :func:`load_slos` ``(store) -> dict[str, SLO]``: the stored SLOs with their ``interpolate``
-  and ``alerting`` settings (what ``slo_status`` should be given).
+- :func:`load_slos` ``(store) -> dict[str, SLO]``: the stored SLOs by name, each whole with
+  its ``interpolate`` and ``alerting`` settings (what ``slo_status`` should be given).
 - :func:`evaluate_all` ``(store, at_ts) -> list[RuleStatus]``: every enabled alert rule (SLO
   burn-rate rules ``SLO:severity`` and threshold rules, one status per rule and target) at a
   time: state ``ok`` / ``pending`` / ``firing`` / ``no_data`` / ``error``, value, burn rates,

@@ -1,21 +1,19 @@
 """An SLO's alerts as stored alert rules: one ``slo_burn`` rule per severity.
 
 The rule ``chat-ttft:page`` fires when any ``page`` condition of SLO ``chat-ttft`` fires.
-The SLO's ``interpolate`` and ``alerting`` settings travel in the rules' ``config``, so the
-evaluator rebuilds the full SLO from the ``slo`` table and its rules.
+The SLO itself, ``interpolate`` and ``alerting`` included, is stored whole in the ``slo``
+table; a rule names it and carries only what a rule has of its own (severity, labels, on/off).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
 from slotune.collector.alerts.policy import burn_windows, error_budget
 from slotune.collector.alerts.sli import BoundaryNote, SliReader
 from slotune.collector.engine_buckets import engine_bounds
-from slotune.collector.slo import SLI, SLO, Alerting, BurnWindow
+from slotune.collector.slo import SLI, SLO
 from slotune.collector.store import (
     AlertRuleInfo,
     Store,
@@ -42,13 +40,6 @@ def slo_rules(slo: SLO, *, min_window_s: float = 0.0) -> list[AlertRuleInfo]:
     """
     if slo.alerting.enabled:
         error_budget(slo)
-    config: dict[str, Any] = {
-        "interpolate": slo.interpolate,
-        "windows": [
-            {"severity": w.severity, "long_s": w.long_s, "short_s": w.short_s, "factor": w.factor}
-            for w in slo.alerting.windows
-        ],
-    }
     windows = burn_windows(slo, min_window_s=min_window_s if slo.alerting.enabled else 0.0)
     names = tuple(dict.fromkeys(w.severity for w in windows))
     return [
@@ -58,7 +49,6 @@ def slo_rules(slo: SLO, *, min_window_s: float = 0.0) -> list[AlertRuleInfo]:
             slo_name=slo.name,
             severity=sev,
             labels=dict(slo.alerting.labels),
-            config=config,
             enabled=slo.alerting.enabled,
         )
         for sev in (names if slo.alerting.enabled else names[:1])
@@ -81,20 +71,8 @@ def save_slo_rules(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0
 
 
 def load_slos(store: Store) -> dict[str, SLO]:
-    """The stored SLOs with the ``interpolate`` and ``alerting`` settings of their rules."""
-    rules = {r.slo_name: r for r in list_alert_rules(store) if r.kind == SLO_KIND}
-    out = {}
-    for slo in list_slos(store):
-        rule = rules.get(slo.name)
-        if rule is not None:
-            windows = tuple(BurnWindow(**w) for w in rule.config.get("windows", []))
-            slo = replace(
-                slo,
-                interpolate=bool(rule.config.get("interpolate", False)),
-                alerting=Alerting(rule.enabled, windows, dict(rule.labels)),
-            )
-        out[slo.name] = slo
-    return out
+    """The stored SLOs by name, each whole (``interpolate`` and ``alerting`` included)."""
+    return {slo.name: slo for slo in list_slos(store)}
 
 
 def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) -> list[str]:

@@ -172,7 +172,7 @@ class BenchRequest(Base):
 
 
 class SLORow(Base):
-    """A declared SLO (see ``collector.slo.SLO``)."""
+    """A declared SLO, whole (see ``collector.slo.SLO``): its alert rules only point at it."""
 
     __tablename__ = "slo"
 
@@ -187,6 +187,11 @@ class SLORow(Base):
     selector_pool: Mapped[str | None] = mapped_column(String(200))
     selector_target: Mapped[str | None] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
+    interpolate: Mapped[bool] = mapped_column(Boolean, default=False)
+    alerting_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # [{"severity", "long_s", "short_s", "factor"}]; empty: the defaults scaled to the window
+    alerting_windows: Mapped[list[dict[str, Any]]] = mapped_column(Json, default=list)
+    alerting_labels: Mapped[dict[str, str]] = mapped_column(Json, default=dict)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
 

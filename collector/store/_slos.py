@@ -1,15 +1,16 @@
-"""SLOs in the store: upserted by name, read back as ``collector.slo.SLO``."""
+"""SLOs in the store: upserted by name, read back whole as ``collector.slo.SLO``."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, select
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.slo import SLI, SLO, Selector
+from slotune.collector.slo import SLI, SLO, Alerting, BurnWindow, Selector
 from slotune.collector.store._models import SLORow
 from slotune.collector.store._store import Store
 
@@ -29,36 +30,47 @@ def save_slos(store: Store, slos: Sequence[SLO]) -> None:
             if row is None:
                 row = SLORow(name=slo.name, created_at=now)
                 session.add(row)
-            row.sli, row.threshold, row.percentile = slo.sli.value, slo.threshold, slo.percentile
-            row.objective, row.window_s, row.description = (
-                slo.objective,
-                slo.window_s,
-                slo.description,
-            )
-            row.selector_model = slo.selector.model
-            row.selector_pool = slo.selector.pool
-            row.selector_target = slo.selector.target
+            _fill(row, slo)
             row.updated_at = now
+
+
+def _fill(row: SLORow, slo: SLO) -> None:
+    row.sli, row.threshold, row.percentile = slo.sli.value, slo.threshold, slo.percentile
+    row.objective, row.window_s, row.description = slo.objective, slo.window_s, slo.description
+    row.selector_model = slo.selector.model
+    row.selector_pool = slo.selector.pool
+    row.selector_target = slo.selector.target
+    row.interpolate = slo.interpolate
+    row.alerting_enabled = slo.alerting.enabled
+    row.alerting_windows = [asdict(w) for w in slo.alerting.windows]
+    row.alerting_labels = dict(slo.alerting.labels)
 
 
 def list_slos(store: Store) -> list[SLO]:
     """Every stored SLO, by name."""
     with store.session() as session:
-        return [
-            SLO(
-                name=r.name,
-                sli=SLI(r.sli),
-                threshold=r.threshold,
-                percentile=r.percentile,
-                objective=r.objective,
-                window_s=r.window_s,
-                selector=Selector(
-                    model=r.selector_model, pool=r.selector_pool, target=r.selector_target
-                ),
-                description=r.description,
-            )
-            for r in session.scalars(select(SLORow).order_by(SLORow.name))
-        ]
+        return [_slo(r) for r in session.scalars(select(SLORow).order_by(SLORow.name))]
+
+
+def _slo(row: SLORow) -> SLO:
+    return SLO(
+        name=row.name,
+        sli=SLI(row.sli),
+        threshold=row.threshold,
+        percentile=row.percentile,
+        objective=row.objective,
+        window_s=row.window_s,
+        selector=Selector(
+            model=row.selector_model, pool=row.selector_pool, target=row.selector_target
+        ),
+        description=row.description,
+        interpolate=row.interpolate,
+        alerting=Alerting(
+            enabled=row.alerting_enabled,
+            windows=tuple(BurnWindow(**w) for w in row.alerting_windows),
+            labels=dict(row.alerting_labels),
+        ),
+    )
 
 
 def delete_slo(store: Store, name: str) -> None:

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
-from slotune.collector.slo import Selector, parse_slo
+from slotune.collector.slo import Alerting, BurnWindow, Selector, parse_slo
 from slotune.collector.store import (
     AlertEventInfo,
     AlertRuleInfo,
@@ -97,6 +99,15 @@ def test_slos_upsert_by_name_and_delete(store: Store) -> None:
     with pytest.raises(ConfigError, match="no SLO named 'error-rate'"):
         delete_slo(store, "error-rate")
     assert [s.name for s in list_slos(store)] == ["chat-ttft"]
+
+
+def test_an_slo_is_stored_whole(store: Store) -> None:
+    alerting = Alerting(
+        enabled=False, windows=(BurnWindow("page", 3600.0, 300.0, 14.4),), labels={"team": "a"}
+    )
+    slo = replace(parse_slo("ttft:p99<=300ms"), interpolate=True, alerting=alerting)
+    save_slos(store, [slo])
+    assert list_slos(store) == [slo]
 
 
 def test_saving_slos_is_all_or_nothing(store: Store) -> None:
