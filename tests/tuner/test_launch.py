@@ -26,7 +26,6 @@ from slotune.tuner.backends.launch import (
     free_port,
     render_command,
 )
-from slotune.tuner.backends.startup import LogFollower
 from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.studies import RunOptions, export_study, resume_study, show_study
@@ -341,26 +340,3 @@ def test_a_command_without_port_is_refused():
         render_command(
             "vllm serve x --port 8000", model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
         )
-
-
-def test_start_up_phases_follow_vllms_log():
-    lines = [
-        "WARNING [vllm.py:1703] Enforce eager set, disabling torch.compile, CUDAGraphs",
-        "INFO [cpu_model_runner.py:68] Starting to load model /models/tiny...",
-        "INFO [backends.py:1] Compiling a graph for compile range (1, 2048) takes 41.2 s",
-        "INFO [entry.py:140] Starting vLLM server on http://127.0.0.1:8000",
-        "INFO:     Application startup complete.",
-    ]
-    shown: list[str] = []
-    follower = LogFollower(lambda: "\n".join(shown), time.monotonic())
-    phases = []
-    for line in lines:
-        shown.append(line)
-        phases.append(follower.poll().phase)
-    assert phases == [
-        "starting",  # eager mode's "disabling torch.compile" is no compile
-        "loading the model",
-        "compiling",
-        "starting the server",
-        "serving",
-    ]

@@ -1,11 +1,12 @@
 """Waiting for a launched engine to serve, by following its log.
 
 A first start of vLLM can take half an hour on a loaded machine (torch.compile of every
-shape), a start with ``--enforce-eager`` about a minute on two CPU cores, the emulated engine
-a second. So the wait has one generous limit (:data:`DEFAULT_STARTUP_TIMEOUT_S`, the
-``--startup-timeout`` of ``slotune tune``) and tells the phases apart as the engine's log
-reaches them: a failure or a timeout names the phase the engine was in and shows its last
-log lines, so "still compiling after an hour" and "died loading the weights" read differently.
+shape), a start with ``--enforce-eager`` about a minute on two CPU cores, SGLang minutes on a
+large model (weights, then CUDA-graph capture), the emulated engine a second. So the wait has
+one generous limit (:data:`DEFAULT_STARTUP_TIMEOUT_S`, the ``--startup-timeout`` of ``slotune
+tune``) and tells the phases apart as the engine's log reaches them: a failure or a timeout
+names the phase the engine was in and shows its last log lines, so "still compiling after an
+hour" and "died loading the weights" read differently.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ DEFAULT_STARTUP_TIMEOUT_S = 3600.0
 POLL_S = 0.2
 LAST_LINES = 3
 
-# (phase, log pattern), in the order an engine goes through them. vLLM's own wording; the
-# patterns are loose so that TensorRT-LLM, SGLang and the emulated engine also match where
-# they print something alike.
+# (phase, log pattern), in the order an engine goes through them, one table for every engine:
+# vLLM's and SGLang's own wording (SGLang: "Load weight begin", "KV Cache is allocated",
+# "Capture cuda graph begin", then uvicorn, then "The server is fired up and ready to roll!"
+# after its warm-up request); TensorRT-LLM and the emulated engine match where they print
+# something alike. A phase an engine skips (SGLang compiles nothing by default) is not shown.
 _PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("loading the model", re.compile(r"load(ing)? (the )?model|Loading weights|checkpoint shards")),
+    (
+        "loading the model",
+        re.compile(r"load(ing)? (the )?model|Loading weights|checkpoint shards|Load weight begin"),
+    ),
     # Not "torch.compile" alone: with --enforce-eager vLLM says it is "disabling torch.compile".
     (
         "compiling",
@@ -32,12 +38,22 @@ _PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"torch\.compile takes|Compiling a graph|Dynamo bytecode transform|Start compiling"
         ),
     ),
-    ("capturing graphs", re.compile(r"Capturing CUDA graph|cudagraph capturing", re.IGNORECASE)),
+    (
+        "allocating the KV cache",
+        re.compile(r"KV Cache is allocated|Memory pool end|GPU KV cache size"),
+    ),
+    (
+        "capturing graphs",
+        re.compile(
+            r"Capturing CUDA graph|cudagraph capturing|Capture (piecewise )?cuda graph begin",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "starting the server",
         re.compile(r"Starting vLLM (API )?server|Uvicorn running|Started server"),
     ),
-    ("serving", re.compile(r"Application startup complete")),
+    ("serving", re.compile(r"Application startup complete|fired up and ready to roll")),
 )
 
 

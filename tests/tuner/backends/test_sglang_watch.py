@@ -1,0 +1,53 @@
+"""SGLang's ``/metrics`` watched over a run: its own gauges and counters, as run deltas."""
+
+from __future__ import annotations
+
+import re
+
+from _sglang_server import SglangServer, serving
+
+from slotune.tuner.backends.watch import MetricsWatch
+
+
+def moved(metrics: str, changes: dict[str, float]) -> str:
+    """``metrics`` with the first sample of each named series set to a new value."""
+    for name, value in changes.items():
+        metrics, n = re.subn(
+            rf"^({re.escape(name)}\{{[^}}]*\}}) \S+$",
+            rf"\g<1> {value}",
+            metrics,
+            count=1,
+            flags=re.M,
+        )
+        assert n == 1, name
+    return metrics
+
+
+def test_a_runs_figures_come_from_sglangs_names_and_are_its_own_deltas() -> None:
+    with serving(SglangServer()) as server:
+        watch = MetricsWatch("sglang", server.url, interval_s=0.05)
+        with watch.during() as watched:
+            # What SGLang 0.5.23 exports after serving more requests: the first label set of
+            # each counter moves (the dump's lifetime figures stay in the others).
+            server.metrics = moved(
+                server.metrics,
+                {
+                    "sglang:prompt_tokens_total": 107.0,
+                    "sglang:cached_tokens_total": 44.0,
+                    "sglang:num_requests_total": 6.0,
+                    "sglang:token_usage": 0.62,
+                    "sglang:num_queue_reqs": 3.0,
+                    "sglang:num_running_reqs": 8.0,
+                },
+            )
+    run = watched[0]
+    # prompt tokens 7 -> 107, cached 4 -> 44, requests 1 -> 6, over this run only.
+    assert run.deltas["prefix_queries"] == 100.0
+    assert run.deltas["prefix_hits"] == 40.0
+    assert run.prefix_hit_rate == 0.4
+    assert run.deltas["requests_finished"] == 5.0
+    assert run.kv_usage_max == 0.62
+    assert run.waiting_max == 3.0 and run.running_max == 8.0
+    # SGLang 0.5.23 exports no num_retracted_requests_total: no preemption figure, not 0.
+    assert "preemptions" not in run.deltas
+    assert run.errors == ()
