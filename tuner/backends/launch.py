@@ -80,12 +80,39 @@ _REASON_PATTERNS = (
     re.compile(r".*(Address already in use|address already in use).*"),
     # vLLM validates its configs with pydantic: the message is inside the error's detail line.
     re.compile(r"Value error, [^\[]*"),
+    # python -m says "No module named x", or wraps it: "Error while finding module
+    # specification for 'x.y' (ModuleNotFoundError: No module named 'x')".
+    re.compile(r"\bNo module named ('[^']+'|\S+)"),
     re.compile(r"\b(ModuleNotFoundError|ImportError|FileNotFoundError):.*"),
     re.compile(
         r"\b(ValueError|RuntimeError|AssertionError|TypeError|KeyError|error):.*", re.IGNORECASE
     ),
     re.compile(r".*(unrecognized arguments|No such option|invalid choice).*"),
     re.compile(r"\b\w+Error: .*"),
+)
+# Lines that only point at another one: SGLang's launcher, once a scheduler process died,
+# says "Rank 0 scheduler is dead" and raises "Initialization failed. Please see the error
+# messages above."; the scheduler's own traceback above holds the reason.
+_POINTER_LINES = re.compile(
+    r"Please see the error messages above|scheduler is dead|Please check if there are relevant logs"
+)
+# What to do about a reason, when the engine's own line does not say (pattern -> fix).
+_FIXES = (
+    (
+        re.compile(r"No module named"),
+        "install the engine in the Python that --command runs, or point --command at that "
+        "Python",
+    ),
+    (
+        re.compile(r"address already in use", re.IGNORECASE),
+        "another process holds a port the engine binds; stop it, or give the engine other "
+        "ports in --command",
+    ),
+    (
+        re.compile(r"unrecognized arguments|invalid choice|No such option"),
+        "the installed engine does not take this flag or value; drop it from the space "
+        "(--param) or install a release that has it",
+    ),
 )
 
 
@@ -107,14 +134,24 @@ def free_port() -> int:
 
 
 def failure_reason(log_text: str) -> str:
-    """The engine's own explanation from its log: the last line matching a known error form."""
-    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    """The engine's own explanation from its log: the last line matching a known error form,
+    with what to do about it when the line does not say."""
+    lines = [
+        ln.strip() for ln in log_text.splitlines() if ln.strip() and not _POINTER_LINES.search(ln)
+    ]
     for pattern in _REASON_PATTERNS:
         for line in reversed(lines):
             m = pattern.search(line)
             if m:
-                return m.group(0).strip()
-    return lines[-1] if lines else "no output"
+                return _with_fix(m.group(0).strip())
+    return _with_fix(lines[-1]) if lines else "no output"
+
+
+def _with_fix(reason: str) -> str:
+    for pattern, fix in _FIXES:
+        if pattern.search(reason):
+            return f"{reason}; {fix}"
+    return reason
 
 
 def render_command(
