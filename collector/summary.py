@@ -15,14 +15,20 @@ Metric definitions (also in docs/metrics.md):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from slotune.collector.records import RequestRecord
-from slotune.collector.slo import SLO, Attainment, evaluate, pooled_itl_gaps
+from slotune.collector.run_figures import (
+    FleetFigures,
+    LoadFigures,
+    ScrapedEngineFigures,
+    SimEngineFigures,
+)
+from slotune.collector.slo import SLI, SLO, Attainment, evaluate, parse_slo, pooled_itl_gaps
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 
@@ -65,10 +71,34 @@ class Distribution:
         out["count"] = self.count
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Distribution:
+        """The distribution of its JSON form; a percentile the JSON lacks reads as None."""
+        return cls(
+            count=int(d.get("count", 0)),
+            mean=_opt(d.get("mean")),
+            std=_opt(d.get("std")),
+            percentiles={p: _opt(d.get(f"p{p:g}")) for p in PERCENTILES},
+        )
+
+    @property
+    def p50(self) -> float | None:
+        return self.percentiles.get(50.0)
+
+    @property
+    def p99(self) -> float | None:
+        return self.percentiles.get(99.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """Results of one run (client-measured or simulated)."""
+    """Results of one run (client-measured or simulated).
+
+    Beside the latencies, each kind of run carries its own figures (:mod:`collector.run_figures`):
+    ``load`` a benchmark's, ``engine`` a simulated engine's, ``fleet`` a simulated fleet's,
+    ``scraped`` a real engine's metrics over the run; ``queue_growth`` is the steady-state
+    check's figure (:mod:`tuner.steady`). The JSON holds them flat, as it always has.
+    """
 
     duration_s: float
     num_requests: int
@@ -86,7 +116,11 @@ class Summary:
     total_output_tokens: int
     goodput: float
     slo_attainment: tuple[Attainment, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    load: LoadFigures | None = None
+    engine: SimEngineFigures | None = None
+    fleet: FleetFigures | None = None
+    queue_growth: float | None = None
+    scraped: ScrapedEngineFigures | None = None
 
     @property
     def all_slos_met(self) -> bool:
@@ -112,8 +146,46 @@ class Summary:
             "slo_attainment": [a.to_dict() for a in self.slo_attainment],
             "slos_met": self.all_slos_met,
         }
-        out.update(self.extra)
+        for figures in (self.load, self.engine, self.fleet):
+            if figures is not None:
+                out.update(figures.to_dict())
+        if self.queue_growth is not None:
+            out["queue_growth"] = self.queue_growth
+        if self.scraped is not None:
+            out.update(self.scraped.to_dict())
         return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Summary:
+        """The summary of its JSON form (the CLI's ``--json``, a stored run).
+
+        Which figures a run carries is read from their keys. Each SLO is read back from its
+        shorthand and name, the only parts of it a summary holds.
+        """
+        growth = d.get("queue_growth")
+        return cls(
+            duration_s=float(d["duration_s"]),
+            num_requests=int(d["num_requests"]),
+            num_completed=int(d["num_completed"]),
+            num_errors=int(d["num_errors"]),
+            errors_by_kind={str(k): int(v) for k, v in (d.get("errors_by_kind") or {}).items()},
+            ttft_ms=Distribution.from_dict(d.get("ttft_ms") or {}),
+            itl_ms=Distribution.from_dict(d.get("itl_ms") or {}),
+            tpot_ms=Distribution.from_dict(d.get("tpot_ms") or {}),
+            e2e_ms=Distribution.from_dict(d.get("e2e_ms") or {}),
+            request_throughput=float(d["request_throughput"]),
+            output_token_throughput=float(d["output_token_throughput"]),
+            input_token_throughput=float(d["input_token_throughput"]),
+            total_input_tokens=int(d["total_input_tokens"]),
+            total_output_tokens=int(d["total_output_tokens"]),
+            goodput=float(d["goodput"]),
+            slo_attainment=tuple(_attainment(a) for a in d.get("slo_attainment") or ()),
+            load=LoadFigures.from_dict(d) if "target_rate" in d else None,
+            engine=SimEngineFigures.from_dict(d) if "kv_blocks" in d else None,
+            fleet=FleetFigures.from_dict(d) if "shed" in d else None,
+            queue_growth=None if growth is None else float(growth),
+            scraped=ScrapedEngineFigures.from_dict(d) if "engine_samples" in d else None,
+        )
 
 
 def summarize(
@@ -121,7 +193,9 @@ def summarize(
     slos: Sequence[SLO] = (),
     *,
     duration_s: float | None = None,
-    extra: dict[str, Any] | None = None,
+    load: LoadFigures | None = None,
+    engine: SimEngineFigures | None = None,
+    fleet: FleetFigures | None = None,
 ) -> Summary:
     """Compute the summary of a set of request records.
 
@@ -129,7 +203,7 @@ def summarize(
         records: every request of the measured window, failed ones included.
         slos: SLOs for goodput and attainment.
         duration_s: the measured window; default first send -> last end.
-        extra: engine-side figures to carry along (prefix hit rate, preemptions, ...).
+        load, engine, fleet: the figures of this kind of run to carry along.
     """
     ok = [r for r in records if r.is_ok]
     if duration_s is None:
@@ -165,7 +239,9 @@ def summarize(
         total_output_tokens=out_tokens,
         goodput=rate(num_good),
         slo_attainment=tuple(evaluate(s, list(records)) for s in slos),
-        extra=dict(extra or {}),
+        load=load,
+        engine=engine,
+        fleet=fleet,
     )
 
 
@@ -175,3 +251,15 @@ def _span(records: Sequence[RequestRecord]) -> float:
     start = min(r.send_s for r in records)
     ends = [r.end_s for r in records if r.end_s is not None]
     return (max(ends) - start) if ends else 0.0
+
+
+def _attainment(d: Mapping[str, Any]) -> Attainment:
+    slo = parse_slo(str(d["spec"]), name=str(d["name"]))
+    value = d.get("value")
+    if value is not None and slo.sli is not SLI.ERROR_RATE:
+        value = float(value) / 1000.0
+    return Attainment(slo, int(d["num_good"]), int(d["num_total"]), value)
+
+
+def _opt(v: Any) -> float | None:
+    return None if v is None else float(v)

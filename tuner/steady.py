@@ -41,12 +41,10 @@ def queue_growth(records: Sequence[RequestRecord]) -> float:
 
 
 def with_queue_growth(summary: Summary, records: Sequence[RequestRecord]) -> Summary:
-    """``summary`` with the run's queue growth in its ``extra`` figures."""
-    return dataclasses.replace(
-        summary, extra={**summary.extra, QUEUE_GROWTH_KEY: queue_growth(records)}
-    )
+    """``summary`` with the run's queue growth."""
+    return dataclasses.replace(summary, queue_growth=queue_growth(records))
 
 
 def is_steady(summary: Summary) -> bool:
     """Whether the run kept up with its load (a run without the figure counts as steady)."""
-    return float(summary.extra.get(QUEUE_GROWTH_KEY, 0.0)) <= MAX_QUEUE_GROWTH
+    return (summary.queue_growth or 0.0) <= MAX_QUEUE_GROWTH

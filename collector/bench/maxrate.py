@@ -24,13 +24,13 @@ class RatePoint:
 
     Attributes:
         rate: offered request rate (req/s).
-        summary: the run summary as JSON (the shared ``summary`` schema).
+        summary: the run's summary.
         attainment: good fraction per SLO name.
         all_met: whether every SLO held.
     """
 
     rate: float
-    summary: dict[str, Any]
+    summary: Summary
     attainment: dict[str, float]
     all_met: bool
 
@@ -39,7 +39,7 @@ class RatePoint:
             "rate": self.rate,
             "all_met": self.all_met,
             "attainment": self.attainment,
-            "summary": self.summary,
+            "summary": self.summary.to_dict(),
         }
 
 
@@ -80,7 +80,7 @@ def _point(rate: float, summary: Summary, slos: Sequence[SLO]) -> RatePoint:
     atts = [by_name[s.name] for s in slos]
     return RatePoint(
         rate=rate,
-        summary=summary.to_dict(),
+        summary=summary,
         attainment={a.slo.name: a.attainment for a in atts},
         all_met=all(a.is_met for a in atts),
     )

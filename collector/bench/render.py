@@ -7,9 +7,8 @@ only appends to lists, so the display costs the measurement nothing per chunk.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from rich.console import Console, Group, RenderableType
@@ -23,8 +22,9 @@ from slotune.collector.bench.compare import ComparisonRow
 from slotune.collector.bench.maxrate import MaxRateResult
 from slotune.collector.figures import figure
 from slotune.collector.records import RequestRecord
-from slotune.collector.slo import SLO
+from slotune.collector.slo import SLI, SLO, Attainment
 from slotune.collector.store import BenchRunInfo
+from slotune.collector.summary import PERCENTILES, Summary
 
 
 class LiveProgress:
@@ -98,96 +98,90 @@ def _pcts(values_s: list[float]) -> str:
     return f"p50 {p50:.1f} ms p99 {p99:.1f} ms"
 
 
-def _ms(x: Any) -> str:
-    return figure(x)
-
-
-def _num(x: Any, unit: str = "") -> str:
-    return figure(x, unit) if x is None or isinstance(x, int | float) else f"{x}{unit}"
-
-
-def summary_table(summary: Mapping[str, Any], title: str = "") -> RenderableType:
+def summary_table(summary: Summary, title: str = "") -> RenderableType:
     """The final table of one run: latency percentiles, throughputs, goodput, SLOs, errors."""
     lat = Table(title=escape(title) or None, title_justify="left")  # run names are user text
     lat.add_column("metric (ms)")
     for stat in ("mean", "p50", "p90", "p95", "p99", "p99.9", "count"):
         lat.add_column(stat, justify="right")
-    for name in ("ttft", "itl", "tpot", "e2e"):
-        block = summary.get(f"{name}_ms") or {}
+    for name, d in (
+        ("ttft", summary.ttft_ms),
+        ("itl", summary.itl_ms),
+        ("tpot", summary.tpot_ms),
+        ("e2e", summary.e2e_ms),
+    ):
         lat.add_row(
-            name,
-            *(_ms(block.get(s)) for s in ("mean", "p50", "p90", "p95", "p99", "p99.9")),
-            figure(block.get("count", 0)),
+            name, figure(d.mean), *(figure(d.percentiles[p]) for p in PERCENTILES), figure(d.count)
         )
     totals = Table.grid(padding=(0, 2))
     totals.add_column()
     totals.add_column(justify="right")
+    for label, value in _totals(summary):
+        totals.add_row(label, value)
+    parts: list[RenderableType] = [lat, totals]
+    if summary.slo_attainment:
+        parts.append(slo_table(summary.slo_attainment))
+    return Group(*parts)
+
+
+def _totals(summary: Summary) -> list[tuple[str, str]]:
+    load = summary.load
     rows = [
         (
             "measured requests (completed / measured)",
-            f"{summary.get('num_completed')} / {summary.get('num_requests')}",
+            f"{summary.num_completed} / {summary.num_requests}",
         ),
     ]
-    if summary.get("num_sent") is not None:
-        cancelled = summary.get("num_cooldown_cancelled") or 0
+    if load is not None:
+        cancelled = load.num_cooldown_cancelled
         rows.append(
             (
                 "requests sent (warm-up + measured + cool-down)",
-                f"{summary['num_sent']} ({summary.get('num_warmup', 0)} + "
-                f"{summary.get('num_requests')} + {summary.get('num_cooldown', 0)}"
+                f"{load.num_sent} ({load.num_warmup} + "
+                f"{summary.num_requests} + {load.num_cooldown}"
                 + (f", {cancelled} cancelled at the end" if cancelled else "")
                 + ")",
             )
         )
     rows += [
-        ("target rate (req/s)", _num(summary.get("target_rate"))),
-        ("offered rate, as scheduled (req/s)", _num(summary.get("offered_rate"))),
-        ("achieved send rate (req/s)", _num(summary.get("achieved_rate"))),
-        ("request throughput (req/s)", _num(summary.get("request_throughput"))),
-        ("output tokens/s", _num(summary.get("output_token_throughput"))),
-        ("input tokens/s", _num(summary.get("input_token_throughput"))),
-        ("goodput (req/s)", _num(summary.get("goodput"))),
-        ("duration (s)", _num(summary.get("duration_s"))),
+        ("target rate (req/s)", figure(None if load is None else load.target_rate)),
+        ("offered rate, as scheduled (req/s)", figure(None if load is None else load.offered_rate)),
+        ("achieved send rate (req/s)", figure(None if load is None else load.achieved_rate)),
+        ("request throughput (req/s)", figure(summary.request_throughput)),
+        ("output tokens/s", figure(summary.output_token_throughput)),
+        ("input tokens/s", figure(summary.input_token_throughput)),
+        ("goodput (req/s)", figure(summary.goodput)),
+        ("duration (s)", figure(summary.duration_s)),
     ]
-    lag = summary.get("send_lag_ms")
-    if isinstance(lag, Mapping):
+    lag = None if load is None else load.send_lag_ms
+    if lag is not None:
         rows.append(
-            (
-                "send lag p50 / p99 / max (ms)",
-                f"{lag['p50']:.2f} / {lag['p99']:.2f} / {lag['max']:.2f}",
-            )
+            ("send lag p50 / p99 / max (ms)", f"{lag.p50:.2f} / {lag.p99:.2f} / {lag.max:.2f}")
         )
-    errors = summary.get("errors_by_kind") or {}
+    errors = summary.errors_by_kind
     rows.append(("errors", ", ".join(f"{k} {v}" for k, v in errors.items()) or "none"))
-    if summary.get("client_token_mismatches"):
-        rows.append(
-            ("client token re-count != usage", f"{summary['client_token_mismatches']} requests")
-        )
-    for label, value in rows:
-        totals.add_row(label, value)
-    parts: list[RenderableType] = [lat, totals]
-    if summary.get("slo_attainment"):
-        parts.append(slo_table(summary["slo_attainment"]))
-    return Group(*parts)
+    if load is not None and load.client_token_mismatches:
+        rows.append(("client token re-count != usage", f"{load.client_token_mismatches} requests"))
+    return rows
 
 
-def slo_table(attainment: Sequence[Mapping[str, Any]]) -> Table:
+def slo_table(attainment: Sequence[Attainment]) -> Table:
     table = Table(title="SLOs", title_justify="left")
     for col in ("slo", "value", "attainment", "objective", "met"):
         table.add_column(col, justify="left" if col == "slo" else "right")
     for a in attainment:
-        value = a.get("value")
+        value = a.value
         shown = (
             "-"
             if value is None
-            else (f"{value:.2f} ms" if a.get("unit") == "ms" else f"{value:.2%}")
+            else (f"{value:.2%}" if a.slo.sli is SLI.ERROR_RATE else f"{value * 1000:.2f} ms")
         )
         table.add_row(
-            a["spec"],
+            a.slo.spec,
             shown,
-            f"{a['attainment']:.2%}",
-            f"{a['objective']:.2%}",
-            "[green]yes[/]" if a["met"] else "[red]no[/]",
+            f"{a.attainment:.2%}",
+            f"{a.slo.objective:.2%}",
+            "[green]yes[/]" if a.is_met else "[red]no[/]",
         )
     return table
 
@@ -201,7 +195,7 @@ def compare_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str) -> 
     table.add_column("change", justify="right")
     for r in rows:
         change = "-" if r.change is None else f"{r.change:+.1%}"
-        table.add_row(r.metric, _num(r.a), _num(r.b), change)
+        table.add_row(r.metric, figure(r.a), figure(r.b), change)
     return table
 
 
@@ -224,8 +218,8 @@ def max_rate_table(result: MaxRateResult) -> Table:
         att = ", ".join(f"{k} {v:.1%}" for k, v in p.attainment.items())
         table.add_row(
             f"{p.rate:.3g}",
-            *(_ms((s.get(m) or {}).get("p99")) for m in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")),
-            _num(s.get("goodput")),
+            *(figure(d.p99) for d in (s.ttft_ms, s.itl_ms, s.tpot_ms, s.e2e_ms)),
+            figure(s.goodput),
             att,
             "[green]yes[/]" if p.all_met else "[red]no[/]",
         )
@@ -250,7 +244,7 @@ def runs_table(infos: Sequence[BenchRunInfo]) -> Table:
     ):
         table.add_column(col, justify="right" if col in ("id", "requests") else "left")
     for i in infos:
-        s = i.summary
+        s = Summary.from_dict(i.summary)
         started = datetime.fromtimestamp(i.meta.started_at).strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
             str(i.run_id),
@@ -259,10 +253,10 @@ def runs_table(infos: Sequence[BenchRunInfo]) -> Table:
             escape(i.meta.workload),
             started,
             str(i.num_requests),
-            _ms((s.get("ttft_ms") or {}).get("p99")),
-            _ms((s.get("itl_ms") or {}).get("p99")),
-            _num(s.get("request_throughput")),
-            _num(s.get("goodput")),
-            "-" if not s.get("slo_attainment") else ("yes" if s.get("slos_met") else "no"),
+            figure(s.ttft_ms.p99),
+            figure(s.itl_ms.p99),
+            figure(s.request_throughput),
+            figure(s.goodput),
+            "-" if not s.slo_attainment else ("yes" if s.all_slos_met else "no"),
         )
     return table

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from slotune.collector.bench.client import ClientResult
 from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.plan import Plan
 from slotune.collector.records import RequestRecord
+from slotune.collector.run_figures import LoadFigures, SendLag
 from slotune.collector.summary import Summary, summarize
 
 
@@ -22,7 +22,7 @@ class BenchResult:
 
     Attributes:
         records: the measured requests, in send order.
-        summary: their summary (the shared schema, with bench extras).
+        summary: their summary (the shared schema, with its ``load`` figures).
         offered_rate: scheduled rate of the measured requests (None in a closed loop).
         achieved_rate: rate at which they were actually sent.
         config: the settings.
@@ -107,22 +107,22 @@ def build_result(
     lags = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
     num_warmup = min(plan.num_warmup, len(plan.trace))
     with_usage = [r for r in results if r.record.output_tokens is not None]
-    extra: dict[str, Any] = {
-        "target_rate": _finite(config.arrival.rate),
-        "offered_rate": plan.offered_rate,
-        "achieved_rate": achieved,
-        "send_lag_ms": _lag_ms(lags),
-        "num_warmup": num_warmup,
-        "num_cooldown": num_cooldown,
-        "num_cooldown_cancelled": num_cooldown_cancelled,
+    load = LoadFigures(
+        target_rate=config.arrival.rate,
+        offered_rate=plan.offered_rate,
+        achieved_rate=achieved,
+        send_lag_ms=_lag_ms(lags),
+        num_warmup=num_warmup,
+        num_cooldown=num_cooldown,
+        num_cooldown_cancelled=num_cooldown_cancelled,
         # every request that reached the server, measured or not: what it was billed for
-        "num_sent": num_warmup + len(records) + num_cooldown,
-        "usage_missing": sum(1 for r in records if r.is_ok and r.output_tokens is None),
-        "client_token_mismatches": sum(
+        num_sent=num_warmup + len(records) + num_cooldown,
+        usage_missing=sum(1 for r in records if r.is_ok and r.output_tokens is None),
+        client_token_mismatches=sum(
             1 for r in with_usage if r.client_output_tokens != r.record.output_tokens
         ),
-    }
-    summary = summarize(records, config.slos, extra=extra)
+    )
+    summary = summarize(records, config.slos, load=load)
     return BenchResult(
         records=tuple(records),
         summary=summary,
@@ -136,16 +136,8 @@ def build_result(
     )
 
 
-def _finite(rate: float | None) -> float | str | None:
-    return "inf" if rate is not None and math.isinf(rate) else rate
-
-
-def _lag_ms(lags: list[float]) -> dict[str, float] | None:
+def _lag_ms(lags: list[float]) -> SendLag | None:
     if not lags:
         return None
     a = np.asarray(lags) * 1000.0
-    return {
-        "p50": float(np.percentile(a, 50)),
-        "p99": float(np.percentile(a, 99)),
-        "max": float(a.max()),
-    }
+    return SendLag(float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(a.max()))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from slotune.collector.store import BenchRunInfo, Store, load_bench_run
+from slotune.collector.summary import Summary
 
 MAX_RATE_SUFFIX = " (max-rate)"
 
@@ -73,12 +74,6 @@ class RateCurve:
         return max((p.rate for p in self.points if p.slos_met), default=None)
 
 
-def _p99(summary: dict[str, object], metric: str) -> float | None:
-    d = summary.get(metric)
-    v = d.get("p99") if isinstance(d, dict) else None
-    return float(v) if isinstance(v, int | float) else None
-
-
 def _num(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
@@ -93,17 +88,17 @@ def max_rate_curves(runs: Sequence[BenchRunInfo]) -> list[RateCurve]:
         rate = _num(arrival.get("rate")) if isinstance(arrival, dict) else None
         if rate is None:
             continue
-        s = dict(run.summary)
+        s = Summary.from_dict(run.summary)
         groups[run.meta.name[: -len(MAX_RATE_SUFFIX)]].append(
             RatePointView(
                 run_id=run.run_id,
                 rate=rate,
-                goodput=_num(s.get("goodput")),
-                request_throughput=_num(s.get("request_throughput")),
-                ttft_p99_ms=_p99(s, "ttft_ms"),
-                itl_p99_ms=_p99(s, "itl_ms"),
-                e2e_p99_ms=_p99(s, "e2e_ms"),
-                slos_met=bool(s.get("slos_met")),
+                goodput=s.goodput,
+                request_throughput=s.request_throughput,
+                ttft_p99_ms=s.ttft_ms.p99,
+                itl_p99_ms=s.itl_ms.p99,
+                e2e_p99_ms=s.e2e_ms.p99,
+                slos_met=s.all_slos_met,
             )
         )
     return [

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store import DiagnosisInfo, Store, list_diagnoses
+from slotune.collector.summary import Distribution
 
 FLEET_SIM = "fleet-sim"
 FLEET_PLAN = "fleet-plan"
@@ -252,7 +253,7 @@ def _autoscale_plan(d: DiagnosisInfo) -> AutoscalePlan:
                 max_replicas=int(p["max_replicas"]),
                 goodput=float(p["goodput"]),
                 slos_met=bool(p["slos_met"]),
-                ttft_p99_ms=_opt((p.get("ttft_ms") or {}).get("p99")),
+                ttft_p99_ms=Distribution.from_dict(p["ttft_ms"]).p99,
                 grow_order=tuple(str(x) for x in p["grow_order"]),
                 shrink_order=tuple(str(x) for x in p["shrink_order"]),
                 timeline=_timeline(start, p.get("events") or [], end_s),

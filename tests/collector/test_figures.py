@@ -8,6 +8,7 @@ from rich.console import Console
 
 from slotune.collector.bench.render import summary_table
 from slotune.collector.figures import figure
+from slotune.collector.summary import Distribution, Summary
 
 
 def test_figures_keep_three_digits_without_exponents() -> None:
@@ -30,9 +31,26 @@ def test_figures_keep_three_digits_without_exponents() -> None:
 def test_the_run_summary_fits_80_columns_without_cutting_a_number() -> None:
     slow = {"mean": 31_912.4, "p50": 1_661.2, "p90": 23_456.7, "p95": 27_000.1}
     block = {**slow, "p99": 31_900.0, "p99.9": 32_001.9, "std": 1.0, "count": 12_000}
-    summary = {f"{m}_ms": block for m in ("ttft", "itl", "tpot", "e2e")}
+    d = Distribution.from_dict(block)
+    summary = Summary(
+        duration_s=60.0,
+        num_requests=12_000,
+        num_completed=12_000,
+        num_errors=0,
+        errors_by_kind={},
+        ttft_ms=d,
+        itl_ms=d,
+        tpot_ms=d,
+        e2e_ms=d,
+        request_throughput=200.0,
+        output_token_throughput=1_000.0,
+        input_token_throughput=2_000.0,
+        total_input_tokens=120_000,
+        total_output_tokens=60_000,
+        goodput=200.0,
+    )
     out = io.StringIO()
-    Console(file=out, width=80).print(summary_table({**summary, "num_requests": 12_000}))
+    Console(file=out, width=80).print(summary_table(summary))
     text = out.getvalue()
     assert "…" not in text
     assert all(v in text for v in ("31,912", "1,661", "23,457", "32,002", "12,000"))

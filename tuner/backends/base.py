@@ -40,7 +40,7 @@ class EngineSession(ABC):
     @abstractmethod
     def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
         """Serve ``trace`` (arrival times in real-GPU seconds) and summarise it under ``slos``,
-        with the run's queue growth (:func:`tuner.steady.with_queue_growth`) in ``extra``.
+        with the run's queue growth (:func:`tuner.steady.with_queue_growth`) in ``queue_growth``.
 
         Raises:
             TrialFailed: the engine died or stopped answering.

@@ -353,9 +353,10 @@ class EndpointSession(EngineSession):
     """Serves workloads against an HTTP endpoint (a launched engine, or an attached one).
 
     Each measured run is watched (:class:`~.watch.MetricsWatch`): its KV usage and queue
-    peaks and its counter deltas go into the run summary's ``extra``; ``engine_metrics`` is
-    the same over all the trial's runs, plus ``extra_engine`` (the attach backend's reading of
-    the server's configuration, the launch backend's start-up phases).
+    peaks and its counter deltas go into the run summary's ``scraped`` figures;
+    ``engine_metrics`` is the same over all the trial's runs, plus ``extra_engine`` (the
+    attach backend's reading of the server's configuration, the launch backend's start-up
+    phases).
     """
 
     def __init__(
@@ -384,7 +385,7 @@ class EndpointSession(EngineSession):
             records = self._serve(trace, seed)
         self._figures.extend(watched)
         summary = with_queue_growth(summarize(records, slos), records)
-        return replace(summary, extra={**summary.extra, **watched[0].to_extra()})
+        return replace(summary, scraped=watched[0].to_figures())
 
     def _serve(self, trace: Trace, seed: int) -> list[RequestRecord]:
         self._runs += 1

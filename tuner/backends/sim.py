@@ -22,18 +22,19 @@ class SimSession(EngineSession):
 
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
-        self._last_extra: dict[str, Any] = {}
+        self._last_engine: dict[str, Any] = {}
 
     def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
         try:
             result = simulate(self._config, trace, slos=tuple(slos), seed=seed)
         except EngineConfigError as e:  # e.g. no memory left for the KV cache
             raise TrialFailed(f"engine failed to start: {e}") from e
-        self._last_extra = dict(result.summary.extra)
+        engine = result.summary.engine
+        self._last_engine = {} if engine is None else engine.to_dict()
         return with_queue_growth(result.summary, result.records)
 
     def engine_metrics(self) -> dict[str, Any]:
-        return self._last_extra
+        return self._last_engine
 
 
 class SimBackend(Backend):

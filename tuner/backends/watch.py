@@ -14,10 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from slotune.collector.agent.snapshot import EngineSnapshot, scrape_snapshot
 from slotune.collector.errors import SourceError
+from slotune.collector.run_figures import ScrapedEngineFigures
 
 SAMPLE_INTERVAL_S = 0.5
 # Counters whose change over a run is reported (canonical names).
@@ -51,17 +51,17 @@ class RunEngineFigures:
         hits = self.deltas.get("prefix_hits")
         return hits / queries if queries and hits is not None else None
 
-    def to_extra(self) -> dict[str, Any]:
-        """The figures as a run summary's ``extra`` entries (``engine_*``)."""
-        return {
-            "engine_samples": self.num_samples,
-            "engine_kv_usage_max": self.kv_usage_max,
-            "engine_kv_usage_mean": self.kv_usage_mean,
-            "engine_waiting_max": self.waiting_max,
-            "engine_running_max": self.running_max,
-            "engine_prefix_hit_rate": self.prefix_hit_rate,
-            "engine_preemptions": self.deltas.get("preemptions"),
-        }
+    def to_figures(self) -> ScrapedEngineFigures:
+        """The figures as a run summary carries them (``engine_*`` in its JSON)."""
+        return ScrapedEngineFigures(
+            num_samples=self.num_samples,
+            kv_usage_max=self.kv_usage_max,
+            kv_usage_mean=self.kv_usage_mean,
+            waiting_max=self.waiting_max,
+            running_max=self.running_max,
+            prefix_hit_rate=self.prefix_hit_rate,
+            preemptions=self.deltas.get("preemptions"),
+        )
 
 
 class MetricsWatch:

@@ -71,14 +71,14 @@ class AutoscaleResult:
         return _order(self.events, -1)
 
     def to_dict(self) -> dict[str, Any]:
-        s = self.fleet.summary
+        s, f = self.fleet.summary, self.fleet.figures
         return {
             "scaling": self.scaling,
-            "slo_violations": s.extra["slo_violations"],
-            "shed": s.extra["shed"],
-            "failed": s.extra["failed"],
-            "breaker_ejections": s.extra["breaker_ejections"],
-            "gpu_hours": s.extra["gpu_hours"],
+            "slo_violations": f.slo_violations,
+            "shed": f.shed,
+            "failed": f.failed,
+            "breaker_ejections": f.breaker_ejections,
+            "gpu_hours": f.gpu_hours,
             "max_replicas": self.max_replicas,
             "goodput": s.goodput,
             "slos_met": s.all_slos_met,

@@ -169,7 +169,7 @@ def plan_shedding(
                 burst_shed_share=None
                 if normal is None
                 else _window_shed_share(normal.records, start, burst_s),
-                overload_shed_share=over.summary.extra["shed_share"],
+                overload_shed_share=over.figures.shed_share,
                 overload_ttft_met=all(a.is_met for a in attainment if a.slo.sli is SLI.TTFT),
                 overload_attainment={a.slo.name: a.attainment for a in attainment},
                 overload_goodput=over.summary.goodput,

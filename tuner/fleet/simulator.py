@@ -18,6 +18,7 @@ import numpy as np
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
+from slotune.collector.run_figures import FleetFigures
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
@@ -87,9 +88,7 @@ class FleetResult:
     Attributes:
         policy: the policy's name.
         summary: the fleet's summary (shed requests count as errors of kind ``shed``), with
-            ``prefix_hit_rate``, ``preemptions``, ``shed``, ``shed_share``,
-            ``slo_violations`` (completed but missing an SLO) and ``gpu_hours`` as extra
-            fields.
+            its ``fleet`` figures (shed, SLO violations, GPU hours, ...).
         replicas: per replica, in start order.
         records: one per request, in trace order.
     """
@@ -98,6 +97,13 @@ class FleetResult:
     summary: Summary
     replicas: tuple[ReplicaResult, ...]
     records: list[RequestRecord]
+
+    @property
+    def figures(self) -> FleetFigures:
+        """The fleet's own figures, which every fleet run's summary carries."""
+        if self.summary.fleet is None:
+            raise ValueError(f"policy {self.policy}: a fleet result without fleet figures")
+        return self.summary.fleet
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -323,20 +329,20 @@ def _summary(
     num_shed = Counter(r.error for r in records)[SHED_ERROR]
     per_request = [s for s in slos if s.sli is not SLI.ERROR_RATE]
     num_good = sum(1 for r in records if r.is_ok and all(s.is_good(r) for s in per_request))
-    extra = {
-        "prefix_hit_rate": hits / queries if queries else 0.0,
-        "preemptions": sum(r.preemptions for r in replicas),
-        "shed": num_shed,
-        "shed_share": num_shed / len(records) if records else 0.0,
+    figures = FleetFigures(
+        prefix_hit_rate=hits / queries if queries else 0.0,
+        preemptions=sum(r.preemptions for r in replicas),
+        shed=num_shed,
+        shed_share=num_shed / len(records) if records else 0.0,
         # completed requests that missed a per-request SLO
-        "slo_violations": sum(1 for r in records if r.is_ok) - num_good,
-        "gpu_hours": sum(r.gpu_hours for r in replicas),
+        slo_violations=sum(1 for r in records if r.is_ok) - num_good,
+        gpu_hours=sum(r.gpu_hours for r in replicas),
         # requests lost to failing replicas (cut, refused everywhere, timed out: 5xx)
-        "failed": sum(1 for r in records if r.error == "http_5xx"),
-        "breaker_ejections": 0 if fleet.health is None else fleet.health.num_ejections,
-        "refused_attempts": 0 if fleet.health is None else fleet.health.num_refused,
-    }
-    return summarize(records, slos, extra=extra)
+        failed=sum(1 for r in records if r.error == "http_5xx"),
+        breaker_ejections=0 if fleet.health is None else fleet.health.num_ejections,
+        refused_attempts=0 if fleet.health is None else fleet.health.num_refused,
+    )
+    return summarize(records, slos, fleet=figures)
 
 
 def _replica_result(replica: Replica, requests: Mapping[str, SimRequest]) -> ReplicaResult:

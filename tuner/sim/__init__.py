@@ -5,6 +5,7 @@ launch-command export, the engine core the emulated HTTP engine drives, and
 :func:`simulate` for offline trace replay.
 """
 
+from slotune.collector.run_figures import StepBreakdown
 from slotune.tuner.sim.config import (
     Engine,
     EngineConfig,
@@ -26,7 +27,7 @@ from slotune.tuner.sim.flags import (
     to_argv,
 )
 from slotune.tuner.sim.request import RequestRejected, SimRequest
-from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
+from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult
 from slotune.tuner.sim.simulator import simulate, trace_requests
 
 __all__ = [

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slotune.collector.records import RequestRecord
+from slotune.collector.run_figures import StepBreakdown
 from slotune.collector.summary import Summary
 
 
@@ -70,38 +71,6 @@ class EngineSeries:
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {name: list(getattr(self, name)) for name in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class StepBreakdown:
-    """Where the emulated GPU's time went, summed over all steps.
-
-    ``compute_s``: FLOP-bound kernels; ``memory_s``: bandwidth-bound kernels (weights and KV
-    reads); ``communication_s``: tensor-parallel collectives; ``overhead_s``: host time and
-    unhidden kernel launches.
-    """
-
-    num_steps: int
-    busy_s: float
-    compute_s: float
-    memory_s: float
-    communication_s: float
-    overhead_s: float
-
-    def to_dict(self) -> dict[str, float | int]:
-        busy = self.busy_s or 1.0
-        return {
-            "num_steps": self.num_steps,
-            "busy_s": self.busy_s,
-            "compute_s": self.compute_s,
-            "memory_s": self.memory_s,
-            "communication_s": self.communication_s,
-            "overhead_s": self.overhead_s,
-            "compute_frac": self.compute_s / busy,
-            "memory_frac": self.memory_s / busy,
-            "communication_frac": self.communication_s / busy,
-            "overhead_frac": self.overhead_s / busy,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
+from slotune.collector.run_figures import SimEngineFigures, StepBreakdown
 from slotune.collector.slo import SLO
 from slotune.collector.summary import summarize
 from slotune.collector.workload import Trace, resolve_workload, retime
@@ -22,7 +23,7 @@ from slotune.tuner.sim.config import EngineConfig
 from slotune.tuner.sim.cost import StepTime
 from slotune.tuner.sim.engine import DecodeRun, EngineCore, StepResult
 from slotune.tuner.sim.request import RequestRejected, SimRequest
-from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult, StepBreakdown
+from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult
 
 ProgressCallback = Callable[[int, int], None]
 _MAX_SERIES_POINTS = 2000
@@ -167,17 +168,15 @@ def replay(
     kv_warning = core.kv_room_warning(mean_tokens, "this workload's mean prompt + output")
     if kv_warning:
         kv_log.append(f"WARNING {kv_warning}")
-    extra = {
-        "prefix_hit_rate": stats.prefix_hits / stats.prefix_queries
-        if stats.prefix_queries
-        else 0.0,
-        "preemptions": stats.preemptions,
-        "kv_blocks": stats.kv_blocks,
-        "kv_tokens": stats.kv_tokens,
-        "step_time_breakdown": breakdown.to_dict(),
-        **({"kv_warning": kv_warning} if kv_warning else {}),
-    }
-    summary = summarize(records, slos, extra=extra)
+    engine = SimEngineFigures(
+        prefix_hit_rate=stats.prefix_hits / stats.prefix_queries if stats.prefix_queries else 0.0,
+        preemptions=stats.preemptions,
+        kv_blocks=stats.kv_blocks,
+        kv_tokens=stats.kv_tokens,
+        step_time_breakdown=breakdown,
+        kv_warning=kv_warning or None,
+    )
+    summary = summarize(records, slos, engine=engine)
     params = core.config.to_dict() | {"seed": seed}
     return SimResult(
         records=records,

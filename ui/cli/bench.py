@@ -267,7 +267,7 @@ def _print_run(result: BenchResult, run_id: int | None) -> None:
     from slotune.collector.bench import run_name, summary_table
 
     title = f"{run_name(result)} | {result.config.workload_name}"
-    console.print(summary_table(result.summary.to_dict(), title=title))
+    console.print(summary_table(result.summary, title=title))
     if run_id is not None:
         console.print(f"stored as run {run_id}", highlight=False)
 

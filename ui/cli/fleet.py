@@ -138,23 +138,20 @@ def _render(results: list[FleetResult]) -> None:
     table.add_column("policy", no_wrap=True)
     for col in ("goodput", "TTFT p50", "TTFT p99", "ITL p99", "TPOT p99", "E2E p99"):
         table.add_column(col, justify="right")
-    failing = any(
-        r.summary.extra["failed"] or r.summary.extra["breaker_ejections"] for r in results
-    )
+    failing = any(r.figures.failed or r.figures.breaker_ejections for r in results)
     for col in ("prefix hit", "shed", "GPU-h", *(("failed", "ejections") if failing else ())):
         table.add_column(col, justify="right")
     for r in results:
-        s = r.summary
-        extra = s.extra
+        s, f = r.summary, r.figures
         table.add_row(
             r.policy,
             f"{s.goodput:.2f}",
             _ms(s.ttft_ms.percentiles[50.0]),
             *(_ms(d.percentiles[99.0]) for d in (s.ttft_ms, s.itl_ms, s.tpot_ms, s.e2e_ms)),
-            f"{extra['prefix_hit_rate']:.1%}",
-            f"{extra['shed_share']:.1%}",
-            f"{extra['gpu_hours']:.2f}",
-            *((f"{extra['failed']:,}", str(extra["breaker_ejections"])) if failing else ()),
+            f"{f.prefix_hit_rate:.1%}",
+            f"{f.shed_share:.1%}",
+            f"{f.gpu_hours:.2f}",
+            *((f"{f.failed:,}", str(f.breaker_ejections)) if failing else ()),
         )
     console.print(table)
     best = results[0]

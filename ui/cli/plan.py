@@ -399,24 +399,21 @@ def _replay_bar(*, enabled: bool) -> Iterator[ReplayProgress | None]:
 def _render_autoscale(plan: AutoscalePlan, shed: SheddingPlan | None) -> None:
     table = Table(title=f"autoscaling under {plan.routing}", title_justify="left")
     table.add_column("scaling", no_wrap=True)
-    failing = any(
-        r.fleet.summary.extra["failed"] or r.fleet.summary.extra["breaker_ejections"]
-        for r in plan.results
-    )
+    failing = any(r.fleet.figures.failed or r.fleet.figures.breaker_ejections for r in plan.results)
     cols = ("SLO violations", "shed", *(("failed", "ejections") if failing else ()))
     for col in (*cols, "GPU-h", "max replicas", "goodput"):
         table.add_column(col, justify="right")
     table.add_column("grows / shrinks")
     for r in plan.results:
-        s = r.fleet.summary
+        f = r.fleet.figures
         table.add_row(
             r.scaling,
-            f"{s.extra['slo_violations']:,}",
-            f"{s.extra['shed']:,}",
-            *((f"{s.extra['failed']:,}", str(s.extra["breaker_ejections"])) if failing else ()),
-            f"{s.extra['gpu_hours']:.2f}",
+            f"{f.slo_violations:,}",
+            f"{f.shed:,}",
+            *((f"{f.failed:,}", str(f.breaker_ejections)) if failing else ()),
+            f"{f.gpu_hours:.2f}",
             str(r.max_replicas),
-            f"{s.goodput:.2f}",
+            f"{r.fleet.summary.goodput:.2f}",
             f"{' > '.join(r.grow_order) or '-'} / {' > '.join(r.shrink_order) or '-'}",
         )
     console.print(table)

@@ -219,7 +219,8 @@ def _render(result: SimResult) -> None:
     params = result.config
     console.print(
         summary_table(
-            summary, title=f"simulated {params['engine']}: {params['model']} on {params['gpu']}"
+            result.summary,
+            title=f"simulated {params['engine']}: {params['model']} on {params['gpu']}",
         )
     )
     engine = Table.grid(padding=(0, 2))

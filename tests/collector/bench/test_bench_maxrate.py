@@ -47,7 +47,7 @@ def test_finds_the_known_threshold_within_tolerance(threshold: float, start: flo
     assert bad is not None and good <= threshold < bad
     assert [p.rate for p in result.curve] == sorted(calls)
     assert all(p.all_met == (p.rate <= threshold) for p in result.curve)
-    assert result.curve[0].summary["ttft_ms"]["count"] == 20
+    assert result.curve[0].summary.ttft_ms.count == 20
 
 
 def test_nothing_passes_gives_zero() -> None:

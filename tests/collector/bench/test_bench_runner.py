@@ -153,7 +153,7 @@ def test_progress_display_sees_every_measured_request(
     result = asyncio.run(arun_benchmark(_config(engine, warmup=2), progress=sink))
     assert sorted(recorded) == sorted(r.request_id for r in result.records)
     table = io.StringIO()
-    Console(file=table, width=160).print(summary_table(result.summary.to_dict()))
+    Console(file=table, width=160).print(summary_table(result.summary))
     assert "ttft" in table.getvalue() and "goodput" in table.getvalue()
 
 

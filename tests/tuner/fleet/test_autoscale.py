@@ -95,8 +95,8 @@ def test_autoscaling_grows_the_cheapest_pool_after_a_cold_start_and_shrinks_the_
     # requests are all served once, and no replica served before it was ready
     assert scaled.fleet.summary.num_completed == len(_step_trace())
     assert scaled.max_replicas > 1
-    assert static.fleet.summary.extra["gpu_hours"] < scaled.fleet.summary.extra["gpu_hours"] or (
-        scaled.fleet.summary.extra["slo_violations"] <= static.fleet.summary.extra["slo_violations"]
+    assert static.fleet.figures.gpu_hours < scaled.fleet.figures.gpu_hours or (
+        scaled.fleet.figures.slo_violations <= static.fleet.figures.slo_violations
     )
 
 

@@ -55,10 +55,10 @@ def test_every_request_ends_once_and_the_breaker_ejects_the_failed_replica(
 ) -> None:
     result = _run(f"a-1:10:15:{kind}", HealthSettings(), policy)
     assert [r.request_id for r in result.records] == [str(i) for i in range(400)]
-    extra = result.summary.extra
-    assert extra["breaker_ejections"] >= 1
+    figures = result.figures
+    assert figures.breaker_ejections >= 1
     failed = [r for r in result.records if r.error == "http_5xx"]
-    assert len(failed) == extra["failed"]
+    assert len(failed) == figures.failed
     # with the circuit open only the streams cut by the crash and the odd probe are lost
     assert all(r.send_s < 10.0 or 10.0 <= r.send_s <= 26.0 for r in failed)
     assert result.summary.num_completed + len(failed) == 400
@@ -69,10 +69,10 @@ def test_every_request_ends_once_and_the_breaker_ejects_the_failed_replica(
 def test_without_a_breaker_a_hung_replica_keeps_taking_requests() -> None:
     with_breaker = _run("a-1:10:15:hang", HealthSettings(), "round-robin")
     without = _run("a-1:10:15:hang", HealthSettings(breaker=None), "round-robin")
-    assert without.summary.extra["breaker_ejections"] == 0
+    assert without.figures.breaker_ejections == 0
     # round-robin sends a third of 150 arrivals to the hung replica: each a 504
-    assert without.summary.extra["failed"] > 3 * with_breaker.summary.extra["failed"]
-    assert without.summary.extra["failed"] >= 45
+    assert without.figures.failed > 3 * with_breaker.figures.failed
+    assert without.figures.failed >= 45
 
 
 def test_refused_connections_are_retried_elsewhere_and_count_against_the_circuit() -> None:
@@ -80,8 +80,8 @@ def test_refused_connections_are_retried_elsewhere_and_count_against_the_circuit
     # leaves the refusals of routed requests to do it
     slow_polls = HealthSettings(BreakerSettings(failures=3, open_for_s=10.0), poll_interval_s=60)
     result = _run("a-1:10:15:down", slow_polls, "round-robin")
-    extra = result.summary.extra
-    assert extra["refused_attempts"] >= 3 and extra["breaker_ejections"] >= 1
+    figures = result.figures
+    assert figures.refused_attempts >= 3 and figures.breaker_ejections >= 1
     refused_only = [r for r in result.records if r.http_status == 502 and r.send_s > 10.0]
     assert all("mid-answer" in (r.error_detail or "") for r in refused_only)
 

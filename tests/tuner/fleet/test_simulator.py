@@ -68,7 +68,7 @@ def test_length_pools_keeps_long_requests_off_the_short_pool() -> None:
 def test_prefix_affinity_gets_more_prefix_hits_than_round_robin() -> None:
     trace = _trace()
     hit = {
-        name: simulate_fleet(POOLS, trace, policy_from_name(name)).summary.extra["prefix_hit_rate"]
+        name: simulate_fleet(POOLS, trace, policy_from_name(name)).figures.prefix_hit_rate
         for name in ("round-robin", "prefix-affinity")
     }
     assert hit["prefix-affinity"] > hit["round-robin"]

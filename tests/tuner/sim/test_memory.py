@@ -184,4 +184,4 @@ def test_the_simulator_warns_against_its_workload():
     )
     assert result.kv_log[-1].startswith("WARNING The KV cache holds only 7,200 tokens")
     assert "2,500 tokens (this workload's mean prompt + output)" in result.kv_log[-1]
-    assert result.summary.extra["kv_warning"] == result.kv_log[-1].removeprefix("WARNING ")
+    assert result.summary.engine.kv_warning == result.kv_log[-1].removeprefix("WARNING ")

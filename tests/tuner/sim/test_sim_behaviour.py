@@ -56,10 +56,10 @@ def test_prefix_caching_pays_only_when_prefixes_repeat() -> None:
         on = simulate(VllmConfig(**L8B, enable_prefix_caching=True), trace)
         off = simulate(VllmConfig(**L8B, enable_prefix_caching=False), trace)
         if shared:
-            assert on.summary.extra["prefix_hit_rate"] > 0.6
+            assert on.summary.engine.prefix_hit_rate > 0.6
             assert _mean(on, "ttft_ms") < 0.6 * _mean(off, "ttft_ms")
         else:
-            assert on.summary.extra["prefix_hit_rate"] == 0.0
+            assert on.summary.engine.prefix_hit_rate == 0.0
             assert _mean(on, "ttft_ms") == pytest.approx(_mean(off, "ttft_ms"))
 
 
@@ -78,16 +78,16 @@ def test_mooncake_hash_ids_give_real_prefix_hits() -> None:
     total = sum(r.input_tokens for r in trace.requests)
     result = simulate(VllmConfig(**L8B), trace)
     assert repeated > 0
-    assert result.summary.extra["prefix_hit_rate"] == pytest.approx(repeated / total, rel=0.02)
+    assert result.summary.engine.prefix_hit_rate == pytest.approx(repeated / total, rel=0.02)
 
 
 def test_ttft_explodes_when_kv_capacity_runs_out() -> None:
     trace = load_workload(input_len="2000", output_len="300", num_requests=200, rate=8, seed=2)
     roomy = simulate(VllmConfig(**L8B, max_model_len=8192), trace)
     tight = simulate(VllmConfig(**L8B, max_model_len=8192, gpu_memory_utilization=0.27), trace)
-    assert tight.summary.extra["kv_tokens"] < roomy.summary.extra["kv_tokens"] / 5
+    assert tight.summary.engine.kv_tokens < roomy.summary.engine.kv_tokens / 5
     assert _mean(tight, "ttft_ms") > 10 * _mean(roomy, "ttft_ms")
-    assert tight.summary.extra["preemptions"] > 0
+    assert tight.summary.engine.preemptions > 0
 
 
 def test_trtllm_policies_under_kv_pressure() -> None:
@@ -95,7 +95,7 @@ def test_trtllm_policies_under_kv_pressure() -> None:
     common = {**L8B, "max_seq_len": 8192, "free_gpu_memory_fraction": 0.06}
     guaranteed = simulate(TrtllmConfig(**common), trace)
     packed = simulate(TrtllmConfig(**common, capacity_scheduler_policy="MAX_UTILIZATION"), trace)
-    assert guaranteed.summary.extra["preemptions"] == 0
+    assert guaranteed.summary.engine.preemptions == 0
     assert guaranteed.summary.num_completed == packed.summary.num_completed == 150
     assert _mean(packed, "ttft_ms") < _mean(guaranteed, "ttft_ms")
 

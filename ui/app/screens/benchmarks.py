@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from slotune.collector.store import BenchRunInfo, Store, list_bench_runs
+from slotune.collector.summary import Summary
 from slotune.collector.views import LatencySamples, RateCurve, latencies_of, max_rate_curves
 from slotune.ui.app._common import TTL_S, db_url, guarded, md, store, when
 
@@ -31,7 +32,7 @@ def _label(r: BenchRunInfo) -> str:
 
 
 def _row(r: BenchRunInfo) -> dict[str, object]:
-    s = r.summary
+    s = Summary.from_dict(r.summary)
     arrival = r.meta.config.get("arrival") or {}
     return {
         "id": r.run_id,
@@ -41,12 +42,12 @@ def _row(r: BenchRunInfo) -> dict[str, object]:
         "workload": r.meta.workload,
         "arrival": f"{arrival.get('kind', '?')} {arrival.get('rate') or ''}".strip(),
         "requests": r.num_requests,
-        "req_s": s.get("request_throughput"),
-        "goodput": s.get("goodput"),
-        "ttft_p99": (s.get("ttft_ms") or {}).get("p99"),
-        "itl_p99": (s.get("itl_ms") or {}).get("p99"),
-        "e2e_p99": (s.get("e2e_ms") or {}).get("p99"),
-        "slos_met": s.get("slos_met"),
+        "req_s": s.request_throughput,
+        "goodput": s.goodput,
+        "ttft_p99": s.ttft_ms.p99,
+        "itl_p99": s.itl_ms.p99,
+        "e2e_p99": s.e2e_ms.p99,
+        "slos_met": s.all_slos_met,
     }
 
 
