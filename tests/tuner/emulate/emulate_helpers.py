@@ -18,12 +18,14 @@ from typing import Any
 
 import httpx
 
-from slotune.tuner.sim.emulate.app import ServedModel
+from slotune.tuner.sim.emulate.faces import sglang_served, trtllm_served, vllm_served
+from slotune.tuner.sim.emulate.served import Served, ServedModel
 from slotune.tuner.sim.emulate.server import Emulator
 from slotune.tuner.sim.emulate.settings import ServerSettings
 from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
 from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
 from slotune.tuner.sim.engine import EngineStats
+from slotune.tuner.sim.memory import KvCapacity
 from slotune.tuner.sim.request import SimRequest
 
 MODEL = "test-model"
@@ -175,21 +177,35 @@ def make_emulator(
     settings = ServerSettings(
         host="127.0.0.1", port=0, engine=engine, speedup=speedup, timings_file=timings_file
     )
-    model = ServedModel(
-        MODEL,
-        "org/test-model",
-        MAX_MODEL_LEN,
-        "vllm" if engine == "vllm" else "tensorrt_llm",
-        "0.1.0",
-    )
-    metrics: VllmMetrics | TrtllmMetrics
+    return RunningEmulator(Emulator(FakeCore(step_s), new_request, served_for(engine), settings))
+
+
+def served_for(engine: str) -> Served:
+    """The engine's face over the fake core's model and KV pool."""
+    owner = {"vllm": "vllm", "trtllm": "tensorrt_llm", "sglang": "sglang"}[engine]
+    model = ServedModel(MODEL, "org/test-model", MAX_MODEL_LEN, owner, "0.1.0")
     if engine == "vllm":
-        metrics = VllmMetrics(
-            MODEL, MAX_MODEL_LEN, {"block_size": "16", "enable_prefix_caching": "True"}
-        )
-    else:
-        metrics = TrtllmMetrics(MODEL, TrtllmStatic(64, 8192, 16, 1 << 30))
-    return RunningEmulator(Emulator(FakeCore(step_s), new_request, model, metrics, settings))
+        labels = {"block_size": "16", "enable_prefix_caching": "True"}
+        return vllm_served(model, VllmMetrics(MODEL, MAX_MODEL_LEN, labels))
+    if engine == "trtllm":
+        return trtllm_served(model, TrtllmMetrics(MODEL, TrtllmStatic(64, 8192, 16, 1 << 30)))
+    return sglang_served(model, FAKE_CAPACITY, {"model_path": "org/test-model"})
+
+
+FAKE_CAPACITY = KvCapacity(
+    num_blocks=1000,
+    num_tokens=16000,
+    kv_bytes_per_token=1 << 17,
+    weights_bytes=16 << 30,
+    activation_bytes=1 << 30,
+    cuda_graph_bytes=1 << 29,
+    available_kv_bytes=2 << 30,
+    max_concurrency=62.5,
+    non_torch_bytes=1 << 29,
+    block_size=16,
+    max_model_len=MAX_MODEL_LEN,
+    engine="sglang",
+)
 
 
 @dataclass

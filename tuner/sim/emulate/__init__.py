@@ -1,18 +1,21 @@
 """The emulated engine: the simulator in real time behind an OpenAI-compatible HTTP server.
 
-``slotune emulate`` (or ``python -m tuner.sim.emulate``) takes vLLM's flags (or
-``trtllm-serve``'s with ``--engine trtllm``), serves ``/v1/completions``,
-``/v1/chat/completions``, ``/v1/models``, ``/health``, ``/version`` and the engine's metrics.
+``slotune emulate`` (or ``python -m tuner.sim.emulate``) takes the emulated engine's own
+flags (vLLM's by default, ``--engine`` picks another), serves ``/v1/completions``,
+``/v1/chat/completions``, ``/v1/models``, ``/health``, the engine's own routes and its
+metrics (:mod:`.faces`).
 """
 
-from slotune.tuner.sim.emulate.app import ServedModel, create_app
+from slotune.tuner.sim.emulate.app import create_app
 from slotune.tuner.sim.emulate.realtime import RealtimeEngine
+from slotune.tuner.sim.emulate.served import Served, ServedModel
 from slotune.tuner.sim.emulate.server import Emulator, build_emulator, serve
 from slotune.tuner.sim.emulate.settings import ServerSettings, parse_server_args
 
 __all__ = [
     "Emulator",
     "RealtimeEngine",
+    "Served",
     "ServedModel",
     "ServerSettings",
     "build_emulator",

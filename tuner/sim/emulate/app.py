@@ -1,8 +1,9 @@
-"""The emulated engine's HTTP routes (aiohttp), laid out like ``vllm serve`` / ``trtllm-serve``.
+"""The emulated engine's HTTP handlers (aiohttp) and the app that serves an engine's routes.
 
-Both engines serve ``/health``, ``/version``, ``/v1/models``, ``/v1/completions`` and
-``/v1/chat/completions``. vLLM mode serves Prometheus text on ``/metrics``; TensorRT-LLM mode
-serves the iteration-stats JSON on ``/metrics`` and Prometheus text on ``/prometheus/metrics``.
+:class:`EngineRoutes` holds the handlers every engine shares (health, the model card, the
+OpenAI completions and chat completions, Prometheus text) and hands requests to the
+real-time engine; which of them an engine serves, under which paths and beside which routes
+of its own, is its face's route table (:mod:`.faces`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import time
 import uuid
 import zlib
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -28,52 +29,51 @@ from slotune.tuner.sim.emulate.openai_api import (
 from slotune.tuner.sim.emulate.prompts import output_text
 from slotune.tuner.sim.emulate.read_site import ReadTimes
 from slotune.tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
-from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics
-from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.sim.emulate.served import Exporter, Served, ServedModel
 from slotune.tuner.sim.request import RequestRejected
 
 _FINISH_REASON = "length"  # the emulated request always runs to max_tokens
 
 
-@dataclass(frozen=True, slots=True)
-class ServedModel:
-    """What ``/v1/models`` tells clients about the served model."""
+class EngineRoutes:
+    """The handlers every emulated engine shares, over one real-time engine."""
 
-    served_name: str
-    root: str
-    max_model_len: int
-    owned_by: str
-    version: str
-
-
-class _Routes:
     def __init__(
         self,
         engine: RealtimeEngine,
         model: ServedModel,
-        metrics: VllmMetrics | TrtllmMetrics,
+        exporter: Exporter,
         seed: int,
         reads: ReadTimes | None,
     ) -> None:
         self._engine = engine
         self._reads = reads
-        self._model = model
-        self._metrics = metrics
+        self.model = model
+        self._exporter = exporter
         self._seed = seed
-        self._created = int(time.time())
+        self.created = int(time.time())
+
+    def openai_routes(self) -> list[web.RouteDef]:
+        """``/health``, ``/v1/models``, ``/v1/completions`` and ``/v1/chat/completions``."""
+        return [
+            web.get("/health", self.health),
+            web.get("/v1/models", self.models),
+            web.post("/v1/completions", self.completions),
+            web.post("/v1/chat/completions", self.chat_completions),
+        ]
 
     async def health(self, _: web.Request) -> web.Response:
         return web.Response(status=200)
 
     async def version(self, _: web.Request) -> web.Response:
-        return web.json_response({"version": self._model.version})
+        return web.json_response({"version": self.model.version})
 
     async def models(self, _: web.Request) -> web.Response:
-        m = self._model
+        m = self.model
         card = {
             "id": m.served_name,
             "object": "model",
-            "created": self._created,
+            "created": self.created,
             "owned_by": m.owned_by,
             "root": m.root,
             "parent": None,
@@ -82,7 +82,7 @@ class _Routes:
                 {
                     "id": f"modelperm-{uuid.uuid4().hex}",
                     "object": "model_permission",
-                    "created": self._created,
+                    "created": self.created,
                     "allow_create_engine": False,
                     "allow_sampling": True,
                     "allow_logprobs": True,
@@ -99,12 +99,8 @@ class _Routes:
 
     async def prometheus(self, _: web.Request) -> web.Response:
         return web.Response(
-            body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+            body=self._exporter.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
-
-    async def iteration_stats(self, _: web.Request) -> web.Response:
-        assert isinstance(self._metrics, TrtllmMetrics)
-        return web.json_response(self._metrics.drain_iterations())
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, ApiKind.COMPLETION)
@@ -113,9 +109,7 @@ class _Routes:
         return await self._generate(request, ApiKind.CHAT)
 
     async def _generate(self, request: web.Request, kind: ApiKind) -> web.StreamResponse:
-        received = (
-            self._reads.arrival_of(request.transport) if self._reads is not None else Arrival.now()
-        )
+        received = self.arrival_of(request)
         prefix = "cmpl-" if kind is ApiKind.COMPLETION else "chatcmpl-"
         response_id = prefix + uuid.uuid4().hex
         try:
@@ -127,12 +121,12 @@ class _Routes:
                 raise bad_request(
                     f"The request body is not usable JSON ({type(e).__name__})"
                 ) from e
-            parsed = parse_request(body, kind, self._model.served_name, self._model.max_model_len)
-            handle = self._submit(request, response_id, parsed, received)
+            parsed = parse_request(body, kind, self.model.served_name, self.model.max_model_len)
+            handle = self.submit(request, response_id, parsed, received)
         except ApiError as e:
             return web.json_response(e.body(), status=e.status)
-        frame = ResponseFrame(kind, response_id, int(time.time()), self._model.served_name)
-        text_seed = _text_seed(parsed.prompt_token_ids, self._seed)
+        frame = ResponseFrame(kind, response_id, int(time.time()), self.model.served_name)
+        text_seed = self.text_seed(parsed.prompt_token_ids)
         try:
             if parsed.stream:
                 return await _stream(request, handle, frame, text_seed, parsed.include_usage)
@@ -140,9 +134,24 @@ class _Routes:
         finally:
             handle.close()
 
-    def _submit(
+    def arrival_of(self, request: web.Request) -> Arrival:
+        """When the request's bytes were read, or now when that is not known."""
+        if self._reads is None:
+            return Arrival.now()
+        return self._reads.arrival_of(request.transport)
+
+    def text_seed(self, prompt_token_ids: tuple[int, ...]) -> int:
+        """Seeds the output words: like greedy decoding, the same prompt gives the same words."""
+        return zlib.crc32(repr((self._seed, prompt_token_ids)).encode())
+
+    def submit(
         self, request: web.Request, response_id: str, parsed: GenerationRequest, received: Arrival
     ) -> RequestHandle:
+        """Hand a parsed request to the engine (``X-Request-Id`` names it in the timings).
+
+        Raises:
+            ApiError: 400 when the engine refuses the request.
+        """
         timing_id = request.headers.get("X-Request-Id") or response_id
         try:
             return self._engine.submit(
@@ -156,11 +165,6 @@ class _Routes:
             )
         except RequestRejected as e:
             raise bad_request(str(e)) from e
-
-
-def _text_seed(prompt_token_ids: tuple[int, ...], seed: int) -> int:
-    # Like greedy decoding: the same prompt gives the same output words.
-    return zlib.crc32(repr((seed, prompt_token_ids)).encode())
 
 
 async def _stream(
@@ -207,32 +211,22 @@ async def _collect(handle: RequestHandle, frame: ResponseFrame, seed: int) -> we
 
 def create_app(
     engine: RealtimeEngine,
-    model: ServedModel,
-    metrics: VllmMetrics | TrtllmMetrics,
+    served: Served,
     seed: int = 0,
     reads: ReadTimes | None = None,
 ) -> web.Application:
-    """The aiohttp application serving ``engine`` under ``model``'s name.
+    """The aiohttp application serving ``engine`` with ``served``'s routes and metrics.
 
     Args:
         engine: the running real-time engine.
-        model: names and limits shown by ``/v1/models``.
-        metrics: the exporter whose routes to serve (vLLM or TensorRT-LLM).
+        served: the engine's model card, metrics, route table and middlewares.
         seed: seeds the output words (equal prompts give equal outputs).
         reads: when each connection last read bytes (served through
             :class:`~tuner.sim.emulate.read_site.ReadStampingSite`); requests then arrive when
             their bytes were read, else when their handler starts.
     """
-    routes = _Routes(engine, model, metrics, seed, reads)
-    app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_get("/health", routes.health)
-    app.router.add_get("/version", routes.version)
-    app.router.add_get("/v1/models", routes.models)
-    app.router.add_post("/v1/completions", routes.completions)
-    app.router.add_post("/v1/chat/completions", routes.chat_completions)
-    if isinstance(metrics, TrtllmMetrics):
-        app.router.add_get("/metrics", routes.iteration_stats)
-        app.router.add_get("/prometheus/metrics", routes.prometheus)
-    else:
-        app.router.add_get("/metrics", routes.prometheus)
+    routes = EngineRoutes(engine, served.model, served.exporter, seed, reads)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=served.middlewares)
+    route_table: Sequence[web.AbstractRouteDef] = served.routes(routes)
+    app.add_routes(route_table)
     return app

@@ -12,8 +12,8 @@ gap. A measurement is **trustworthy** while at most
 ``MAX_LATE_SHARE`` of its steps were late, since an ``itl:p99`` SLO is decided by the slowest
 1 % of gaps.
 
-The engine serves the figures on its Prometheus endpoint (``/metrics``, or
-``/prometheus/metrics`` for TensorRT-LLM):
+The engine serves the figures on its Prometheus endpoint (its face's ``prometheus_path``:
+``/metrics``, or ``/prometheus/metrics`` for TensorRT-LLM):
 
 - ``slotune_emulator_step_lag_seconds`` (histogram): each step's lag, real seconds;
 - ``slotune_emulator_late_steps_total`` (counter): the late steps among them.
@@ -163,10 +163,17 @@ def read_lag(metrics_text: str) -> LagReport | None:
 def fetch_lag(base_url: str, kind: str = "vllm", timeout_s: float = 30.0) -> LagReport | None:
     """Read an emulated engine's lag from its Prometheus endpoint.
 
+    Args:
+        base_url: the engine's address.
+        kind: the engine (an ``Engine`` value), which says where its Prometheus text is.
+        timeout_s: how long to wait for the answer.
+
     Returns:
         The report; None for an engine that does not serve it, or that cannot be read.
     """
-    path = "/prometheus/metrics" if kind == "trtllm" else "/metrics"
+    from slotune.tuner.sim.emulate.faces import face_of  # the faces build on this module
+
+    path = face_of(kind).prometheus_path
     try:
         response = httpx.get(base_url.rstrip("/") + path, timeout=timeout_s)
     except httpx.HTTPError:

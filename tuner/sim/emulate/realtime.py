@@ -115,6 +115,11 @@ class RequestHandle:
     def prompt_tokens(self) -> int:
         return self._flight.prompt_tokens
 
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens found in the prefix cache when the request was first scheduled."""
+        return self._flight.cached_tokens
+
     async def deliveries(self) -> AsyncIterator[Delivery]:
         """Token deliveries in order, ending with the one marked finished."""
         while True:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import signal
 import sys
@@ -21,23 +20,18 @@ from typing import Any
 from aiohttp import web
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.config import ResolvedTrtllm, ResolvedVllm, VllmConfig, resolve
-from slotune.tuner.sim.emulate.app import ServedModel, create_app
+from slotune.tuner.sim.config import resolve
+from slotune.tuner.sim.emulate.app import create_app
 from slotune.tuner.sim.emulate.core_view import EngineCoreLike
+from slotune.tuner.sim.emulate.faces import FaceInputs, face_of
 from slotune.tuner.sim.emulate.lag import LagMetrics
 from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
 from slotune.tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
+from slotune.tuner.sim.emulate.served import Served
 from slotune.tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
 from slotune.tuner.sim.emulate.stats_log import StatsLog
 from slotune.tuner.sim.emulate.timings import TimingsFile
-from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from slotune.tuner.sim.emulate.vllm_metrics import (
-    CacheConfigInfo,
-    VllmMetrics,
-    cache_config_labels,
-)
-from slotune.tuner.sim.flags import check_vllm_flags, parse_engine_flags
-from slotune.tuner.sim.memory import KvCapacity
+from slotune.tuner.sim.flags import parse_engine_flags
 from slotune.tuner.sim.request import SimRequest
 
 log = logging.getLogger("slotune.emulate")
@@ -59,21 +53,25 @@ class Emulator:
         self,
         core: EngineCoreLike,
         new_request: RequestFactory,
-        model: ServedModel,
-        metrics: VllmMetrics | TrtllmMetrics,
+        served: Served,
         settings: ServerSettings,
     ) -> None:
         self.settings = settings
-        self.model = model
-        self.metrics = metrics
+        self.served = served
+        self.model = served.model
+        self.metrics = served.exporter
         self._timings = TimingsFile(settings.timings_file) if settings.timings_file else None
         self.stats_log = StatsLog(log)
-        observers: list[EngineObserver] = [metrics, LagMetrics(metrics.registry), self.stats_log]
+        observers: list[EngineObserver] = [
+            self.metrics,
+            LagMetrics(self.metrics.registry),
+            self.stats_log,
+        ]
         if self._timings is not None:
             observers.append(self._timings)
         self.engine = RealtimeEngine(core, new_request, settings.speedup, observers)
         self._reads = ReadTimes()
-        self.app = create_app(self.engine, model, metrics, settings.seed, self._reads)
+        self.app = create_app(self.engine, served, settings.seed, self._reads)
 
     async def serve(
         self, stop: asyncio.Event, on_ready: Callable[[int], None] | None = None
@@ -102,7 +100,7 @@ class Emulator:
             port = site.port
             log.info(
                 "Starting slotune emulated %s API server on http://%s:%d",
-                "vLLM" if isinstance(self.metrics, VllmMetrics) else "TensorRT-LLM",
+                self.served.display_name,
                 self.settings.host,
                 port,
             )
@@ -131,12 +129,9 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
     from slotune.tuner.sim.engine import EngineCore
 
     settings, engine_argv = parse_server_args(argv)
-    if settings.engine == "vllm":
-        check_vllm_flags(engine_argv, settings.vllm_version)
+    face = face_of(settings.engine)
+    face.check_flags(engine_argv, settings)
     config = parse_engine_flags(engine_argv, engine=settings.engine, gpu=DEFAULT_GPU)
-    if isinstance(config, VllmConfig) and config.served_model_name is None:
-        # vLLM serves under the --model value as given unless --served-model-name says else.
-        config = dataclasses.replace(config, served_model_name=config.model)
     resolved = resolve(config)
     core = EngineCore.create(resolved)
     for line in core.kv_log_lines():
@@ -161,56 +156,8 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
             prompt_token_ids=tuple(prompt_token_ids),
         )
 
-    counters = core.stats
-    if isinstance(resolved, ResolvedVllm):
-        model = ServedModel(
-            resolved.served_model_name,
-            resolved.model.hf_name,
-            resolved.max_model_len,
-            "vllm",
-            _version(),
-        )
-        metrics: VllmMetrics | TrtllmMetrics = VllmMetrics(
-            model.served_name,
-            resolved.max_model_len,
-            cache_config_labels(
-                CacheConfigInfo(
-                    block_size=resolved.block_size,
-                    cache_dtype=resolved.kv_cache_dtype,
-                    enable_prefix_caching=resolved.enable_prefix_caching,
-                    gpu_memory_utilization=resolved.gpu_memory_utilization,
-                    num_gpu_blocks=counters.kv_blocks,
-                    max_model_len=resolved.max_model_len,
-                ),
-                settings.vllm_version,
-            ),
-            vllm_version=settings.vllm_version,
-        )
-    else:
-        assert isinstance(resolved, ResolvedTrtllm)
-        model = ServedModel(
-            config.model, resolved.model.hf_name, resolved.max_seq_len, "tensorrt_llm", _version()
-        )
-        metrics = TrtllmMetrics(
-            model.served_name,
-            TrtllmStatic(
-                max_batch_size=resolved.max_batch_size,
-                max_num_tokens=resolved.max_num_tokens,
-                tokens_per_block=resolved.tokens_per_block,
-                gpu_mem_usage_bytes=_gpu_memory_used_bytes(core.capacity),
-            ),
-        )
-    return Emulator(core, new_request, model, metrics, settings)
-
-
-def _gpu_memory_used_bytes(cap: KvCapacity) -> int:
-    return (
-        cap.weights_bytes
-        + cap.activation_bytes
-        + cap.cuda_graph_bytes
-        + cap.available_kv_bytes
-        + cap.non_torch_bytes
-    )
+    inputs = FaceInputs(config, resolved, core.capacity, core.stats.kv_blocks, settings, _version())
+    return Emulator(core, new_request, face.build(inputs), settings)
 
 
 def configure_logging() -> None:

@@ -1,8 +1,8 @@
 """The emulated engine's own flags; every other flag is an engine flag for
 :func:`tuner.sim.flags.parse_engine_flags`.
 
-Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine``
-(vllm | trtllm), ``--speedup K`` (the emulated GPU runs K times faster than real time),
+Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine`` (one
+of the emulated engines, :data:`tuner.sim.emulate.faces.FACES`), ``--speedup K`` (the emulated GPU runs K times faster than real time),
 ``--timings-file PATH``, ``--seed N`` and ``--vllm-version`` (the release whose flags and
 metric families to follow). ``--model`` (or the model given positionally, as in ``vllm serve
 MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag parser; ``--gpu``
@@ -19,12 +19,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.flags import (
-    CURRENT_VLLM_VERSION,
-    TRTLLM_FLAGS_HELP,
-    VLLM_FLAGS_HELP,
-    vllm_release,
-)
+from slotune.tuner.sim.emulate.faces import FACES
+from slotune.tuner.sim.flags import CURRENT_VLLM_VERSION, vllm_release
 
 DEFAULT_GPU = "h100-sxm"
 
@@ -51,8 +47,8 @@ def _parser() -> _Parser:
     p = _Parser(
         prog="slotune emulate",
         description="Serve the engine simulator in real time behind an OpenAI-compatible "
-        "HTTP server with vLLM's (or trtllm-serve's) flags and metrics.",
-        epilog=f"{VLLM_FLAGS_HELP} {TRTLLM_FLAGS_HELP} The model: --model ID or "
+        "HTTP server with the emulated engine's own flags, routes and metrics.",
+        epilog=" ".join(face.flags_help for face in FACES.values()) + " The model: --model ID or "
         "positionally (catalog id or Hugging Face name); the GPU: --gpu ID "
         f"(default {DEFAULT_GPU}).",
         allow_abbrev=False,
@@ -61,7 +57,7 @@ def _parser() -> _Parser:
     p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     p.add_argument(
         "--engine",
-        choices=("vllm", "trtllm"),
+        choices=tuple(FACES),
         default="vllm",
         help="whose flags, routes and metrics to emulate (default vllm)",
     )

@@ -1,0 +1,88 @@
+"""The emulated SGLang's ``/metrics`` against SGLang 0.5.23's own exposition.
+
+tests/data/sglang/metrics-0.5.23.txt is what SGLang 0.5.23's metric collectors export for a
+default single-GPU server after two requests, one streamed (tests/data/sglang/SOURCES.md).
+The emulated SGLang serves the same after the same traffic: every family, its type, its
+label names, the values of its enumerated labels and its bucket bounds.
+
+Families SGLang creates only at their first event are absent from the dump and checked
+against SGLang's definitions instead (:func:`test_event_families_appear_with_sglangs_labels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from emulate_helpers import RunningEmulator, new_request
+from parity_shapes import FamilyShape, family_shapes, shape_diff
+
+from slotune.tuner.sim.config import resolve
+from slotune.tuner.sim.emulate.faces import sglang_served
+from slotune.tuner.sim.emulate.served import ServedModel
+from slotune.tuner.sim.emulate.server import Emulator
+from slotune.tuner.sim.emulate.settings import ServerSettings
+from slotune.tuner.sim.engine import EngineCore
+from slotune.tuner.sim.flags import parse_engine_flags
+
+DUMP = Path(__file__).resolve().parents[2] / "data" / "sglang" / "metrics-0.5.23.txt"
+# Labels whose values name the server or its process, not the metric's meaning.
+_SERVER_LABELS = {"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "pid"}
+_PROMPT = " ".join(f"word{i}" for i in range(40))  # long enough for a cached KV block
+
+
+def sglang_shapes(text: str) -> dict[str, FamilyShape]:
+    return family_shapes(text, "sglang:", _SERVER_LABELS)
+
+
+@pytest.fixture
+def sglang_emulator() -> Iterator[RunningEmulator]:
+    """An emulated SGLang over the simulator's engine core (llama-3.1-8b on an H100)."""
+    config = parse_engine_flags(["--max-model-len", "2048"], model="llama-3.1-8b", gpu="h100-sxm")
+    core = EngineCore.create(resolve(config))
+    model = ServedModel("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 2048, "sglang", "0")
+    served = sglang_served(model, core.capacity, {"model_path": model.root})
+    settings = ServerSettings(host="127.0.0.1", port=0, engine="sglang", speedup=50)
+    running = RunningEmulator(Emulator(core, new_request, served, settings)).start()
+    yield running
+    running.close()
+
+
+def _traffic(client: httpx.Client, url: str) -> None:
+    """A request of each kind the dump saw: plain, streamed, and a cached prefix."""
+    body = {"prompt": _PROMPT, "max_tokens": 4}
+    client.post(f"{url}/v1/completions", json=body).raise_for_status()
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}
+    with client.stream("POST", f"{url}/v1/chat/completions", json=chat) as response:
+        response.raise_for_status()
+        response.read()
+    with client.stream("POST", f"{url}/v1/completions", json={**body, "stream": True}) as response:
+        response.raise_for_status()
+        response.read()
+
+
+def test_emulator_serves_the_families_of_sglang(sglang_emulator: RunningEmulator) -> None:
+    url = sglang_emulator.url
+    with httpx.Client(timeout=30) as client:
+        _traffic(client, url)
+        emulated = sglang_shapes(client.get(f"{url}/metrics").text)
+    assert shape_diff(sglang_shapes(DUMP.read_text(encoding="utf-8")), emulated) == []
+
+
+def test_event_families_appear_with_sglangs_labels(sglang_emulator: RunningEmulator) -> None:
+    # SGLang counts an abort in num_aborted_requests_total (tokenizer labels) and nowhere else.
+    url = sglang_emulator.url
+    with httpx.Client(timeout=30) as client:
+        body = {"prompt": _PROMPT, "max_tokens": 2000, "stream": True}
+        with client.stream("POST", f"{url}/v1/completions", json=body) as response:
+            next(response.iter_lines())  # the first token, then the client goes away
+        shapes: dict[str, FamilyShape] = {}
+        for _ in range(100):  # the server sees the disconnect at its next write
+            shapes = sglang_shapes(client.get(f"{url}/metrics").text)
+            if "sglang:num_aborted_requests" in shapes:
+                break
+    aborted = shapes["sglang:num_aborted_requests"]
+    assert (aborted.type, aborted.label_names) == ("counter", {"model_name", "engine_type"})
+    assert "sglang:num_requests" not in shapes
