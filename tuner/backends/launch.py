@@ -73,10 +73,15 @@ from slotune.tuner.steady import with_queue_growth
 # A request of the workload may wait behind a long queue at a rate past capacity.
 REQUEST_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0
+# How long a run whose connections broke waits for the engine's exit status before it counts
+# as served (the load generator's error kinds for a server that went away).
+DEATH_GRACE_S = 5.0
+_LOST_CONNECTION = ("connect", "disconnect")
 WARMUP_REQUESTS = 2
 # Lines an engine prints when it refuses to start, most specific first.
 _REASON_PATTERNS = (
     re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
+    re.compile(r"Fatal Python error: .*"),
     re.compile(r".*(Address already in use|address already in use).*"),
     # vLLM validates its configs with pydantic: the message is inside the error's detail line.
     re.compile(r"Value error, [^\[]*"),
@@ -100,8 +105,7 @@ _POINTER_LINES = re.compile(
 _FIXES = (
     (
         re.compile(r"No module named"),
-        "install the engine in the Python that --command runs, or point --command at that "
-        "Python",
+        "install the engine in the Python that --command runs, or point --command at that Python",
     ),
     (
         re.compile(r"address already in use", re.IGNORECASE),
@@ -279,8 +283,28 @@ class EngineProcess:
     def is_alive(self) -> bool:
         return self.proc.poll() is None
 
+    def has_died(self, within_s: float = 0.0) -> bool:
+        """Whether the process ended, waiting up to ``within_s`` for it to be reaped (a
+        client sees a dying engine's connections close before its exit status is there)."""
+        try:
+            self.proc.wait(within_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def exit_status(self) -> str:
+        """How the process ended: ``exited with code 1``, ``was killed by SIGKILL``."""
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            try:
+                return f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                pass
+        return f"exited with code {code}"
+
     def wait_healthy(self, timeout_s: float) -> StartupProgress:
-        """Wait until ``/health`` answers 200, following the log's start-up phases.
+        """Wait until ``/health`` and ``/v1/models`` answer 200, following the log's start-up
+        phases (SGLang answers ``/health`` with 503 until its warm-up request is done).
 
         Raises:
             TrialFailed: the process exited, or was not healthy within ``timeout_s``.
@@ -292,12 +316,14 @@ class EngineProcess:
                 progress = follower.poll()
                 if not self.is_alive():
                     raise TrialFailed(
-                        f"engine exited with code {self.proc.returncode} while "
-                        f"{progress.phase} ({progress.elapsed_s:.0f} s after start): "
+                        f"engine {self.exit_status()} while {progress.phase} ({progress.elapsed_s:.0f} s after start): "
                         f"{self.reason()}"
                     )
                 try:
-                    healthy = client.get(self.url + "/health").status_code == 200
+                    healthy = all(
+                        client.get(self.url + path).status_code == 200
+                        for path in ("/health", "/v1/models")
+                    )
                 except httpx.HTTPError:
                     healthy = False
                 if healthy:
@@ -401,8 +427,12 @@ class EndpointSession(EngineSession):
             timeout_s=REQUEST_TIMEOUT_S,
         )
         result = run_benchmark(config)
-        if self._process is not None and not self._process.is_alive():
-            raise TrialFailed(f"engine died during the run: {self._process.reason()}")
+        lost = any(r.error in _LOST_CONNECTION for r in result.records)
+        if self._process is not None and self._process.has_died(DEATH_GRACE_S if lost else 0):
+            raise TrialFailed(
+                f"engine died during the run ({self._process.exit_status()}): "
+                f"{self._process.reason()}"
+            )
         return [scale_record(r, self._k) for r in result.records]
 
     def engine_metrics(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -184,7 +185,7 @@ def serve(args: argparse.Namespace, mode: str) -> None:
         def do_POST(self) -> None:
             if mode == "die-on-request":
                 print("Fatal Python error: Segmentation fault", flush=True)
-                os._exit(139)
+                os.kill(os.getpid(), signal.SIGSEGV)
             self.reply(404, b'{"detail":"Not Found"}')
 
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
@@ -195,8 +196,8 @@ def serve(args: argparse.Namespace, mode: str) -> None:
         f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)",
         rank="",
     )
-    warm["done"] = True
     log("The server is fired up and ready to roll!", rank="")
+    warm["done"] = True
     httpd.serve_forever()
 
 
