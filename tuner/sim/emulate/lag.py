@@ -169,11 +169,15 @@ def fetch_lag(base_url: str, kind: str = "vllm", timeout_s: float = 30.0) -> Lag
         timeout_s: how long to wait for the answer.
 
     Returns:
-        The report; None for an engine that does not serve it, or that cannot be read.
+        The report; None for an engine that does not serve it (a real one, or one the
+        emulator does not emulate), or that cannot be read.
     """
-    from slotune.tuner.sim.emulate.faces import face_of  # the faces build on this module
+    from slotune.tuner.sim.emulate.faces import FACES  # the faces build on this module
 
-    path = face_of(kind).prometheus_path
+    face = FACES.get(kind)
+    if face is None:
+        return None
+    path = face.prometheus_path
     try:
         response = httpx.get(base_url.rstrip("/") + path, timeout=timeout_s)
     except httpx.HTTPError:
