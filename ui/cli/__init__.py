@@ -1,7 +1,8 @@
 """The ``slotune`` command line.
 
 Every module in this package that defines ``register(app)`` adds its commands; the root
-holds only the options shared by all of them (``--db``, ``--version``).
+holds only the options shared by all of them (``--db``, ``--version``) and turns a
+``SlotuneError`` raised by any command into one ``error:`` line and exit code 1.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import State, version_text
+from slotune.ui.cli._common import SlotuneGroup, State, version_text
 
 app = typer.Typer(
     name="slotune",
+    cls=SlotuneGroup,
     help="Make LLM serving fleets (vLLM, TensorRT-LLM, SGLang) meet their latency SLOs at the "
     "lowest cost: measure, declare SLOs, tune engine parameters.",
     no_args_is_help=True,
@@ -72,4 +74,5 @@ _register_commands()
 
 
 def main() -> None:
+    """The ``slotune`` entry point: errors are translated once, by :class:`SlotuneGroup`."""
     app()

@@ -1,22 +1,20 @@
-"""Options, state and error handling shared by every command."""
+"""State, output and error handling shared by every command."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from slotune.collector.errors import SlotuneError
-
-T = TypeVar("T")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -54,22 +52,22 @@ def fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code=code)
 
 
-@contextmanager
-def cli_errors() -> Iterator[None]:
-    """Turn slotune errors into one red line on stderr and exit code 1."""
-    try:
-        yield
-    except SlotuneError as e:
-        fail(1, str(e))
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        raise typer.Exit(code=130) from None
+class SlotuneGroup(TyperGroup):
+    """The root ``slotune`` group: the one place a slotune error becomes an exit code.
 
+    Every command runs inside :meth:`invoke`, so a :class:`SlotuneError` raised anywhere below
+    prints one red ``error:`` line on stderr and exits 1; Ctrl-C prints ``interrupted`` and
+    exits 130. Other exceptions are bugs and keep their traceback.
+    """
 
-def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call a library function, translating slotune errors for the CLI."""
-    with cli_errors():
-        return fn(*args, **kwargs)
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SlotuneError as e:
+            fail(1, str(e))
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            raise typer.Exit(code=130) from None
 
 
 def print_json(data: Any) -> None:

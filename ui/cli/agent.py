@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 
 # Library modules are imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load the store, numpy or aiohttp.
@@ -76,20 +76,20 @@ def agent(
     config = AgentConfig(
         target_args=tuple(target),
         targets_file=targets,
-        interval_s=run(parse_duration_s, interval, field_name="--interval"),
+        interval_s=parse_duration_s(interval, field_name="--interval"),
         scrape_timeout_s=None
         if scrape_timeout is None
-        else run(parse_duration_s, scrape_timeout, field_name="--scrape-timeout"),
+        else parse_duration_s(scrape_timeout, field_name="--scrape-timeout"),
         db_url=db_url(ctx),
         prometheus_port=prometheus_port,
         prometheus_host=prometheus_host,
         otlp_endpoint=otlp_endpoint,
         otlp_protocol=otlp_protocol,
         spool_dir=spool_dir,
-        heartbeat_s=run(parse_duration_s, heartbeat, field_name="--heartbeat"),
+        heartbeat_s=parse_duration_s(heartbeat, field_name="--heartbeat"),
         node=node or "",
     )
-    outcomes = run(run_agent, config, once=once)
+    outcomes = run_agent(config, once=once)
     if json:
         print_json([o.to_dict() for o in outcomes])
         return

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 
 if TYPE_CHECKING:
     from slotune.collector.alerts.dispatch import DispatchReport
@@ -69,7 +69,7 @@ def _parse_time(text: str | None) -> float | None:
 def _seconds(text: str, flag: str) -> float:
     from slotune.collector.durations import parse_duration_s
 
-    return run(parse_duration_s, text, field_name=flag)
+    return parse_duration_s(text, field_name=flag)
 
 
 @alerts_app.command("apply")
@@ -82,10 +82,10 @@ def apply_cmd(
     from slotune.collector.alerts.rules import load_rules_file
     from slotune.collector.store import open_store, save_alert_rule
 
-    rules = run(load_rules_file, file)
-    with run(open_store, db_url(ctx)) as store:
+    rules = load_rules_file(file)
+    with open_store(db_url(ctx)) as store:
         for rule in rules:
-            run(save_alert_rule, store, rule.to_info())
+            save_alert_rule(store, rule.to_info())
     if json:
         print_json([{"name": r.name, "expr": r.expr, "severity": r.severity} for r in rules])
     else:
@@ -103,9 +103,9 @@ def add_cmd(
     from slotune.collector.alerts.rules import parse_rule
     from slotune.collector.store import open_store, save_alert_rule
 
-    rule = run(parse_rule, expr, name=name, severity=severity)
-    with run(open_store, db_url(ctx)) as store:
-        run(save_alert_rule, store, rule.to_info())
+    rule = parse_rule(expr, name=name, severity=severity)
+    with open_store(db_url(ctx)) as store:
+        save_alert_rule(store, rule.to_info())
     console.print(f"saved rule {name}: {rule.expr}", highlight=False)
 
 
@@ -118,8 +118,8 @@ def delete_cmd(
     from slotune.collector.alerts.rules import delete_threshold_rule
     from slotune.collector.store import open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        run(delete_threshold_rule, store, name)
+    with open_store(db_url(ctx)) as store:
+        delete_threshold_rule(store, name)
     console.print(f"deleted rule {name}", highlight=False)
 
 
@@ -130,9 +130,9 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
 
     from slotune.collector.store import active_silences, list_alert_rules, open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        rules = run(list_alert_rules, store)
-        silences = run(active_silences, store, time.time())
+    with open_store(db_url(ctx)) as store:
+        rules = list_alert_rules(store)
+        silences = active_silences(store, time.time())
     if json:
         print_json(
             [
@@ -187,10 +187,10 @@ def evaluate_cmd(
     from slotune.collector.alerts.evaluator import evaluate_all
     from slotune.collector.store import open_store
 
-    at_ts = run(_parse_time, at)
+    at_ts = _parse_time(at)
     min_window_s = _seconds(scrape_interval, "--scrape-interval")
-    with run(open_store, db_url(ctx)) as store:
-        statuses = run(evaluate_all, store, at_ts, record=record, min_window_s=min_window_s)
+    with open_store(db_url(ctx)) as store:
+        statuses = evaluate_all(store, at_ts, record=record, min_window_s=min_window_s)
     if json:
         print_json([s.to_dict() for s in statuses])
     else:
@@ -246,14 +246,13 @@ def run_cmd(
     from slotune.collector.alerts.notify import make_notifier
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
-    notifiers = [run(make_notifier, spec) for spec in notify]
+    notifiers = [make_notifier(spec) for spec in notify]
     interval_s = _seconds(interval, "--interval")
     resend_s = _seconds(resend, "--resend")
     renotify_s = _seconds(renotify, "--renotify")
-    with run(open_when_reachable, db_url(ctx), retry_s=interval_s) as store:
+    with open_when_reachable(db_url(ctx), retry_s=interval_s) as store:
         dispatcher = Dispatcher(store, notifiers, interval_s, resend_s, renotify_s)
-        run(
-            run_loop,
+        run_loop(
             store,
             interval_s=interval_s,
             min_window_s=_seconds(scrape_interval, "--scrape-interval"),
@@ -273,9 +272,9 @@ def history_cmd(
     """Stored alert events (firing / resolved), oldest first, with ids for `alerts ack`."""
     from slotune.collector.store import alert_history, open_store
 
-    since_ts = run(_parse_time, since)
-    with run(open_store, db_url(ctx)) as store:
-        entries = run(alert_history, store, rule=rule, since_ts=since_ts)
+    since_ts = _parse_time(since)
+    with open_store(db_url(ctx)) as store:
+        entries = alert_history(store, rule=rule, since_ts=since_ts)
     if json:
         print_json(
             [
@@ -320,8 +319,8 @@ def silence_cmd(
     from slotune.collector.store import open_store, silence_rule
 
     until = time.time() + _seconds(for_, "--for")
-    with run(open_store, db_url(ctx)) as store:
-        run(silence_rule, store, rule, until, comment)
+    with open_store(db_url(ctx)) as store:
+        silence_rule(store, rule, until, comment)
     console.print(f"silenced {rule} for {for_}", highlight=False)
 
 
@@ -334,8 +333,8 @@ def ack_cmd(
     """Acknowledge a firing event: it is not re-notified."""
     from slotune.collector.store import ack_event, open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        run(ack_event, store, event, comment)
+    with open_store(db_url(ctx)) as store:
+        ack_event(store, event, comment)
     console.print(f"acknowledged event {event}", highlight=False)
 
 
@@ -346,7 +345,7 @@ def test_notify_cmd(notify: NotifyOption = ["log"]) -> None:  # noqa: B006
 
     failures = 0
     for spec in notify:
-        notifier = run(make_notifier, spec)
+        notifier = make_notifier(spec)
         for problem in test_alerts(notifier):
             failures += 1
             err_console.print(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json
 from slotune.ui.cli._options import (
     NumRequestsOption,
     RateOption,
@@ -177,16 +177,14 @@ def bench(
     )
     from slotune.collector.slo import parse_slos
 
-    arrival = run(
-        arrival_from_flags,
+    arrival = arrival_from_flags(
         rate=rate,
         burstiness=burstiness,
         concurrency=concurrency,
         trace_timing=trace_timing,
         time_scale=1.0 if time_scale is None else time_scale,
     )
-    config = run(
-        BenchConfig,
+    config = BenchConfig(
         url=url,
         arrival=arrival,
         model=model,
@@ -201,7 +199,7 @@ def bench(
         duration_s=duration,
         warmup=warmup,
         cooldown=cooldown,
-        slos=tuple(run(parse_slos, slo or [])),
+        slos=tuple(parse_slos(slo or [])),
         seed=seed,
         timeout_s=timeout,
         api_key=api_key,
@@ -211,17 +209,17 @@ def bench(
         name=name,
     )
     if not no_store:
-        run(check_store, db_url(ctx))
+        check_store(db_url(ctx))
     if find_max_rate:
         _max_rate(ctx, config, max_rate_tolerance, max_rate_steps, no_store, save, json)
         return
-    result = run(run_benchmark, config, progress=not json, refuse_over_context=True)
-    run_id = None if no_store else run(save_run, db_url(ctx), result, name)
+    result = run_benchmark(config, progress=not json, refuse_over_context=True)
+    run_id = None if no_store else save_run(db_url(ctx), result, name)
     _emit(result.to_dict(with_records=True), save)
     if requests_out is not None:
         from slotune.collector.observed import write_observed
 
-        run(write_observed, result.records, requests_out)
+        write_observed(result.records, requests_out)
     if json:
         print_json({**result.to_dict(), "run_id": run_id})
     else:
@@ -242,13 +240,11 @@ def _max_rate(
 ) -> None:
     from slotune.collector.bench import max_rate_table, run_name, save_run, search_max_rate
 
-    found = run(
-        search_max_rate, config, rel_tolerance=tolerance, max_steps=steps, progress=not json
-    )
+    found = search_max_rate(config, rel_tolerance=tolerance, max_steps=steps, progress=not json)
     run_ids = (
         []
         if no_store
-        else [run(save_run, db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
+        else [save_run(db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
     )
     out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}
     _emit(out, save)
@@ -282,8 +278,8 @@ def compare_cmd(
     """Show two runs side by side with the relative change."""
     from slotune.collector.bench import compare_summaries, compare_table, resolve_run
 
-    a = run(resolve_run, db_url(ctx), run_a)
-    b = run(resolve_run, db_url(ctx), run_b)
+    a = resolve_run(db_url(ctx), run_a)
+    b = resolve_run(db_url(ctx), run_b)
     rows = compare_summaries(a.summary, b.summary)
     if json:
         print_json({"a": a.label, "b": b.label, "rows": [r.to_dict() for r in rows]})
@@ -296,7 +292,7 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List stored benchmark runs, newest first."""
     from slotune.collector.bench import list_runs, runs_table
 
-    infos = run(list_runs, db_url(ctx))
+    infos = list_runs(db_url(ctx))
     if json:
         print_json(
             [

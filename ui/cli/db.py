@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 
 # Library modules are imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load the store (SQLAlchemy, Alembic) or numpy.
@@ -21,8 +21,8 @@ def upgrade_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Create the schema or migrate it to this slotune's revision."""
     from slotune.collector.store import schema_status, upgrade
 
-    revision = run(upgrade, db_url(ctx))
-    status = run(schema_status, db_url(ctx))
+    revision = upgrade(db_url(ctx))
+    status = schema_status(db_url(ctx))
     if json:
         print_json(status.to_dict())
     else:
@@ -34,7 +34,7 @@ def current_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """Show the database's schema revision and the one this slotune expects."""
     from slotune.collector.store import schema_status
 
-    status = run(schema_status, db_url(ctx))
+    status = schema_status(db_url(ctx))
     if json:
         print_json(status.to_dict())
         return
@@ -77,20 +77,18 @@ def prune_cmd(
     from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store, prune, rollup, vacuum
 
-    older_s = run(parse_duration_s, older_than, field_name="--older-than")
+    older_s = parse_duration_s(older_than, field_name="--older-than")
     after_s = (
         None
         if rollup_after is None
-        else run(parse_duration_s, rollup_after, field_name="--rollup-after")
+        else parse_duration_s(rollup_after, field_name="--rollup-after")
     )
-    with run(open_store, db_url(ctx)) as store:
-        report: dict[str, dict[str, int | None]] = {
-            "pruned": {**run(prune, store, older_s).to_dict()}
-        }
+    with open_store(db_url(ctx)) as store:
+        report: dict[str, dict[str, int | None]] = {"pruned": {**prune(store, older_s).to_dict()}}
         if after_s is not None:
-            report["rolled_up"] = {**run(rollup, store, after_s).to_dict()}
+            report["rolled_up"] = {**rollup(store, after_s).to_dict()}
         if vacuum_:
-            report["vacuumed"] = {"bytes_freed": run(vacuum, store)}
+            report["vacuumed"] = {"bytes_freed": vacuum(store)}
     if json:
         print_json(report)
         return

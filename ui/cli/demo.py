@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._options import NumRequestsOption, RateOption, SpeedupOption
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ def demo(
         speedup=speedup,
         rate=rate or DEMO_RATE,
     )
-    run(create_if_new, db_url(ctx))
+    create_if_new(db_url(ctx))
     with bar:
-        result = run(run_demo, db_url(ctx), options, say=say, progress=on_progress)
+        result = run_demo(db_url(ctx), options, say=say, progress=on_progress)
     if as_json:
         print_json(result.to_dict())
         return

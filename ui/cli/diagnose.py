@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, cli_errors, console, db_url, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import (
     EngineOption,
     NumRequestsOption,
@@ -92,18 +92,15 @@ def trace(
     from slotune.collector.errors import ConfigError
     from slotune.tuner.diagnose import diagnose_trace, trace_html
 
-    with cli_errors():
-        if memset not in ("compute", "separate"):
-            raise ConfigError(f"--memset {memset!r}: use compute or separate")
-        context = _tune_context(engine, model, gpu, tune_workload, slo)
-        result = diagnose_trace(
-            path, memset_separate=memset == "separate", top=top, context=context
-        )
-        if html is not None:
-            html.write_text(trace_html(result), encoding="utf-8")
-        data = result.to_dict()
-        if not no_store:
-            _store(ctx, "trace", {"path": str(path), "memset": memset}, data, str(path))
+    if memset not in ("compute", "separate"):
+        raise ConfigError(f"--memset {memset!r}: use compute or separate")
+    context = _tune_context(engine, model, gpu, tune_workload, slo)
+    result = diagnose_trace(path, memset_separate=memset == "separate", top=top, context=context)
+    if html is not None:
+        html.write_text(trace_html(result), encoding="utf-8")
+    data = result.to_dict()
+    if not no_store:
+        _store(ctx, "trace", {"path": str(path), "memset": memset}, data, str(path))
     if json_:
         print_json(data)
         return
@@ -139,25 +136,24 @@ def live(
     from slotune.collector.store import open_store, save_diagnosis
     from slotune.tuner.diagnose import diagnose_live
 
-    with cli_errors():
-        if target is not None and pool is not None:
-            raise ConfigError("give --target or --pool, not both")
-        window_s = parse_duration_s(window, field_name="--window")
-        with open_store(db_url(ctx)) as store:
-            context = _tune_context(engine, model, gpu, tune_workload, slo)
-            result = diagnose_live(
-                store, target=target, pool=pool, window_s=window_s, end_ts=end, context=context
-            )
-            data = result.to_dict()
-            if not no_store:
-                subject = target or (f"pool {pool}" if pool else "all engine targets")
-                inputs = {
-                    "target": target,
-                    "pool": pool,
-                    "window_s": window_s,
-                    "end_ts": result.end_ts,
-                }
-                save_diagnosis(store, "live", inputs, data, subject=subject)
+    if target is not None and pool is not None:
+        raise ConfigError("give --target or --pool, not both")
+    window_s = parse_duration_s(window, field_name="--window")
+    with open_store(db_url(ctx)) as store:
+        context = _tune_context(engine, model, gpu, tune_workload, slo)
+        result = diagnose_live(
+            store, target=target, pool=pool, window_s=window_s, end_ts=end, context=context
+        )
+        data = result.to_dict()
+        if not no_store:
+            subject = target or (f"pool {pool}" if pool else "all engine targets")
+            inputs = {
+                "target": target,
+                "pool": pool,
+                "window_s": window_s,
+                "end_ts": result.end_ts,
+            }
+            save_diagnosis(store, "live", inputs, data, subject=subject)
     if json_:
         print_json(data)
         return
@@ -197,24 +193,23 @@ def sim(
     from slotune.tuner.sim import parse_engine_flags
     from slotune.tuner.sim.simulator import load_workload
 
-    with cli_errors():
-        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-        requests = load_workload(
-            workload=workload_name,
-            trace_file=trace,
-            num_requests=num_requests,
-            rate=rate,
-            time_scale=time_scale,
-        )
-        source = ("--workload", workload_name) if workload_name else ("--trace", str(trace))
-        context = TuneContext(
-            ("--engine", engine, "--model", model, "--gpu", gpu, *source), engine, _slos(slo)
-        )
-        result = diagnose_simulated(config, requests, context=context)
-        data = result.to_dict()
-        if not no_store:
-            inputs = {"args": list(ctx.args), "workload": requests.name, "config": result.config}
-            _store(ctx, "simulated", inputs, data, f"{model} on {gpu}: {requests.name}")
+    config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
+    requests = load_workload(
+        workload=workload_name,
+        trace_file=trace,
+        num_requests=num_requests,
+        rate=rate,
+        time_scale=time_scale,
+    )
+    source = ("--workload", workload_name) if workload_name else ("--trace", str(trace))
+    context = TuneContext(
+        ("--engine", engine, "--model", model, "--gpu", gpu, *source), engine, _slos(slo)
+    )
+    result = diagnose_simulated(config, requests, context=context)
+    data = result.to_dict()
+    if not no_store:
+        inputs = {"args": list(ctx.args), "workload": requests.name, "config": result.config}
+        _store(ctx, "simulated", inputs, data, f"{model} on {gpu}: {requests.name}")
     if json_:
         print_json(data)
         return
@@ -285,28 +280,27 @@ def workload(
     """
     from slotune.tuner.diagnose import SimTarget, TuneContext, diagnose_workload
 
-    with cli_errors():
-        requests, flags = _workload_input(ctx, trace, workload_name, run_id)
-        context = TuneContext(
-            ("--engine", engine, "--model", model, "--gpu", gpu, *flags), engine, _slos(slo)
-        )
-        result = diagnose_workload(
-            requests,
-            target=SimTarget(engine, model, gpu),
-            num_sim_requests=sim_requests,
-            time_scale=time_scale,
-            context=context,
-        )
-        data = result.to_dict()
-        if not no_store:
-            inputs = {
-                "source": result.source,
-                "engine": engine,
-                "model": model,
-                "gpu": gpu,
-                "time_scale": time_scale,
-            }
-            _store(ctx, "workload", inputs, data, result.source)
+    requests, flags = _workload_input(ctx, trace, workload_name, run_id)
+    context = TuneContext(
+        ("--engine", engine, "--model", model, "--gpu", gpu, *flags), engine, _slos(slo)
+    )
+    result = diagnose_workload(
+        requests,
+        target=SimTarget(engine, model, gpu),
+        num_sim_requests=sim_requests,
+        time_scale=time_scale,
+        context=context,
+    )
+    data = result.to_dict()
+    if not no_store:
+        inputs = {
+            "source": result.source,
+            "engine": engine,
+            "model": model,
+            "gpu": gpu,
+            "time_scale": time_scale,
+        }
+        _store(ctx, "workload", inputs, data, result.source)
     if json_:
         print_json(data)
         return

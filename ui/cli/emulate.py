@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from slotune.ui.cli._common import run
-
 
 def register(app: typer.Typer) -> None:
     @app.command(
@@ -25,4 +23,4 @@ def register(app: typer.Typer) -> None:
         """
         from slotune.tuner.sim.emulate import serve
 
-        run(serve, ctx.args)
+        serve(ctx.args)

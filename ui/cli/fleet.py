@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, cli_errors, console, err_console, print_json
+from slotune.ui.cli._common import JsonOption, console, err_console, print_json
 from slotune.ui.cli._fleet import (
     InputLenOption,
     KnownOutputOption,
@@ -86,43 +86,42 @@ def simulate(
     """
     from slotune.tuner.fleet.simulator import compare_policies
 
-    with cli_errors():
-        pools, trace_, slos = load_inputs(
-            pool,
-            engine=engine,
-            workload=workload,
-            trace=trace,
-            input_len=input_len,
-            output_len=output_len,
-            rate=rate,
-            time_scale=time_scale,
-            num_requests=num_requests,
-            slo=slo,
-            seed=seed,
-        )
-        outages, health = load_health(outage, route_config, no_circuit_breaker)
-        results = compare_policies(
-            pools,
-            trace_,
-            policy,
-            slos=slos,
-            known_output=known_output,
-            outages=outages,
-            health=health,
-            progress=None if json_ else lambda name: err_console.print(f"simulating {name}…"),
-        )
-        data = [r.to_dict() for r in results]
-        if not no_store:
-            inputs = {
-                "pools": pool or [],
-                "policy": policy,
-                "workload": workload or (str(trace) if trace else None),
-                "num_requests": len(trace_),
-                "slo": slo or [],
-                "outage": outage or [],
-                "circuit_breaker": health.to_dict(),
-            }
-            store_result(ctx, "fleet-sim", inputs, {"policies": data})
+    pools, trace_, slos = load_inputs(
+        pool,
+        engine=engine,
+        workload=workload,
+        trace=trace,
+        input_len=input_len,
+        output_len=output_len,
+        rate=rate,
+        time_scale=time_scale,
+        num_requests=num_requests,
+        slo=slo,
+        seed=seed,
+    )
+    outages, health = load_health(outage, route_config, no_circuit_breaker)
+    results = compare_policies(
+        pools,
+        trace_,
+        policy,
+        slos=slos,
+        known_output=known_output,
+        outages=outages,
+        health=health,
+        progress=None if json_ else lambda name: err_console.print(f"simulating {name}…"),
+    )
+    data = [r.to_dict() for r in results]
+    if not no_store:
+        inputs = {
+            "pools": pool or [],
+            "policy": policy,
+            "workload": workload or (str(trace) if trace else None),
+            "num_requests": len(trace_),
+            "slo": slo or [],
+            "outage": outage or [],
+            "circuit_breaker": health.to_dict(),
+        }
+        store_result(ctx, "fleet-sim", inputs, {"policies": data})
     if json_:
         print_json(data)
         return

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from slotune.collector.figures import figure
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 
 if TYPE_CHECKING:
     from slotune.collector.agent import TargetMetricsSummary
@@ -39,9 +39,9 @@ def summary_cmd(
     from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store
 
-    window_s = run(parse_duration_s, window, field_name="--window")
-    with run(open_store, db_url(ctx)) as store:
-        summaries = run(summarize_metrics, store, target=target, window_s=window_s)
+    window_s = parse_duration_s(window, field_name="--window")
+    with open_store(db_url(ctx)) as store:
+        summaries = summarize_metrics(store, target=target, window_s=window_s)
     if json:
         print_json([s.to_dict() for s in summaries])
         return

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli.metrics import metrics_app
 
 
@@ -34,8 +34,8 @@ def import_cmd(
     from slotune.collector.alerts.history import import_openmetrics
     from slotune.collector.store import open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        result = run(import_openmetrics, store, file, target, kind)
+    with open_store(db_url(ctx)) as store:
+        result = import_openmetrics(store, file, target, kind)
     if json:
         print_json(result.to_dict())
     else:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, cli_errors, console, db_url, err_console, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
     InputLenOption,
     NoBreakerOption,
@@ -108,56 +108,53 @@ def capacity(
     from slotune.tuner.fleet.prices import gpu_prices
     from slotune.tuner.sim import parse_engine_flags
 
-    with cli_errors():
-        given = sum((bool(pool), model is not None or gpu is not None, study is not None))
-        if given != 1:
-            raise ConfigError(
-                "give the configuration once: --pool …, --model and --gpu, or --study"
-            )
-        if input_len is not None and rate is None:
-            raise ConfigError("--input-len/--output-len need --rate R (the peak to plan for)")
-        pools, trace_, slos = load_inputs(
-            pool,
-            engine=engine,
-            workload=workload,
-            trace=trace,
-            input_len=input_len,
-            output_len=output_len,
-            rate=rate,
-            time_scale=time_scale,
-            num_requests=num_requests,
-            slo=slo,
-            seed=seed,
-        )
-        if study is not None:
-            pools = [pool_from_study(study, db_url(ctx))]
-        elif not pools:
-            config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-            pools = [PoolSpec("all", 1, config)]
-        prices = gpu_prices(gpu_price or [])
-        plan = plan_capacity(
-            pools,
-            trace_,
-            slos,
-            prices,
-            rate=rate,
-            headroom=headroom,
-            split_threshold=split_threshold,
-            sample_requests=sample_requests,
-            seed=seed,
-            progress=None if json_ else lambda what: err_console.print(f"measuring {what}…"),
-        )
-        data = plan.to_dict()
-        if not no_store:
-            inputs = {
-                "pools": pool or [f"{p.name}:{p.model}:{p.gpu}" for p in pools],
-                "workload": workload or (str(trace) if trace else None),
-                "rate": rate,
-                "slo": slo or [],
-                "headroom": headroom,
-                "gpu_price": gpu_price or [],
-            }
-            store_result(ctx, "fleet-plan", inputs, data)
+    given = sum((bool(pool), model is not None or gpu is not None, study is not None))
+    if given != 1:
+        raise ConfigError("give the configuration once: --pool …, --model and --gpu, or --study")
+    if input_len is not None and rate is None:
+        raise ConfigError("--input-len/--output-len need --rate R (the peak to plan for)")
+    pools, trace_, slos = load_inputs(
+        pool,
+        engine=engine,
+        workload=workload,
+        trace=trace,
+        input_len=input_len,
+        output_len=output_len,
+        rate=rate,
+        time_scale=time_scale,
+        num_requests=num_requests,
+        slo=slo,
+        seed=seed,
+    )
+    if study is not None:
+        pools = [pool_from_study(study, db_url(ctx))]
+    elif not pools:
+        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
+        pools = [PoolSpec("all", 1, config)]
+    prices = gpu_prices(gpu_price or [])
+    plan = plan_capacity(
+        pools,
+        trace_,
+        slos,
+        prices,
+        rate=rate,
+        headroom=headroom,
+        split_threshold=split_threshold,
+        sample_requests=sample_requests,
+        seed=seed,
+        progress=None if json_ else lambda what: err_console.print(f"measuring {what}…"),
+    )
+    data = plan.to_dict()
+    if not no_store:
+        inputs = {
+            "pools": pool or [f"{p.name}:{p.model}:{p.gpu}" for p in pools],
+            "workload": workload or (str(trace) if trace else None),
+            "rate": rate,
+            "slo": slo or [],
+            "headroom": headroom,
+            "gpu_price": gpu_price or [],
+        }
+        store_result(ctx, "fleet-plan", inputs, data)
     if json_:
         print_json(data)
         return
@@ -288,80 +285,79 @@ def autoscale(
     )
     from slotune.tuner.fleet.shedding import plan_shedding
 
-    with cli_errors():
-        pools, base, slos = load_inputs(
-            pool,
-            engine=engine,
-            workload=workload,
-            trace=trace,
-            input_len=input_len,
-            output_len=output_len,
-            rate=rate,
-            time_scale=time_scale,
-            num_requests=num_requests,
-            slo=slo,
+    pools, base, slos = load_inputs(
+        pool,
+        engine=engine,
+        workload=workload,
+        trace=trace,
+        input_len=input_len,
+        output_len=output_len,
+        rate=rate,
+        time_scale=time_scale,
+        num_requests=num_requests,
+        slo=slo,
+        seed=seed,
+    )
+    settings = ScalingSettings(
+        cold_start_s=parse_duration_s(cold_start, field_name="--cold-start"),
+        cooldown_s=parse_duration_s(cooldown, field_name="--cooldown"),
+        interval_s=parse_duration_s(interval, field_name="--interval"),
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+    )
+    crowds = [FlashCrowd.parse(c) for c in flash_crowd or ()]
+    outages, health = load_health(outage, route_config, no_circuit_breaker)
+    ttft = [s.threshold for s in slos if s.sli.value == "ttft"]
+    specs = scaling or ["waiting:4", "kv:0.8", f"ttft:{(min(ttft) if ttft else 1.0) / 2:g}s"]
+    policies = [ScalingPolicy.parse(s) for s in specs]
+    day_s = base.duration_s
+    replay = day_curve(repeat_days(base, days), day_s, diurnal)
+    for crowd in crowds:
+        replay = inject_flash_crowd(replay, crowd, seed)
+    burst_s = parse_duration_s(burst, field_name="--burst")
+    with _replay_bar(enabled=not json_) as say:
+        plan = plan_autoscale(
+            pools,
+            replay,
+            policies,
+            settings,
+            gpu_prices(gpu_price or []),
+            routing=routing,
+            slos=slos,
+            day_s=day_s,
             seed=seed,
+            outages=outages,
+            health=health,
+            progress=say,
         )
-        settings = ScalingSettings(
-            cold_start_s=parse_duration_s(cold_start, field_name="--cold-start"),
-            cooldown_s=parse_duration_s(cooldown, field_name="--cooldown"),
-            interval_s=parse_duration_s(interval, field_name="--interval"),
-            min_replicas=min_replicas,
-            max_replicas=max_replicas,
+        shed_plan = (
+            plan_shedding(
+                pools, replay, slos, routing=routing, burst_s=burst_s, seed=seed, progress=say
+            )
+            if shedding and ttft
+            else None
         )
-        crowds = [FlashCrowd.parse(c) for c in flash_crowd or ()]
-        outages, health = load_health(outage, route_config, no_circuit_breaker)
-        ttft = [s.threshold for s in slos if s.sli.value == "ttft"]
-        specs = scaling or ["waiting:4", "kv:0.8", f"ttft:{(min(ttft) if ttft else 1.0) / 2:g}s"]
-        policies = [ScalingPolicy.parse(s) for s in specs]
-        day_s = base.duration_s
-        replay = day_curve(repeat_days(base, days), day_s, diurnal)
-        for crowd in crowds:
-            replay = inject_flash_crowd(replay, crowd, seed)
-        burst_s = parse_duration_s(burst, field_name="--burst")
-        with _replay_bar(enabled=not json_) as say:
-            plan = plan_autoscale(
-                pools,
-                replay,
-                policies,
-                settings,
-                gpu_prices(gpu_price or []),
-                routing=routing,
-                slos=slos,
-                day_s=day_s,
-                seed=seed,
-                outages=outages,
-                health=health,
-                progress=say,
-            )
-            shed_plan = (
-                plan_shedding(
-                    pools, replay, slos, routing=routing, burst_s=burst_s, seed=seed, progress=say
-                )
-                if shedding and ttft
-                else None
-            )
-        data = {
-            "autoscale": plan.to_dict(),
-            "shedding": None if shed_plan is None else shed_plan.to_dict(),
+    data = {
+        "autoscale": plan.to_dict(),
+        "shedding": None if shed_plan is None else shed_plan.to_dict(),
+    }
+    if not no_store:
+        inputs = {
+            "pools": pool or [],
+            "routing": routing,
+            "scaling": specs,
+            "workload": workload or (str(trace) if trace else None),
+            "time_scale": time_scale,
+            "days": days,
+            "diurnal": diurnal,
+            "flash_crowd": flash_crowd or [],
+            "cold_start": cold_start,
+            "cooldown": cooldown,
+            "slo": slo or [],
+            "outage": outage or [],
+            "circuit_breaker": health.to_dict(),
         }
-        if not no_store:
-            inputs = {
-                "pools": pool or [],
-                "routing": routing,
-                "scaling": specs,
-                "workload": workload or (str(trace) if trace else None),
-                "time_scale": time_scale,
-                "days": days,
-                "diurnal": diurnal,
-                "flash_crowd": flash_crowd or [],
-                "cold_start": cold_start,
-                "cooldown": cooldown,
-                "slo": slo or [],
-                "outage": outage or [],
-                "circuit_breaker": health.to_dict(),
-            }
-            store_result(ctx, "fleet-autoscale", inputs, data)
+        store_result(ctx, "fleet-autoscale", inputs, data)
     if json_:
         print_json(data)
         return

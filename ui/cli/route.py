@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import run
-
 
 def register(app: typer.Typer) -> None:
     @app.command("route")
@@ -32,4 +30,4 @@ def register(app: typer.Typer) -> None:
         """
         from slotune.tuner.fleet.route_server import serve
 
-        run(serve, config, host, port)
+        serve(config, host, port)

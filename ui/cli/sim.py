@@ -13,7 +13,6 @@ from typer.core import TyperCommand
 
 from slotune.ui.cli._common import (
     JsonOption,
-    cli_errors,
     console,
     db_url,
     err_console,
@@ -130,50 +129,49 @@ def register(app: typer.Typer) -> None:
         from slotune.tuner.sim.catalog import load_catalog_file
         from slotune.tuner.sim.simulator import load_workload
 
-        with cli_errors():
-            for path in catalog or ():
-                load_catalog_file(path)
-            if gpus or models:
-                _print_catalog(gpus=gpus, as_json=json_)
-                return
-            if ctx.args[:1] == ["calibrate"]:
-                from slotune.ui.cli._sim_calibrate import run_calibrate
+        for path in catalog or ():
+            load_catalog_file(path)
+        if gpus or models:
+            _print_catalog(gpus=gpus, as_json=json_)
+            return
+        if ctx.args[:1] == ["calibrate"]:
+            from slotune.ui.cli._sim_calibrate import run_calibrate
 
-                run_calibrate(
-                    ctx.args[1:],
-                    engine=engine,
-                    model=model,
-                    gpu=gpu,
-                    db_url=db_url(ctx),
-                    as_json=json_,
-                )
-                return
-            config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-            trace_ = load_workload(
-                workload=workload,
-                trace_file=trace,
-                input_len=input_len,
-                output_len=output_len,
-                num_requests=num_requests,
-                rate=rate,
-                time_scale=time_scale,
-                seed=seed,
+            run_calibrate(
+                ctx.args[1:],
+                engine=engine,
+                model=model,
+                gpu=gpu,
+                db_url=db_url(ctx),
+                as_json=json_,
             )
-            slos = parse_slos(slo or [])
-            show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
-            with _ProgressBar(show_progress) as callback:
-                result = simulate(
-                    config,
-                    trace_,
-                    slos=slos,
-                    seed=seed,
-                    progress=callback,
-                    max_tokens=max_tokens,
-                )
-            if requests_out is not None:
-                from slotune.collector.observed import write_observed
+            return
+        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
+        trace_ = load_workload(
+            workload=workload,
+            trace_file=trace,
+            input_len=input_len,
+            output_len=output_len,
+            num_requests=num_requests,
+            rate=rate,
+            time_scale=time_scale,
+            seed=seed,
+        )
+        slos = parse_slos(slo or [])
+        show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
+        with _ProgressBar(show_progress) as callback:
+            result = simulate(
+                config,
+                trace_,
+                slos=slos,
+                seed=seed,
+                progress=callback,
+                max_tokens=max_tokens,
+            )
+        if requests_out is not None:
+            from slotune.collector.observed import write_observed
 
-                write_observed(result.records, requests_out, trace=trace_.requests)
+            write_observed(result.records, requests_out, trace=trace_.requests)
         if json_:
             print_json(result.to_dict(include_series=series))
             return

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
@@ -59,10 +59,10 @@ def apply_cmd(
     from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store
 
-    min_window_s = run(parse_duration_s, scrape_interval, field_name="--scrape-interval")
-    slos = run(load_slo_documents, file)
-    with run(open_store, db_url(ctx)) as store:
-        notes = run(apply_slos, store, slos, min_window_s=min_window_s)
+    min_window_s = parse_duration_s(scrape_interval, field_name="--scrape-interval")
+    slos = load_slo_documents(file)
+    with open_store(db_url(ctx)) as store:
+        notes = apply_slos(store, slos, min_window_s=min_window_s)
     for note in notes:
         err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     if json:
@@ -78,8 +78,8 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the stored SLOs."""
     from slotune.collector.store import list_slos, open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        slos = run(list_slos, store)
+    with open_store(db_url(ctx)) as store:
+        slos = list_slos(store)
     if json:
         print_json([s.to_dict() for s in slos])
         return
@@ -117,8 +117,8 @@ def delete_cmd(
     from slotune.collector.alerts.slo_rules import delete_slo_and_rules
     from slotune.collector.store import open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        run(delete_slo_and_rules, store, name)
+    with open_store(db_url(ctx)) as store:
+        delete_slo_and_rules(store, name)
     console.print(f"deleted SLO {name}", highlight=False)
 
 
@@ -140,8 +140,8 @@ def export_cmd(
     from slotune.collector.alerts.promrules import export_prometheus
     from slotune.collector.store import open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        exported = run(export_prometheus, store, names or [], engine.value)
+    with open_store(db_url(ctx)) as store:
+        exported = export_prometheus(store, names or [], engine.value)
     for note in exported.notes:
         err_console.print(f"warning: {escape(note)}", highlight=False, soft_wrap=True)
     if output is None:

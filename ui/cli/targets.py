@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json, run
+from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 
 # The store is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load SQLAlchemy and Alembic.
@@ -25,8 +25,8 @@ def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
     """List the registered targets with their labels and when they were last seen."""
     from slotune.collector.store import list_targets, open_store
 
-    with run(open_store, db_url(ctx)) as store:
-        targets = run(list_targets, store)
+    with open_store(db_url(ctx)) as store:
+        targets = list_targets(store)
     if json:
         print_json(
             [

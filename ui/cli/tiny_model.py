@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import JsonOption, console, print_json, run
+from slotune.ui.cli._common import JsonOption, console, print_json
 
 tiny_model_app = typer.Typer(
     help="A tiny random-weight Llama with a locally trained tokenizer (no download), for "
@@ -32,7 +32,7 @@ def build_cmd(
     """
     from slotune.tuner.tiny_model import build_tiny_model
 
-    model = run(build_tiny_model, out_dir, seed=seed, max_model_len=max_model_len)
+    model = build_tiny_model(out_dir, seed=seed, max_model_len=max_model_len)
     if json:
         print_json(model.to_dict())
     else:

@@ -17,12 +17,10 @@ from rich.table import Table
 from slotune.collector.figures import figure
 from slotune.ui.cli._common import (
     JsonOption,
-    cli_errors,
     console,
     db_url,
     err_console,
     print_json,
-    run,
 )
 from slotune.ui.cli._options import (
     EngineOption,
@@ -166,39 +164,38 @@ def tune_command(
         tune_study,
     )
 
-    with cli_errors():
-        engine_kind = Engine(engine)
-        name = study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}"
-        spec = StudySpec(
-            name=name,
-            backend=BackendKind(backend),
-            engine=engine_kind,
-            model=model,
-            gpu=gpu,
-            workload=workload,
-            trace_file=str(trace.resolve()) if trace else None,
-            slos=tuple(slo or ()),
-            objective=ObjectiveKind(objective),
-            trials=trials,
-            rate=rate,
-            num_requests=num_requests,
-            command=command,
-            endpoint=endpoint,
-            speedup=speedup,
-            space=space_overrides(engine_kind, space, param or ()),
-            seed=seed,
-            sampler=SamplerKind(sampler),
-            heartbeat_s=heartbeat,
-            recheck_k=recheck,
-            startup_timeout_s=startup_timeout,
-        )
-        options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
-        check_study(spec, options)  # before the progress bar: a bad input is one line
-        if calibrate_from is not None:
-            overlay = _calibration(ctx, calibrate_from, engine, model, gpu, name, as_json)
-            spec = dataclasses.replace(spec, catalog=(overlay,))
+    engine_kind = Engine(engine)
+    name = study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = StudySpec(
+        name=name,
+        backend=BackendKind(backend),
+        engine=engine_kind,
+        model=model,
+        gpu=gpu,
+        workload=workload,
+        trace_file=str(trace.resolve()) if trace else None,
+        slos=tuple(slo or ()),
+        objective=ObjectiveKind(objective),
+        trials=trials,
+        rate=rate,
+        num_requests=num_requests,
+        command=command,
+        endpoint=endpoint,
+        speedup=speedup,
+        space=space_overrides(engine_kind, space, param or ()),
+        seed=seed,
+        sampler=SamplerKind(sampler),
+        heartbeat_s=heartbeat,
+        recheck_k=recheck,
+        startup_timeout_s=startup_timeout,
+    )
+    options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
+    check_study(spec, options)  # before the progress bar: a bad input is one line
+    if calibrate_from is not None:
+        overlay = _calibration(ctx, calibrate_from, engine, model, gpu, name, as_json)
+        spec = dataclasses.replace(spec, catalog=(overlay,))
     with _progress(not as_json) as (on_progress, on_phase):
-        report = run(tune_study, spec, db_url(ctx), options, on_progress, on_phase)
+        report = tune_study(spec, db_url(ctx), options, on_progress, on_phase)
     _render(report, as_json)
 
 
@@ -235,8 +232,7 @@ def resume_command(
     from slotune.tuner import RunOptions, resume_study
 
     with _progress(not as_json) as (on_progress, on_phase):
-        report = run(
-            resume_study,
+        report = resume_study(
             name,
             db_url(ctx),
             RunOptions(workers=workers),
@@ -252,7 +248,7 @@ def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) ->
     """Trials, best vs default, Pareto front and parameter importance of a study."""
     from slotune.tuner import show_study
 
-    report = run(show_study, name, db_url(ctx))
+    report = show_study(name, db_url(ctx))
     if as_json:
         print_json(report.to_dict())
         return
@@ -269,7 +265,7 @@ def export_command(
     """Print the best configuration as a `vllm serve` command or `trtllm-serve` YAML."""
     from slotune.tuner import export_study
 
-    typer.echo(run(export_study, name, db_url(ctx), fmt), nl=False)
+    typer.echo(export_study(name, db_url(ctx), fmt), nl=False)
 
 
 @app.command("list")
@@ -277,7 +273,7 @@ def list_command(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Stored studies, newest first."""
     from slotune.tuner import list_studies_report
 
-    rows = run(list_studies_report, db_url(ctx))
+    rows = list_studies_report(db_url(ctx))
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
