@@ -11,21 +11,11 @@ against SGLang's definitions instead (:func:`test_event_families_appear_with_sgl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from emulate_helpers import RunningEmulator, new_request
+from emulate_helpers import RunningEmulator
 from parity_shapes import FamilyShape, family_shapes, shape_diff
-
-from slotune.tuner.sim.config import resolve
-from slotune.tuner.sim.emulate.faces import sglang_served
-from slotune.tuner.sim.emulate.served import ServedModel
-from slotune.tuner.sim.emulate.server import Emulator
-from slotune.tuner.sim.emulate.settings import ServerSettings
-from slotune.tuner.sim.engine import EngineCore
-from slotune.tuner.sim.flags import parse_engine_flags
 
 DUMP = Path(__file__).resolve().parents[2] / "data" / "sglang" / "metrics-0.5.23.txt"
 # Labels whose values name the server or its process, not the metric's meaning.
@@ -35,19 +25,6 @@ _PROMPT = " ".join(f"word{i}" for i in range(40))  # long enough for a cached KV
 
 def sglang_shapes(text: str) -> dict[str, FamilyShape]:
     return family_shapes(text, "sglang:", _SERVER_LABELS)
-
-
-@pytest.fixture
-def sglang_emulator() -> Iterator[RunningEmulator]:
-    """An emulated SGLang over the simulator's engine core (llama-3.1-8b on an H100)."""
-    config = parse_engine_flags(["--max-model-len", "2048"], model="llama-3.1-8b", gpu="h100-sxm")
-    core = EngineCore.create(resolve(config))
-    model = ServedModel("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 2048, "sglang", "0")
-    served = sglang_served(model, core.capacity, {"model_path": model.root})
-    settings = ServerSettings(host="127.0.0.1", port=0, engine="sglang", speedup=50)
-    running = RunningEmulator(Emulator(core, new_request, served, settings)).start()
-    yield running
-    running.close()
 
 
 def _traffic(client: httpx.Client, url: str) -> None:

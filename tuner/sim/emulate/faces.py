@@ -16,13 +16,9 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.config import (
-    EngineConfig,
-    ResolvedConfig,
-    ResolvedTrtllm,
-    ResolvedVllm,
-    VllmConfig,
-)
+from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
+from slotune.tuner.engines.trtllm import ResolvedTrtllm
+from slotune.tuner.engines.vllm import ResolvedVllm, VllmConfig
 from slotune.tuner.sim.emulate.app import EngineRoutes
 from slotune.tuner.sim.emulate.served import Served, ServedModel
 from slotune.tuner.sim.emulate.sglang_api import SglangServerInfo, sglang_routes
