@@ -41,6 +41,7 @@ whole KV blocks. See docs/sglang.md for where this departs from SGLang.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from slotune.tuner.sim.block_manager import BlockManager
@@ -214,18 +215,28 @@ class SglangScheduler(Scheduler):
                 return state
         return None
 
-    def _ordered_waiting(self) -> list[RequestState]:
-        waiting = list(self.waiting)
+    def _ordered_waiting(self) -> Iterator[RequestState]:
+        """Waiting requests in policy order; arrival order is read off the live queue.
+
+        A caller stops at the first request it does not admit and admitting one removes it
+        from the queue, so the arrival-order case needs no copy of a long queue.
+        """
+        waiting = self.waiting
         if self.policy == "lpm" and len(waiting) <= LPM_MAX_QUEUE:
             bm = self.block_manager
-            waiting.sort(
-                key=lambda s: -len(bm.cached_prefix(s)) if s.num_computed_tokens == 0 else 0
+            yield from sorted(
+                waiting,
+                key=lambda s: -len(bm.cached_prefix(s)) if s.num_computed_tokens == 0 else 0,
             )
         elif self.policy == "lof":
-            waiting.sort(key=lambda s: -s.request.max_tokens)
+            yield from sorted(waiting, key=lambda s: -s.request.max_tokens)
         elif self.policy == "random":
-            self._rng.shuffle(waiting)
-        return waiting
+            shuffled = list(waiting)
+            self._rng.shuffle(shuffled)
+            yield from shuffled
+        else:
+            while waiting:
+                yield waiting[0]
 
     # decode
     def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:
@@ -300,7 +311,7 @@ class SglangScheduler(Scheduler):
         # token per request and step, and the free tokens shrink by at least that less one
         # block per request: the room a waiting request could find is bounded by the free
         # tokens, plus a block per request, less the smallest reservation now.
-        head = self._ordered_waiting()[0]
+        head = next(self._ordered_waiting())
         bm = self.block_manager
         cached = bm.cached_prefix(head) if head.num_computed_tokens == 0 else []
         extend = head.num_tokens - head.num_computed_tokens - len(cached) * bm.block_size
