@@ -19,6 +19,7 @@ from slotune.collector.errors import ConfigError
 from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
 from slotune.tuner.engines.trtllm import ResolvedTrtllm
 from slotune.tuner.engines.vllm import ResolvedVllm, VllmConfig
+from slotune.tuner.sim.config import Engine
 from slotune.tuner.sim.emulate.app import EngineRoutes
 from slotune.tuner.sim.emulate.served import Served, ServedModel
 from slotune.tuner.sim.emulate.sglang_api import SglangServerInfo, sglang_routes
@@ -29,7 +30,7 @@ from slotune.tuner.sim.emulate.vllm_metrics import (
     VllmMetrics,
     cache_config_labels,
 )
-from slotune.tuner.sim.flags import TRTLLM_FLAGS_HELP, VLLM_FLAGS_HELP, check_vllm_flags
+from slotune.tuner.sim.flags import check_vllm_flags
 from slotune.tuner.sim.memory import KvCapacity
 
 if TYPE_CHECKING:
@@ -65,15 +66,15 @@ def _no_check(_: Sequence[str], __: ServerSettings) -> None:
 class EngineFace:
     """One engine as the emulator shows it.
 
+    The engine's flags, their help and its name are its adapter's (:mod:`tuner.engines`).
+
     Attributes:
         prometheus_path: where the engine serves Prometheus text.
-        flags_help: the engine flags the emulator takes, for ``--help``.
         build: the server's engine-specific parts.
         check_flags: refuses, in the engine's words, flags its release no longer has.
     """
 
     prometheus_path: str
-    flags_help: str
     build: Callable[[FaceInputs], Served]
     check_flags: Callable[[Sequence[str], ServerSettings], None] = _no_check
 
@@ -202,8 +203,8 @@ def sglang_served(
 
 
 FACES: dict[str, EngineFace] = {
-    "vllm": EngineFace("/metrics", VLLM_FLAGS_HELP, _vllm, _check_vllm),
-    "trtllm": EngineFace("/prometheus/metrics", TRTLLM_FLAGS_HELP, _trtllm),
+    Engine.VLLM: EngineFace("/metrics", _vllm, _check_vllm),
+    Engine.TRTLLM: EngineFace("/prometheus/metrics", _trtllm),
 }
 """The emulated engines, keyed by the ``Engine`` value."""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.emulate.faces import FACES
 from slotune.tuner.sim.flags import CURRENT_VLLM_VERSION, vllm_release
 
@@ -48,7 +49,8 @@ def _parser() -> _Parser:
         prog="slotune emulate",
         description="Serve the engine simulator in real time behind an OpenAI-compatible "
         "HTTP server with the emulated engine's own flags, routes and metrics.",
-        epilog=" ".join(face.flags_help for face in FACES.values()) + " The model: --model ID or "
+        epilog=" ".join(adapter_for(engine).flags_help for engine in FACES)
+        + " The model: --model ID or "
         "positionally (catalog id or Hugging Face name); the GPU: --gpu ID "
         f"(default {DEFAULT_GPU}).",
         allow_abbrev=False,
