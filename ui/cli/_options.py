@@ -16,7 +16,14 @@ parameter type and sets its own default, e.g. ``rate: RateOption = None``.
 - ``--seed S``: the seed of everything random in the run (lengths, prompts, arrivals, sampler).
 - ``--speedup N``: the emulated GPU runs N times faster than real time; every reported time is
   in real-GPU seconds (emulated engine, tuner's launch backend, demo).
+- ``--model ID`` / ``--gpu ID``: a catalog model and GPU (the simulator's, the tuner's); the
+  name a server serves a model under is ``bench --served-model-name``.
+- ``--input-len`` / ``--output-len``: synthetic lengths (a fixed number or a distribution).
+- ``--no-store``: do not save the result (a run, a diagnosis, a fleet plan) in the store.
 - ``--json``: :data:`~ui.cli._common.JsonOption`.
+
+A renamed flag keeps its old spelling for one release as a hidden option whose callback is
+:func:`deprecated_alias`.
 
 Only the typer and click libraries are imported here: every ``slotune`` run builds the CLI.
 """
@@ -24,10 +31,13 @@ Only the typer and click libraries are imported here: every ``slotune`` run buil
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 import typer
+
+T = TypeVar("T")
 
 WORKLOAD_PANEL = "workload"
 
@@ -121,4 +131,50 @@ SpeedupOption = Annotated[
         help="Run the emulated GPU N times faster than real time (times stay in GPU seconds).",
         callback=_check_speedup,
     ),
+]
+
+
+def deprecated_alias(old: str, new: str) -> Callable[[T], T]:
+    """An option callback for a flag's old spelling: one warning line on stderr when given.
+
+    The old spelling keeps working for one release, then goes.
+    """
+
+    def warn(value: T) -> T:
+        if value:
+            typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+        return value
+
+    return warn
+
+
+ModelOption = Annotated[
+    str, typer.Option("--model", help="Catalog model id (slotune sim --list-models).")
+]
+MaybeModelOption = Annotated[
+    str | None, typer.Option("--model", help="Catalog model id (slotune sim --list-models).")
+]
+GpuOption = Annotated[str, typer.Option("--gpu", help="Catalog GPU id (slotune sim --list-gpus).")]
+MaybeGpuOption = Annotated[
+    str | None, typer.Option("--gpu", help="Catalog GPU id (slotune sim --list-gpus).")
+]
+InputLenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--input-len",
+        help="Synthetic prompt lengths: 512, uniform:128,1024, normal:512,64, "
+        "lognormal:6.2,0.8, empirical:azure-conv.",
+        rich_help_panel=WORKLOAD_PANEL,
+    ),
+]
+OutputLenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output-len",
+        help="Synthetic output lengths (the same forms).",
+        rich_help_panel=WORKLOAD_PANEL,
+    ),
+]
+NoStoreOption = Annotated[
+    bool, typer.Option("--no-store", help="Do not save the result in the store.")
 ]

@@ -6,21 +6,21 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import click
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from typer.core import TyperCommand
+from typer.core import TyperGroup
 
-from slotune.ui.cli._common import (
-    JsonOption,
-    console,
-    db_url,
-    err_console,
-    print_json,
-)
+from slotune.ui.cli._common import JsonOption, console, err_console, print_json
 from slotune.ui.cli._options import (
+    WORKLOAD_PANEL,
     EngineOption,
+    InputLenOption,
+    MaybeGpuOption,
+    MaybeModelOption,
     NumRequestsOption,
+    OutputLenOption,
     RateOption,
     SeedOption,
     SloOption,
@@ -28,6 +28,7 @@ from slotune.ui.cli._options import (
     TraceOption,
     WorkloadOption,
 )
+from slotune.ui.cli._sim_calibrate import calibrate_command
 
 if TYPE_CHECKING:
     from slotune.tuner.sim import SimResult
@@ -36,13 +37,23 @@ if TYPE_CHECKING:
 # The simulator is imported inside the command: importing tuner.sim loads numpy and the
 # catalogs, which building the CLI (every slotune run, shell completion) must not do.
 
-_W = "workload"
 _PROGRESS_MIN_REQUESTS = 2000
 
 
-class _SimCommand(TyperCommand):
-    """``slotune sim``: its epilog lists every engine flag, read from the simulator only when
-    the help shows it (Typer builds every command on each slotune run)."""
+class _SimGroup(TyperGroup):
+    """``slotune sim``: a command that takes engine flags it does not declare, with one
+    subcommand, ``calibrate``.
+
+    Without ``calibrate`` first, every argument is sim's (its options, then the engine flags,
+    in any order), as for a plain command. Its epilog lists every engine flag, read from the
+    simulator only when the help shows it (Typer builds every command on each slotune run).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if any(a in self.commands for a in args):
+            return super().parse_args(ctx, args)
+        ctx.allow_interspersed_args = True
+        return click.Command.parse_args(self, ctx, args)
 
     @property
     def epilog(self) -> str | None:
@@ -59,131 +70,114 @@ class _SimCommand(TyperCommand):
         """Keep the getter's epilog: the constructor sets the one Typer was given (none)."""
 
 
+_EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+sim_app = typer.Typer(cls=_SimGroup, invoke_without_command=True, context_settings=_EXTRA_ARGS)
+sim_app.command("calibrate", context_settings=_EXTRA_ARGS)(calibrate_command)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command(
-        "sim",
-        cls=_SimCommand,
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    app.add_typer(sim_app, name="sim")
+
+
+@sim_app.callback()
+def sim(
+    ctx: typer.Context,
+    model: MaybeModelOption = None,
+    gpu: MaybeGpuOption = None,
+    engine: EngineOption = "vllm",
+    workload: WorkloadOption = None,
+    trace: TraceOption = None,
+    input_len: InputLenOption = None,
+    output_len: OutputLenOption = None,
+    rate: RateOption = None,
+    time_scale: TimeScaleOption = None,
+    num_requests: NumRequestsOption = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Every request's max_tokens; the workload's output lengths become where "
+            "the model emits EOS (finish_reason stop), capped here (length). Default: "
+            "requests run to the workload's output lengths.",
+            rich_help_panel=WORKLOAD_PANEL,
+        ),
+    ] = None,
+    slo: SloOption = None,
+    seed: SeedOption = 0,
+    catalog: Annotated[
+        list[Path] | None, typer.Option(help="Extra GPU/model catalog YAML (repeat).")
+    ] = None,
+    series: Annotated[
+        bool, typer.Option("--series", help="Add the engine time series to the JSON.")
+    ] = False,
+    requests_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write every simulated request as JSONL in the measured-requests "
+            "format of `slotune sim calibrate --observed` (plus request_id)."
+        ),
+    ] = None,
+    gpus: Annotated[bool, typer.Option("--list-gpus", help="List known GPUs and exit.")] = False,
+    models: Annotated[
+        bool, typer.Option("--list-models", help="List known models and exit.")
+    ] = False,
+    json_: JsonOption = False,
+) -> None:
+    """Simulate a vLLM / TensorRT-LLM engine serving a workload, in seconds on a CPU.
+
+    Engine flags take the engine's own names, e.g. --max-num-seqs 128
+    --no-enable-prefix-caching. `slotune sim calibrate` fits the simulator to measured
+    requests.
+    """
+    from slotune.tuner.sim.catalog import load_catalog_file
+    from slotune.tuner.sim.replay import WorkloadChoice, simulate_flags
+
+    for path in catalog or ():
+        load_catalog_file(path)
+    if gpus or models:
+        _print_catalog(gpus=gpus, as_json=json_)
+        return
+    if ctx.invoked_subcommand is not None:
+        return
+    choice = WorkloadChoice(
+        workload, trace, input_len, output_len, rate, time_scale, num_requests, seed
     )
-    def sim(
-        ctx: typer.Context,
-        model: Annotated[str | None, typer.Option(help="Catalog model id (--list-models).")] = None,
-        gpu: Annotated[str | None, typer.Option(help="Catalog GPU id (--list-gpus).")] = None,
-        engine: EngineOption = "vllm",
-        workload: WorkloadOption = None,
-        trace: TraceOption = None,
-        input_len: Annotated[
-            str | None,
-            typer.Option(
-                help="Synthetic prompt lengths: 512, "
-                "uniform:128,1024, normal:512,64, lognormal:6.2,0.8.",
-                rich_help_panel=_W,
-            ),
-        ] = None,
-        output_len: Annotated[
-            str | None, typer.Option(help="Synthetic output lengths.", rich_help_panel=_W)
-        ] = None,
-        rate: RateOption = None,
-        time_scale: TimeScaleOption = None,
-        num_requests: NumRequestsOption = None,
-        max_tokens: Annotated[
-            int | None,
-            typer.Option(
-                min=1,
-                help="Every request's max_tokens; the workload's output lengths become where "
-                "the model emits EOS (finish_reason stop), capped here (length). Default: "
-                "requests run to the workload's output lengths.",
-                rich_help_panel=_W,
-            ),
-        ] = None,
-        slo: SloOption = None,
-        seed: SeedOption = 0,
-        catalog: Annotated[
-            list[Path] | None, typer.Option(help="Extra GPU/model catalog YAML (repeat).")
-        ] = None,
-        series: Annotated[
-            bool, typer.Option("--series", help="Add the engine time series to the JSON.")
-        ] = False,
-        requests_out: Annotated[
-            Path | None,
-            typer.Option(
-                help="Also write every simulated request as JSONL in the measured-requests "
-                "format of `slotune sim calibrate --observed` (plus request_id)."
-            ),
-        ] = None,
-        gpus: Annotated[
-            bool, typer.Option("--list-gpus", help="List known GPUs and exit.")
-        ] = False,
-        models: Annotated[
-            bool, typer.Option("--list-models", help="List known models and exit.")
-        ] = False,
-        json_: JsonOption = False,
-    ) -> None:
-        """Simulate a vLLM / TensorRT-LLM engine serving a workload, in seconds on a CPU.
-
-        Engine flags take the engine's own names, e.g. --max-num-seqs 128
-        --no-enable-prefix-caching.
-        """
-        from slotune.collector.slo import parse_slos
-        from slotune.tuner.sim import parse_engine_flags, simulate
-        from slotune.tuner.sim.catalog import load_catalog_file
-        from slotune.tuner.sim.simulator import load_workload
-
-        for path in catalog or ():
-            load_catalog_file(path)
-        if gpus or models:
-            _print_catalog(gpus=gpus, as_json=json_)
-            return
-        if ctx.args[:1] == ["calibrate"]:
-            from slotune.ui.cli._sim_calibrate import run_calibrate
-
-            run_calibrate(
-                ctx.args[1:],
-                engine=engine,
-                model=model,
-                gpu=gpu,
-                db_url=db_url(ctx),
-                as_json=json_,
-            )
-            return
-        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-        trace_ = load_workload(
-            workload=workload,
-            trace_file=trace,
-            input_len=input_len,
-            output_len=output_len,
-            num_requests=num_requests,
-            rate=rate,
-            time_scale=time_scale,
-            seed=seed,
+    with _ProgressBar(enabled=not json_) as callback:
+        _, result = simulate_flags(
+            ctx.args,
+            engine=engine,
+            model=model,
+            gpu=gpu,
+            workload=choice,
+            slos=slo or (),
+            max_tokens=max_tokens,
+            requests_out=requests_out,
+            progress=callback,
         )
-        slos = parse_slos(slo or [])
-        show_progress = not json_ and len(trace_) >= _PROGRESS_MIN_REQUESTS
-        with _ProgressBar(show_progress) as callback:
-            result = simulate(
-                config,
-                trace_,
-                slos=slos,
-                seed=seed,
-                progress=callback,
-                max_tokens=max_tokens,
-            )
-        if requests_out is not None:
-            from slotune.collector.observed import write_observed
-
-            write_observed(result.records, requests_out, trace=trace_.requests)
-        if json_:
-            print_json(result.to_dict(include_series=series))
-            return
-        _render(result)
+    if json_:
+        print_json(result.to_dict(include_series=series))
+        return
+    _render(result)
 
 
 class _ProgressBar:
-    """A transient progress bar on stderr, or nothing."""
+    """A transient progress bar on stderr, shown once a run has enough requests to wait for."""
 
-    def __init__(self, enabled: bool) -> None:
-        self._bar = (
-            Progress(
+    def __init__(self, *, enabled: bool) -> None:
+        self._enabled = enabled
+        self._bar: Progress | None = None
+
+    def __enter__(self) -> ProgressCallback | None:
+        if not self._enabled:
+            return None
+        return self._update
+
+    def _update(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < _PROGRESS_MIN_REQUESTS:
+                return
+            self._bar = Progress(
                 TextColumn("simulating"),
                 BarColumn(),
                 MofNCompleteColumn(),
@@ -191,17 +185,9 @@ class _ProgressBar:
                 console=err_console,
                 transient=True,
             )
-            if enabled
-            else None
-        )
-
-    def __enter__(self) -> ProgressCallback | None:
-        if self._bar is None:
-            return None
-        bar = self._bar
-        bar.start()
-        task = bar.add_task("sim", total=None)
-        return lambda done, total: bar.update(task, completed=done, total=total)
+            self._bar.start()
+            self._task = self._bar.add_task("sim", total=None)
+        self._bar.update(self._task, completed=done, total=total)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -203,7 +203,7 @@ def _calibration(
     ctx: typer.Context, run_id: int, engine: str, model: str, gpu: str, study: str, as_json: bool
 ) -> str:
     """The overlay ``--calibrate-from`` fits, for the study's catalog."""
-    from slotune.ui.cli._sim_calibrate import calibrate_for_study
+    from slotune.tuner.sim.calibration.overlay import calibrate_for_study
 
     path, report = calibrate_for_study(
         db_url(ctx), run_id, engine=engine, model=model, gpu=gpu, study=study
