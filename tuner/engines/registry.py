@@ -17,6 +17,7 @@ from slotune.tuner.sim.config import Engine
 _ADAPTERS: dict[Engine, str] = {
     Engine.VLLM: "slotune.tuner.engines.vllm",
     Engine.TRTLLM: "slotune.tuner.engines.trtllm",
+    Engine.SGLANG: "slotune.tuner.engines.sglang",
 }
 
 

@@ -34,15 +34,35 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.engines._args import RaisingParser, arg_type, require_model_and_gpu
+from slotune.tuner.engines.base import (
+    EngineAdapter,
+    EngineConfig,
+    Knob,
+    PrefixCache,
+    ResolvedConfig,
+    SimView,
+)
+from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
-from slotune.tuner.sim.cost_coeffs import GIB, load_calibration
+from slotune.tuner.sim.config import Engine
+from slotune.tuner.sim.cost_coeffs import GIB, OverheadKnobs, load_calibration
 from slotune.tuner.sim.memory import KvCapacity, kv_bytes_per_token
-from slotune.tuner.sim.scheduler_sglang import SCHEDULE_POLICIES, SglangSchedule
+from slotune.tuner.sim.request import RequestRejected, SimRequest
+from slotune.tuner.sim.scheduler_sglang import (
+    CLIP_MAX_NEW_TOKENS,
+    SCHEDULE_POLICIES,
+    SglangSchedule,
+    SglangScheduler,
+)
+from slotune.tuner.space import Param, ParamKind, Value, choice, powers_of_two
 
 SGLANG_SCHEDULE_POLICIES = ("lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key")
 SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
@@ -50,6 +70,8 @@ SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
 SIM_PAGE_TOKENS = 16
 """KV granularity of the simulation when SGLang's page is smaller (see docs/sglang.md)."""
 _MIB = 1 << 20
+DEFAULT_CHUNK_WHEN_ON = 8192
+"""The chunk size advice turns chunked prefill back on with (SGLang's on 80-160 GiB GPUs)."""
 
 # (below this many GiB of GPU memory, chunked_prefill_size, cuda_graph_max_bs at TP < 4,
 # at TP >= 4), as _handle_gpu_memory_settings sets them.
@@ -64,9 +86,10 @@ _MEMORY_TIERS: tuple[tuple[float, int, int, int], ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class SglangConfig:
+class SglangConfig(EngineConfig):
     """``python -m sglang.launch_server`` arguments the simulator models (None = SGLang's default)."""
 
+    engine: ClassVar[Engine] = Engine.SGLANG
     model: str
     gpu: str
     max_running_requests: int | None = None
@@ -86,17 +109,18 @@ class SglangConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolvedSglang:
+class ResolvedSglang(ResolvedConfig):
     """An SGLang configuration with every default filled in and validated.
 
-    ``max_running_requests`` is None here when the user left it unset: SGLang derives it
-    from the KV pool, which :func:`kv_capacity` sizes (see :func:`max_running_requests`).
+    ``max_running_requests`` is the scheduler's limit: the user's, capped by the request
+    pool, or the one SGLang derives from the KV pool (see :func:`max_running_requests`).
     ``chunked_prefill_size`` is -1 when chunked prefill is off.
     """
 
+    engine: ClassVar[Engine] = Engine.SGLANG
     model: ModelSpec
     gpu: GPU
-    max_running_requests: int | None
+    max_running_requests: int
     chunked_prefill_size: int
     max_prefill_tokens: int
     mem_fraction_static: float
@@ -214,7 +238,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
     r = ResolvedSglang(
         model=model,
         gpu=gpu,
-        max_running_requests=config.max_running_requests,
+        max_running_requests=0,  # derived below, once the pool is sized
         chunked_prefill_size=chunk if chunk > 0 else -1,
         max_prefill_tokens=max_prefill,
         mem_fraction_static=mfs,
@@ -234,7 +258,8 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
         enable_mixed_chunk=config.enable_mixed_chunk,
     )
     _validate(r, config)
-    return r
+    limit = max_running_requests(config.max_running_requests, r.context_length, _pool(r)[4])
+    return dataclasses.replace(r, max_running_requests=limit)
 
 
 def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
@@ -247,8 +272,8 @@ def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
             "errors. Lower --context-length.",
         ),
         (
-            r.max_running_requests is not None and r.max_running_requests < 1,
-            f"--max-running-requests must be at least 1, got {r.max_running_requests}",
+            c.max_running_requests is not None and c.max_running_requests < 1,
+            f"--max-running-requests must be at least 1, got {c.max_running_requests}",
         ),
         (
             c.chunked_prefill_size is not None
@@ -323,21 +348,8 @@ def kv_capacity(r: ResolvedSglang) -> KvCapacity:
     Raises:
         EngineConfigError: the weights do not fit, or nothing is left for the pool.
     """
-    knobs = load_calibration().memory
-    tp = r.tp_size
-    weights = r.model.weight_bytes // tp
-    non_torch = knobs.non_torch_bytes + (tp - 1) * knobs.non_torch_per_extra_rank_bytes
-    if weights + non_torch > r.gpu.mem_bytes:
-        raise EngineConfigError(
-            f"Not enough memory to load {r.model.id}: {weights / GIB:.2f} GiB of weights per "
-            f"GPU at --tp-size {tp} on {r.gpu.mem_bytes / GIB:.2f} GiB. Raise --tp-size or use "
-            "a GPU with more memory."
-        )
-    per_token = kv_bytes_per_token(r.model, tp, _kv_dtype_for_size(r.kv_cache_dtype))
-    available = int(r.gpu.mem_bytes * r.mem_fraction_static) - weights - non_torch
-    num_tokens = max(0, available) // per_token // r.page_size * r.page_size
-    if num_tokens <= 0:
-        raise EngineConfigError("Not enough memory. Please try to increase --mem-fraction-static.")
+    pool = _pool(r)
+    weights, non_torch, per_token, available, num_tokens = pool
     block = sim_block_size(r)
     num_blocks = num_tokens // block
     return KvCapacity(
@@ -356,7 +368,27 @@ def kv_capacity(r: ResolvedSglang) -> KvCapacity:
     )
 
 
-def _kv_dtype_for_size(kv_cache_dtype: str) -> str:
+def _pool(r: ResolvedSglang) -> tuple[int, int, int, int, int]:
+    """(weights, memory outside PyTorch, KV bytes per token, pool bytes, pool tokens)."""
+    knobs = load_calibration().memory
+    tp = r.tp_size
+    weights = r.model.weight_bytes // tp
+    non_torch = knobs.non_torch_bytes + (tp - 1) * knobs.non_torch_per_extra_rank_bytes
+    if weights + non_torch > r.gpu.mem_bytes:
+        raise EngineConfigError(
+            f"Not enough memory to load {r.model.id}: {weights / GIB:.2f} GiB of weights per "
+            f"GPU at --tp-size {tp} on {r.gpu.mem_bytes / GIB:.2f} GiB. Raise --tp-size or use "
+            "a GPU with more memory."
+        )
+    per_token = kv_bytes_per_token(r.model, tp, kv_dtype_for_cost(r.kv_cache_dtype))
+    available = int(r.gpu.mem_bytes * r.mem_fraction_static) - weights - non_torch
+    num_tokens = max(0, available) // per_token // r.page_size * r.page_size
+    if num_tokens <= 0:
+        raise EngineConfigError("Not enough memory. Please try to increase --mem-fraction-static.")
+    return weights, non_torch, per_token, available, num_tokens
+
+
+def kv_dtype_for_cost(kv_cache_dtype: str) -> str:
     # bf16 / bfloat16 are two bytes, what "auto" gives the catalog's 16-bit models.
     return "auto" if kv_cache_dtype in ("bf16", "bfloat16") else kv_cache_dtype
 
@@ -366,19 +398,25 @@ def sim_block_size(r: ResolvedSglang) -> int:
     return max(r.page_size, SIM_PAGE_TOKENS)
 
 
-def max_running_requests(r: ResolvedSglang, max_total_num_tokens: int) -> int:
-    """The scheduler's running limit: the user's value or SGLang's, capped by the request pool."""
-    pool = min(max(int(max_total_num_tokens / r.context_length * 512), 2048), 4096)
-    wanted = (
-        r.max_running_requests if r.max_running_requests is not None else max_total_num_tokens // 2
-    )
+def max_running_requests(
+    requested: int | None, context_length: int, max_total_num_tokens: int
+) -> int:
+    """The scheduler's running limit: the user's or SGLang's, capped by the request pool.
+
+    Args:
+        requested: ``--max-running-requests``; None: half the pool's tokens.
+        context_length: the longest request.
+        max_total_num_tokens: the KV pool's tokens.
+    """
+    pool = min(max(int(max_total_num_tokens / context_length * 512), 2048), 4096)
+    wanted = requested if requested is not None else max_total_num_tokens // 2
     return max(1, min(wanted, pool))
 
 
-def schedule_of(r: ResolvedSglang, max_total_num_tokens: int, *, seed: int = 0) -> SglangSchedule:
-    """The scheduler arguments of a resolved configuration with a pool of this size."""
+def schedule_of(r: ResolvedSglang, *, seed: int = 0) -> SglangSchedule:
+    """The scheduler arguments of a resolved configuration."""
     return SglangSchedule(
-        max_running_requests=max_running_requests(r, max_total_num_tokens),
+        max_running_requests=r.max_running_requests,
         chunked_prefill_size=r.chunked_prefill_size if r.chunked_prefill_size > 0 else None,
         max_prefill_tokens=r.max_prefill_tokens,
         schedule_policy=r.schedule_policy,
@@ -420,25 +458,16 @@ FLAGS_HELP = (
 )
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(message)
-
-
-def _parser() -> _RaisingParser:
-    p = _RaisingParser(
-        prog="python -m sglang.launch_server",
-        add_help=False,
-        allow_abbrev=False,
-        exit_on_error=False,
-    )
+def _parser() -> RaisingParser:
+    p = RaisingParser("python -m sglang.launch_server")
     p.add_argument("--model-path", "--model", dest="model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ in _VALUE_FLAGS:
         choices = SGLANG_SCHEDULE_POLICIES if field == "schedule_policy" else None
-        p.add_argument(
-            flag, *_FLAG_ALIASES.get(field, []), dest=field, type=typ, choices=choices, default=None
-        )
+        # -1 is SGLang's "off" for the chunk size: a plain integer there.
+        kind = int if field == "chunked_prefill_size" else arg_type(typ)
+        names = [flag, *_FLAG_ALIASES.get(field, [])]
+        p.add_argument(*names, dest=field, type=kind, choices=choices, default=None)
     for field, flag in _BOOL_FLAGS:
         p.add_argument(flag, dest=field, action="store_true", default=False)
     return p
@@ -459,14 +488,7 @@ def parse_flags(
     if extra:
         raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")
     values = vars(ns)
-    model = values.pop("model") or model
-    gpu = values.pop("gpu") or gpu
-    if not model:
-        raise ConfigError(
-            "the model is missing; pass --model-path ID (see slotune sim --list-models)"
-        )
-    if not gpu:
-        raise ConfigError("the GPU is missing; pass --gpu ID (see slotune sim --list-gpus)")
+    model, gpu = require_model_and_gpu(values, model, gpu, model_flag="--model-path")
     return SglangConfig(model=model, gpu=gpu, **values)
 
 
@@ -487,3 +509,173 @@ def launch_command(config: SglangConfig) -> list[str]:
     """``python -m sglang.launch_server --model-path HF_NAME …`` for ``config``."""
     hf_name = get_model(config.model).hf_name
     return ["python", "-m", "sglang.launch_server", "--model-path", hf_name, *to_argv(config)]
+
+
+def check_request(r: ResolvedSglang, capacity: KvCapacity, request: SimRequest) -> None:
+    """Refuse a request SGLang's pool can never hold.
+
+    SGLang refuses a prompt of ``min(context_length, pool tokens)`` tokens or more, and
+    clips ``max_tokens`` to what is left; the simulator cannot clip a request, so it refuses
+    one whose prompt and reserved output (``max_tokens``, at most 4096) exceed the pool,
+    which SGLang's admission would never take.
+
+    Raises:
+        RequestRejected: in SGLang's words.
+    """
+    limit = min(r.context_length, capacity.num_tokens) - 1
+    if request.prompt_tokens >= limit:
+        raise RequestRejected(
+            f"The input ({request.prompt_tokens} tokens) is longer than the model's context "
+            f"length ({limit} tokens)."
+        )
+    reserve = min(request.max_tokens, CLIP_MAX_NEW_TOKENS)
+    if request.prompt_tokens + reserve >= capacity.num_tokens:
+        raise RequestRejected(
+            f"The request needs {request.prompt_tokens} prompt and {reserve} output tokens of KV "
+            f"cache but the pool holds {capacity.num_tokens}; lower max_tokens or raise "
+            "--mem-fraction-static"
+        )
+
+
+def kv_log_lines(capacity: KvCapacity) -> list[str]:
+    """SGLang's start-up line about its KV pool (``KV Cache is allocated``)."""
+    half_gb = capacity.num_tokens * capacity.kv_bytes_per_token / 2 / GIB
+    return [
+        f"KV Cache is allocated. #tokens: {capacity.num_tokens}, K size: {half_gb:.2f} GB, "
+        f"V size: {half_gb:.2f} GB"
+    ]
+
+
+def search_params() -> tuple[Param, ...]:
+    """The default search space over SGLang's scheduling and memory arguments."""
+    return (
+        choice("max_running_requests", powers_of_two(8, 2048)),
+        choice("chunked_prefill_size", (-1, *powers_of_two(1024, 16384))),
+        choice("max_prefill_tokens", powers_of_two(4096, 32768)),
+        Param(
+            "mem_fraction_static",
+            ParamKind.FLOAT,
+            low=0.70,
+            high=0.92,
+            step=0.01,
+            grid=(0.75, 0.83, 0.9),
+        ),
+        choice("schedule_policy", ("fcfs", "lpm")),
+        Param(
+            "schedule_conservativeness",
+            ParamKind.FLOAT,
+            low=0.3,
+            high=1.5,
+            step=0.1,
+            grid=(0.3, 1.0, 1.5),
+        ),
+        choice("disable_radix_cache", (False, True)),
+        choice("enable_mixed_chunk", (False, True)),
+    )
+
+
+class SglangAdapter(EngineAdapter):
+    """SGLang through ``python -m sglang.launch_server`` (see the module docstring)."""
+
+    engine = Engine.SGLANG
+    label = "SGLang"
+    config_type = SglangConfig
+    flags_help = FLAGS_HELP
+    param_aliases = PARAM_ALIASES
+    length_param = "context_length"
+    fixed_params = ("context_length", "tp_size")
+    knob_names: ClassVar[Mapping[Knob, str]] = MappingProxyType(
+        {
+            Knob.MAX_RUNNING: "max_running_requests",
+            Knob.TOKEN_BUDGET: "chunked_prefill_size",
+            Knob.CHUNKED_PREFILL: "chunked_prefill_size",
+            Knob.PREFIX_CACHE: "disable_radix_cache",
+            Knob.MEMORY_FRACTION: "mem_fraction_static",
+            Knob.MAX_LEN: "context_length",
+            Knob.TENSOR_PARALLEL: "tp_size",
+            Knob.BLOCK_SIZE: "page_size",
+        }
+    )
+    kv_room_knobs = "raise --mem-fraction-static or lower --chunked-prefill-size"
+
+    def knob_params(self, knob: Knob, value: Value) -> dict[str, Value]:
+        # RadixAttention is turned off, and chunked prefill off by -1 and on by a size.
+        if knob is Knob.PREFIX_CACHE:
+            return {"disable_radix_cache": not value}
+        if knob is Knob.CHUNKED_PREFILL and isinstance(value, bool):
+            return {"chunked_prefill_size": DEFAULT_CHUNK_WHEN_ON if value else -1}
+        return super().knob_params(knob, value)
+
+    def config_from_params(self, model: str, gpu: str, params: Mapping[str, Any]) -> SglangConfig:
+        return config_from_params(model, gpu, params)
+
+    def resolve(self, config: EngineConfig) -> ResolvedSglang:
+        return resolve(_sglang(config))
+
+    def parse_flags(
+        self, argv: Sequence[str], *, model: str | None = None, gpu: str | None = None
+    ) -> SglangConfig:
+        return parse_flags(argv, model=model, gpu=gpu)
+
+    def to_argv(self, config: EngineConfig, *, options_path: str | None = None) -> list[str]:
+        return to_argv(_sglang(config))
+
+    def launch_command(self, config: EngineConfig, *, options_path: str) -> list[str]:
+        return launch_command(_sglang(config))
+
+    def default_params(self) -> tuple[Param, ...]:
+        return search_params()
+
+    def export(self, config: EngineConfig) -> str:
+        return shlex.join(launch_command(_sglang(config))) + "\n"
+
+    def kv_capacity(self, resolved: ResolvedConfig) -> KvCapacity:
+        return kv_capacity(_resolved(resolved))
+
+    def sim_view(self, resolved: ResolvedConfig, capacity: KvCapacity) -> SimView:
+        r = _resolved(resolved)
+        chunked = r.chunked_prefill_size > 0
+        return SimView(
+            max_running=r.max_running_requests,
+            token_budget=r.chunked_prefill_size if chunked else r.max_prefill_tokens,
+            block_size=capacity.block_size,
+            chunked_prefill=chunked,
+            prefix_cache=PrefixCache.NONE if r.disable_radix_cache else PrefixCache.RADIX,
+            max_len=r.context_length,
+            tensor_parallel_size=r.tp_size,
+            kv_cache_dtype=kv_dtype_for_cost(r.kv_cache_dtype),
+            memory_fraction=r.mem_fraction_static,
+            enforce_eager=False,
+        )
+
+    def scheduler(
+        self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
+    ) -> SglangScheduler:
+        return SglangScheduler(schedule_of(_resolved(resolved)), block_manager)
+
+    def host_step_s(self, overhead: OverheadKnobs) -> float:
+        # SGLang's overlap scheduler is not modelled: its steps carry vLLM's host time.
+        return overhead.step_s
+
+    def kv_log_lines(self, capacity: KvCapacity, max_len: int) -> list[str]:
+        return kv_log_lines(capacity)
+
+    def check_request(
+        self, resolved: ResolvedConfig, capacity: KvCapacity, request: SimRequest
+    ) -> None:
+        check_request(_resolved(resolved), capacity, request)
+
+
+def _sglang(config: EngineConfig) -> SglangConfig:
+    if not isinstance(config, SglangConfig):
+        raise ConfigError(f"expected an sglang configuration, got one for {config.engine}")
+    return config
+
+
+def _resolved(resolved: ResolvedConfig) -> ResolvedSglang:
+    if not isinstance(resolved, ResolvedSglang):
+        raise ConfigError(f"expected a resolved sglang configuration, got {resolved.engine}")
+    return resolved
+
+
+ADAPTER = SglangAdapter()

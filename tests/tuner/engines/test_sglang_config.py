@@ -49,7 +49,7 @@ def test_fixed_defaults() -> None:
     assert (r.page_size, r.tp_size, r.dp_size, r.kv_cache_dtype) == (1, 1, 1, "auto")
     assert r.context_length == 131072
     assert not r.disable_radix_cache and not r.enable_mixed_chunk
-    assert r.max_running_requests is None
+    assert r.max_running_requests == 2048  # half the pool, capped by the request slots
 
 
 def test_chunking_off_reserves_for_max_prefill_tokens() -> None:
@@ -57,16 +57,15 @@ def test_chunking_off_reserves_for_max_prefill_tokens() -> None:
     assert r.chunked_prefill_size == -1
     # 512 + 16,384 x 1.5 + 512 + 128 = 25,728 MiB reserved.
     assert r.mem_fraction_static == pytest.approx(round((81090.56 - 25728) / 81090.56, 3))
-    assert schedule_of(r, 100_000).chunked_prefill_size is None
+    assert schedule_of(r).chunked_prefill_size is None
 
 
 def test_the_running_limit_is_derived_from_the_pool() -> None:
-    r = resolve(SglangConfig("llama-3.1-8b", "h100-sxm", context_length=8192))
-    # pool slots: min(max(400_000 / 8192 * 512, 2048), 4096) = 4096; half the tokens: 200,000.
-    assert max_running_requests(r, 400_000) == 4096
-    assert max_running_requests(r, 3000) == 1500
-    mine = resolve(SglangConfig("llama-3.1-8b", "h100-sxm", max_running_requests=64))
-    assert max_running_requests(mine, 400_000) == 64
+    # request slots: min(max(400_000 / 8192 x 512, 2048), 4096) = 4096; half the tokens: 200,000.
+    assert max_running_requests(None, 8192, 400_000) == 4096
+    assert max_running_requests(None, 8192, 3000) == 1500
+    assert max_running_requests(64, 8192, 400_000) == 64
+    assert max_running_requests(10_000, 131072, 400_000) == 2048
 
 
 def test_kv_pool_is_the_static_fraction_less_the_weights() -> None:
@@ -82,9 +81,9 @@ def test_kv_pool_is_the_static_fraction_less_the_weights() -> None:
 
 
 def test_a_pool_with_no_room_is_refused_with_sglang_words() -> None:
-    r = resolve(SglangConfig("llama-3.1-8b", "l4", mem_fraction_static=0.5))
+    # 0.5 x 22 GiB is less than the 15 GiB of weights: SGLang's start-up error.
     with pytest.raises(EngineConfigError, match="increase --mem-fraction-static"):
-        kv_capacity(r)
+        resolve(SglangConfig("llama-3.1-8b", "l4", mem_fraction_static=0.5))
 
 
 @pytest.mark.parametrize(
