@@ -22,18 +22,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.collector.vocabulary import Engine as Engine
 from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
-
-
-class Engine(StrEnum):
-    """The serving engines slotune models and tunes (one enum for the whole product)."""
-
-    VLLM = "vllm"
-    TRTLLM = "trtllm"
 
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
