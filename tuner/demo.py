@@ -347,7 +347,7 @@ def confirm(
     """
     for attempt in range(1, CONFIRM_TRIES + 1):
         m = measure()
-        attainment = list((m.summary or {}).get("slo_attainment", []))
+        attainment = [a.to_dict() for a in m.summary.slo_attainment] if m.summary else []
         lag = emulator_lag(m)
         if lag is None or lag.is_trustworthy:
             return m.is_feasible, attainment, ""

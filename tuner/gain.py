@@ -17,13 +17,12 @@ Two rules, for every backend:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
-from slotune.tuner.objectives import SATURATION_RATE, ObjectiveKind
-from slotune.tuner.steady import MAX_QUEUE_GROWTH, QUEUE_GROWTH_KEY
+from slotune.tuner.objectives import SATURATION_RATE, Measurement, ObjectiveKind
+from slotune.tuner.steady import MAX_QUEUE_GROWTH
 
 MAX_EXTRA_ROUNDS = 2
 # Goodput this far below the served request rate means requests missed their SLO thresholds.
@@ -50,25 +49,22 @@ LIMIT_NOTES = {
 }
 
 
-def trial_limit(kind: ObjectiveKind, measurement: Mapping[str, Any]) -> Limit:
-    """What bounded a trial, from its stored measurement (``Measurement.to_attrs()``)."""
-    summary: Mapping[str, Any] = measurement.get("summary") or {}
-    if measurement.get("failure") or not summary:
+def trial_limit(kind: ObjectiveKind, measurement: Measurement) -> Limit:
+    """What bounded a trial, from its measurement."""
+    summary = measurement.summary
+    if measurement.failure or summary is None:
         return Limit.NOT_RUN
-    curve: Sequence[Sequence[Any]] = measurement.get("curve") or []
-    unsteady = list(measurement.get("unsteady_rates") or [])
+    unsteady = measurement.unsteady_rates
     if kind is ObjectiveKind.CAPACITY:
-        if any(not point[2] for point in curve):
+        if any(not point.slos_met for point in measurement.curve):
             return Limit.SLO
         return Limit.SATURATION if unsteady else Limit.OFFERED_LOAD
-    if not summary.get("slos_met", True):
+    if not summary.all_slos_met:
         return Limit.SLO
-    rate = measurement.get("rate")
-    growth = float(summary.get(QUEUE_GROWTH_KEY, 0.0) or 0.0)
-    if rate == SATURATION_RATE or unsteady or growth > MAX_QUEUE_GROWTH:
+    growth = summary.queue_growth or 0.0
+    if measurement.rate == SATURATION_RATE or unsteady or growth > MAX_QUEUE_GROWTH:
         return Limit.SATURATION
-    goodput = float(summary.get("goodput") or 0.0)
-    served = float(summary.get("request_throughput") or 0.0)
+    goodput, served = summary.goodput, summary.request_throughput
     if kind is ObjectiveKind.GOODPUT and served > 0 and goodput < served * (1 - MISSED_SHARE):
         return Limit.SLO
     return Limit.OFFERED_LOAD

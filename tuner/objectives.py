@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from optuna.study import StudyDirection
 
@@ -69,6 +69,15 @@ class ObjectiveKind(StrEnum):
         return (0.0, math.inf) if self is ObjectiveKind.PARETO else (0.0,)
 
 
+class CurvePoint(NamedTuple):
+    """One run of a trial: its offered rate (None: the trace's own timestamps), goodput and
+    whether every SLO held. Stored as the list ``[rate, goodput, slos_met]``."""
+
+    rate: float | None
+    goodput: float
+    slos_met: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """The outcome of one trial.
@@ -77,10 +86,11 @@ class Measurement:
         values: objective values, in the order of ``ObjectiveKind.value_names``.
         constraints: constraint name -> value (<= 0 holds).
         rate: offered rate of the reported point (capacity: the max rate; None = trace times).
-        summary: the run summary JSON at that point (None when nothing ran).
-        curve: (rate, goodput, slos_met) of every run the trial made.
+        summary: the run summary at that point (None when nothing ran).
+        curve: every run the trial made.
         failure: why the configuration could not be measured (launch error, crash), if so.
-        engine: server-side figures scraped from the engine, when the backend has them.
+        engine: server-side figures scraped from the engine, when the backend has them, as
+            the backend reported them (their keys differ per backend).
         unsteady_rates: rates whose run did not reach steady state even on the longest
             trace tried (:mod:`tuner.steady`); the figures there understate the queue.
     """
@@ -88,10 +98,10 @@ class Measurement:
     values: tuple[float, ...]
     constraints: dict[str, float]
     rate: float | None = None
-    summary: dict[str, Any] | None = None
-    curve: tuple[tuple[float | None, float, bool], ...] = ()
+    summary: Summary | None = None
+    curve: tuple[CurvePoint, ...] = ()
     failure: str | None = None
-    engine: dict[str, Any] = field(default_factory=dict)
+    engine: Mapping[str, Any] = field(default_factory=dict)
     unsteady_rates: tuple[float, ...] = ()
 
     @property
@@ -102,12 +112,38 @@ class Measurement:
         """JSON-able form kept in the trial's user attributes."""
         return {
             "rate": self.rate,
-            "summary": self.summary,
+            "summary": None if self.summary is None else self.summary.to_dict(),
             "curve": [list(p) for p in self.curve],
             "failure": self.failure,
-            "engine": self.engine,
+            "engine": dict(self.engine),
             "unsteady_rates": list(self.unsteady_rates),
         }
+
+    @classmethod
+    def from_attrs(
+        cls,
+        attrs: Mapping[str, Any],
+        values: Sequence[float] = (),
+        constraints: Mapping[str, float] | None = None,
+    ) -> Measurement:
+        """The measurement kept in a trial's user attributes (``to_attrs``), with the values
+        and constraints Optuna keeps beside them; missing attributes read as nothing measured.
+        """
+        summary = attrs.get("summary")
+        rate = attrs.get("rate")
+        return cls(
+            values=tuple(values),
+            constraints=dict(constraints or {}),
+            rate=None if rate is None else float(rate),
+            summary=Summary.from_dict(summary) if summary else None,
+            curve=tuple(
+                CurvePoint(None if r is None else float(r), float(g), bool(met))
+                for r, g, met in attrs.get("curve") or ()
+            ),
+            failure=attrs.get("failure"),
+            engine=dict(attrs.get("engine") or {}),
+            unsteady_rates=tuple(float(r) for r in attrs.get("unsteady_rates") or ()),
+        )
 
 
 def slo_constraints(summary: Summary, slos: Sequence[SLO]) -> dict[str, float]:
@@ -179,14 +215,14 @@ def evaluate_objective(
         p99 = summary.ttft_ms.percentiles.get(99.0)
         values = (summary.output_token_throughput, p99 if p99 is not None else math.inf)
     return Measurement(
-        values, slo_constraints(summary, slos), rate, summary.to_dict(), _curve({rate: summary})
+        values, slo_constraints(summary, slos), rate, summary, _curve({rate: summary})
     )
 
 
 def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Measurement:
     from slotune.collector.bench import find_max_rate
 
-    # rate -> its run's summary (the search's own curve keeps only their JSON form)
+    # rate -> its run's summary, kept here too: a search stopped at the floor returns no curve
     runs: dict[float, Summary] = {}
     floor = start_rate * CAPACITY_FLOOR_FRACTION
 
@@ -210,9 +246,7 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
     held = [r for r, s in runs.items() if s.all_slos_met]
     if max_rate > 0 and held:
         at = runs[min(held, key=lambda r: abs(r - max_rate))]
-        return Measurement(
-            (max_rate,), slo_constraints(at, slos), max_rate, at.to_dict(), _curve(runs)
-        )
+        return Measurement((max_rate,), slo_constraints(at, slos), max_rate, at, _curve(runs))
     # No rate held: report the violation at the gentlest rate tried, so the sampler
     # still sees how far from feasible the configuration is.
     lowest = min(runs)
@@ -220,7 +254,7 @@ def _capacity(measure: MeasureFn, slos: Sequence[SLO], start_rate: float) -> Mea
         (0.0,),
         slo_constraints(runs[lowest], slos),
         lowest,
-        runs[lowest].to_dict(),
+        runs[lowest],
         _curve(runs),
     )
 
@@ -231,8 +265,8 @@ class _BelowFloor(Exception):
 
 def _curve(
     runs: Mapping[float | None, Summary] | Mapping[float, Summary],
-) -> tuple[tuple[float | None, float, bool], ...]:
+) -> tuple[CurvePoint, ...]:
     return tuple(
-        (rate, s.goodput, s.all_slos_met)
+        CurvePoint(rate, s.goodput, s.all_slos_met)
         for rate, s in sorted(runs.items(), key=lambda kv: kv[0] or 0.0)
     )

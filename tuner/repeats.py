@@ -16,6 +16,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from slotune.tuner.gain import MAX_EXTRA_ROUNDS, Limit, are_apart, trial_limit
+from slotune.tuner.objectives import Measurement
 from slotune.tuner.report import DEFAULT_REPEATS_ATTR, ROBUSTNESS_ATTR
 from slotune.tuner.study import CONFIG_ATTR, MEASUREMENT_ATTR, SOURCE_ATTR, is_feasible
 from slotune.tuner.trial import TrialRunner
@@ -33,7 +34,7 @@ def repeat_for_gain(
     feasible = [r for r in robust if r["feasible"]]
     if not feasible or default is None or not is_feasible(default) or not default.values:
         return None
-    measurement = default.user_attrs.get(MEASUREMENT_ATTR) or {}
+    measurement = Measurement.from_attrs(default.user_attrs.get(MEASUREMENT_ATTR) or {})
     if trial_limit(runner.kind, measurement) is Limit.OFFERED_LOAD:
         return None
     best = max(feasible, key=lambda r: r["worst_value"])

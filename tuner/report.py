@@ -37,10 +37,11 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from slotune.collector.slo import SLI, parse_slo
+from slotune.collector.slo import SLI, Attainment
+from slotune.collector.summary import Summary
 from slotune.tuner.backends.server_config import SERVER_CONFIG_KEY
 from slotune.tuner.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
-from slotune.tuner.objectives import LAUNCH_CONSTRAINT, ObjectiveKind
+from slotune.tuner.objectives import LAUNCH_CONSTRAINT, CurvePoint, Measurement, ObjectiveKind
 from slotune.tuner.space import SearchSpace
 from slotune.tuner.study import (
     CONFIG_ATTR,
@@ -61,7 +62,11 @@ _MOVERS = 3
 
 @dataclass(frozen=True, slots=True)
 class TrialReport:
-    """One trial as the report shows it (values as the engine ran them, not Optuna's indexes)."""
+    """One trial as the report shows it (values as the engine ran them, not Optuna's indexes).
+
+    ``summary`` is the reported run's (None when nothing ran); the JSON carries its headline
+    figures as ``measurement``.
+    """
 
     number: int
     state: str
@@ -73,13 +78,34 @@ class TrialReport:
     constraints: dict[str, float]
     failure: str | None
     rate: float | None
-    measurement: dict[str, Any]
-    curve: list[Any]
-    engine: dict[str, Any]
+    summary: Summary | None
+    curve: tuple[CurvePoint, ...]
+    engine: Mapping[str, Any]
     duration_s: float | None
-    unsteady_rates: list[float] = field(default_factory=list)
+    unsteady_rates: tuple[float, ...] = ()
     limit: str = Limit.NOT_RUN.value
     limit_note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "state": self.state,
+            "source": self.source,
+            "params": dict(self.params),
+            "config": dict(self.config),
+            "values": None if self.values is None else list(self.values),
+            "feasible": self.feasible,
+            "constraints": dict(self.constraints),
+            "failure": self.failure,
+            "rate": self.rate,
+            "measurement": {} if self.summary is None else _brief(self.summary),
+            "curve": [list(p) for p in self.curve],
+            "engine": dict(self.engine),
+            "duration_s": self.duration_s,
+            "unsteady_rates": list(self.unsteady_rates),
+            "limit": self.limit,
+            "limit_note": self.limit_note,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +228,11 @@ class StudyReport:
 
     def to_dict(self, *, details: bool = True) -> dict[str, Any]:
         """The JSON form (``details`` False leaves out ``trial_details``)."""
-        out = dataclasses.asdict(self)
-        if not details:
+        # trial details have their own JSON form, which asdict would not use
+        out = dataclasses.asdict(dataclasses.replace(self, trial_details=[]))
+        if details:
+            out["trial_details"] = [t.to_dict() for t in self.trial_details]
+        else:
             out.pop("trial_details")
         return out
 
@@ -220,8 +249,9 @@ def trial_params(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, 
     return {**{k: config.get(k, v) for k, v in params.items()}, **forced}
 
 
-def _measurement(t: FrozenTrial) -> dict[str, Any]:
-    return dict(t.user_attrs.get(MEASUREMENT_ATTR) or {})
+def _measurement(t: FrozenTrial) -> Measurement:
+    values = t.values if t.state is TrialState.COMPLETE else ()
+    return Measurement.from_attrs(t.user_attrs.get(MEASUREMENT_ATTR) or {}, values, t.constraints)
 
 
 def run_config(t: FrozenTrial) -> dict[str, Any]:
@@ -229,7 +259,7 @@ def run_config(t: FrozenTrial) -> dict[str, Any]:
     server what it was read to run (parameters that could not be read keep the assumed
     value and are listed in ``engine.server_config.unknown``)."""
     config = dict(t.user_attrs.get(CONFIG_ATTR) or {})
-    server = (_measurement(t).get("engine") or {}).get(SERVER_CONFIG_KEY) or {}
+    server = _measurement(t).engine.get(SERVER_CONFIG_KEY) or {}
     read = server.get("values") or {}
     return {**config, **{k: v for k, v in read.items() if k in config}}
 
@@ -252,13 +282,13 @@ def trial_report(
         values=_json_values(t.values),
         feasible=t.state is TrialState.COMPLETE and is_feasible(t),
         constraints=dict(t.constraints),
-        failure=m.get("failure"),
-        rate=m.get("rate"),
-        measurement=_brief(m.get("summary") or {}),
-        curve=m.get("curve", []),
-        engine=m.get("engine", {}),
+        failure=m.failure,
+        rate=m.rate,
+        summary=m.summary,
+        curve=m.curve,
+        engine=m.engine,
         duration_s=t.duration.total_seconds() if t.duration else None,
-        unsteady_rates=list(m.get("unsteady_rates", [])),
+        unsteady_rates=m.unsteady_rates,
         limit=limit.value,
         limit_note=LIMIT_NOTES[limit],
     )
@@ -270,22 +300,24 @@ def _json_values(values: Sequence[float] | None) -> list[float | None] | None:
     return [v if math.isfinite(v) else None for v in values]
 
 
-def _brief(summary: dict[str, Any]) -> dict[str, Any]:
-    if not summary:
-        return {}
-    keys = (
-        "request_throughput",
-        "output_token_throughput",
-        "goodput",
-        "num_requests",
-        "num_errors",
-        "slos_met",
-    )
-    out = {k: summary.get(k) for k in keys}
-    for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
-        d = summary.get(metric) or {}
-        out[metric] = {"p50": d.get("p50"), "p99": d.get("p99"), "mean": d.get("mean")}
-    out["slo_attainment"] = summary.get("slo_attainment", [])
+def _brief(s: Summary) -> dict[str, Any]:
+    """The headline figures of a trial's run, as ``trial_details[].measurement``."""
+    out: dict[str, Any] = {
+        "request_throughput": s.request_throughput,
+        "output_token_throughput": s.output_token_throughput,
+        "goodput": s.goodput,
+        "num_requests": s.num_requests,
+        "num_errors": s.num_errors,
+        "slos_met": s.all_slos_met,
+    }
+    for metric, d in (
+        ("ttft_ms", s.ttft_ms),
+        ("itl_ms", s.itl_ms),
+        ("tpot_ms", s.tpot_ms),
+        ("e2e_ms", s.e2e_ms),
+    ):
+        out[metric] = {"p50": d.p50, "p99": d.p99, "mean": d.mean}
+    out["slo_attainment"] = [a.to_dict() for a in s.slo_attainment]
     return out
 
 
@@ -336,27 +368,27 @@ def _ran(t: FrozenTrial) -> bool:
 
 
 def _infeasibility(study: optuna.Study, done: list[FrozenTrial]) -> Infeasibility | None:
-    ran = [t for t in done if _ran(t) and _measurement(t).get("summary")]
+    ran = [t for t in done if _ran(t) and _measurement(t).summary is not None]
     if not ran:
         return None
     closest = min(ran, key=lambda t: (shortfall(t), t.number))
     m = _measurement(closest)
-    summary: dict[str, Any] = m["summary"]
-    slos = tuple(_slo_shortfall(a) for a in summary.get("slo_attainment", []))
+    slos = tuple(_slo_shortfall(a) for a in m.summary.slo_attainment) if m.summary else ()
     numbers = {t.number for t in ran}
     movers = _importance(study, ran, lambda t: -shortfall(t) if t.number in numbers else 0.0)
     top = dict(sorted(movers.items(), key=lambda kv: -kv[1])[:_MOVERS])
-    return Infeasibility(closest.number, m.get("rate"), slos, top)
+    return Infeasibility(closest.number, m.rate, slos, top)
 
 
-def _slo_shortfall(att: Mapping[str, Any]) -> SloShortfall:
-    slo = parse_slo(str(att["spec"]))
+def _slo_shortfall(att: Attainment) -> SloShortfall:
     return SloShortfall(
-        spec=str(att["spec"]),
-        attainment=float(att["attainment"]),
-        objective=float(att["objective"]),
-        met=bool(att["met"]),
-        observed_ms=att.get("value") if slo.sli is not SLI.ERROR_RATE else None,
+        spec=att.slo.spec,
+        attainment=att.attainment,
+        objective=att.slo.objective,
+        met=att.is_met,
+        observed_ms=None
+        if att.slo.sli is SLI.ERROR_RATE or att.value is None
+        else att.value * 1000.0,
     )
 
 
@@ -393,7 +425,7 @@ def _default_entry(
         config=run_config(default),
         value=(_json_values(default.values) or [None])[0],
         feasible=is_feasible(default),
-        failure=_measurement(default).get("failure"),
+        failure=_measurement(default).failure,
         limit=_limit(default, kind).value,
         values_by_seed=dict(by_seed) if by_seed else None,
     )

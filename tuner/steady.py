@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from slotune.collector.records import RequestRecord
 from slotune.collector.summary import Summary
 
-QUEUE_GROWTH_KEY = "queue_growth"
 # Above this share the engine served at least a quarter less than was offered in the second
 # half of the arrivals; Poisson noise on 150 requests is about 0.08.
 MAX_QUEUE_GROWTH = 0.25

@@ -46,7 +46,7 @@ from slotune.tuner.backends.launch import render_command
 from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
 from slotune.tuner.export import context_length_for
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
-from slotune.tuner.objectives import ObjectiveKind
+from slotune.tuner.objectives import Measurement, ObjectiveKind
 from slotune.tuner.sampler import SamplerKind, make_sampler
 from slotune.tuner.sim.catalog import load_catalog_file
 from slotune.tuner.sim.config import Engine
@@ -479,7 +479,9 @@ def check_launches(study: optuna.Study) -> None:
         (t for t in study.get_trials(deepcopy=False) if t.state is TrialState.COMPLETE),
         key=lambda t: t.number,
     )[:LAUNCH_STOP_TRIALS]
-    reasons = [(t.user_attrs.get(MEASUREMENT_ATTR) or {}).get("failure") for t in done]
+    reasons = [
+        Measurement.from_attrs(t.user_attrs.get(MEASUREMENT_ATTR) or {}).failure for t in done
+    ]
     if len(reasons) < LAUNCH_STOP_TRIALS or not all(reasons):
         return
     # The log path differs per trial and numbers may follow the parameters; the error is the

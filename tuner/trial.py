@@ -119,6 +119,4 @@ class TrialRunner:
                 engine = session.engine_metrics()
         except TrialFailed as e:
             return failed(self.kind, self.slos, str(e))
-        return Measurement(
-            m.values, m.constraints, m.rate, m.summary, m.curve, m.failure, engine, tuple(unsteady)
-        )
+        return replace(m, engine=engine, unsteady_rates=tuple(unsteady))

@@ -1,24 +1,49 @@
 """When a study may call a difference a gain: what bounded each trial, and repeat spreads."""
 
+from dataclasses import replace
+
 import pytest
 
+from slotune.collector.slo import Attainment, parse_slo
+from slotune.collector.summary import Distribution, Summary
 from slotune.tuner.gain import Limit, are_apart, judge_gain, trial_limit
-from slotune.tuner.objectives import SATURATION_RATE, ObjectiveKind
+from slotune.tuner.objectives import SATURATION_RATE, CurvePoint, Measurement, ObjectiveKind
+
+NO_LATENCY = Distribution.of([])
+
+
+def run(goodput=2.0, served=2.0, growth=0.0, slos_met=True):
+    met = Attainment(parse_slo("ttft:p99<=500ms"), 10 if slos_met else 5, 10, 0.1)
+    return Summary(
+        duration_s=5.0,
+        num_requests=10,
+        num_completed=10,
+        num_errors=0,
+        errors_by_kind={},
+        ttft_ms=NO_LATENCY,
+        itl_ms=NO_LATENCY,
+        tpot_ms=NO_LATENCY,
+        e2e_ms=NO_LATENCY,
+        request_throughput=served,
+        output_token_throughput=20.0,
+        input_token_throughput=40.0,
+        total_input_tokens=200,
+        total_output_tokens=100,
+        goodput=goodput,
+        slo_attainment=(met,),
+        queue_growth=growth,
+    )
 
 
 def offered(rate=2.0, goodput=2.0, served=2.0, growth=0.0, slos_met=True, unsteady=()):
-    return {
-        "rate": rate,
-        "summary": {
-            "goodput": goodput,
-            "request_throughput": served,
-            "queue_growth": growth,
-            "slos_met": slos_met,
-        },
-        "curve": [[rate, goodput, slos_met]],
-        "failure": None,
-        "unsteady_rates": list(unsteady),
-    }
+    return Measurement(
+        values=(goodput,),
+        constraints={},
+        rate=rate,
+        summary=run(goodput, served, growth, slos_met),
+        curve=(CurvePoint(rate, goodput, slos_met),),
+        unsteady_rates=tuple(unsteady),
+    )
 
 
 def test_a_run_below_capacity_within_every_slo_cannot_tell_configurations_apart():
@@ -32,17 +57,20 @@ def test_a_broken_slo_a_growing_queue_or_saturation_bound_the_figure():
     assert trial_limit(ObjectiveKind.GOODPUT, offered(growth=0.4)) is Limit.SATURATION
     assert trial_limit(ObjectiveKind.GOODPUT, offered(unsteady=[2.0])) is Limit.SATURATION
     assert trial_limit(ObjectiveKind.THROUGHPUT, offered(rate=SATURATION_RATE)) is Limit.SATURATION
-    assert trial_limit(ObjectiveKind.GOODPUT, {"failure": "no memory"}) is Limit.NOT_RUN
+    no_memory = Measurement(values=(0.0,), constraints={}, failure="no memory")
+    assert trial_limit(ObjectiveKind.GOODPUT, no_memory) is Limit.NOT_RUN
 
 
 def test_capacity_is_bounded_only_when_a_rate_tried_broke_an_slo():
-    held = {
-        "rate": 8.0,
-        "summary": {"slos_met": True},
-        "curve": [[4.0, 4.0, True], [8.0, 8.0, True]],
-    }
+    held = Measurement(
+        values=(8.0,),
+        constraints={},
+        rate=8.0,
+        summary=run(),
+        curve=(CurvePoint(4.0, 4.0, True), CurvePoint(8.0, 8.0, True)),
+    )
     assert trial_limit(ObjectiveKind.CAPACITY, held) is Limit.OFFERED_LOAD
-    broke = {**held, "curve": [[4.0, 4.0, True], [8.0, 8.0, True], [9.0, 6.0, False]]}
+    broke = replace(held, curve=(*held.curve, CurvePoint(9.0, 6.0, False)))
     assert trial_limit(ObjectiveKind.CAPACITY, broke) is Limit.SLO
 
 

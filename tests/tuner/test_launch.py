@@ -197,7 +197,7 @@ def test_attach_measures_a_running_engine_as_it_is(tmp_path):
         )
         m = runner.measure({})
         assert m.failure is None and m.summary is not None
-        assert m.summary["num_requests"] == 8 and m.values[0] > 0
+        assert m.summary.num_requests == 8 and m.values[0] > 0
         assert engine.is_alive()  # attached, never restarted
     finally:
         engine.stop()

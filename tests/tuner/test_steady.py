@@ -34,10 +34,10 @@ def test_an_unsteady_run_is_run_again_longer_and_flagged() -> None:
     config = {"max_num_seqs": 8}
     long_plan = WorkloadPlan(short, rate=200.0, source=retime(full, num_requests=120))
     m = TrialRunner(backend, long_plan, slos, ObjectiveKind.GOODPUT).measure(config)
-    assert m.summary is not None and m.summary["num_requests"] == 120
+    assert m.summary is not None and m.summary.num_requests == 120
     assert m.unsteady_rates == (200.0,)
     kept = TrialRunner(
         backend, WorkloadPlan(short, rate=0.5, source=full), slos, ObjectiveKind.GOODPUT
     ).measure(config)
-    assert kept.summary is not None and kept.summary["num_requests"] == 30
+    assert kept.summary is not None and kept.summary.num_requests == 30
     assert kept.unsteady_rates == ()

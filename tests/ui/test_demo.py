@@ -10,6 +10,8 @@ from pathlib import Path
 
 from _tools import SLOTUNE
 
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import summarize
 from slotune.tuner.demo import CONFIRM_TRIES, confirm
 from slotune.tuner.objectives import Measurement
 from slotune.tuner.sim.emulate.lag import LagReport
@@ -81,12 +83,15 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     assert "vllm serve" in export.stdout
 
 
+SUMMARY = summarize([], parse_slos(["ttft:p99<=500ms"]))
+
+
 def _measurement(feasible: bool, num_late_steps: int) -> Measurement:
     lag = LagReport(num_steps=1000, num_late_steps=num_late_steps).to_dict()
     return Measurement(
         values=(1.0,),
         constraints={"ttft:p99<=500ms": -1.0 if feasible else 1.0},
-        summary={"slo_attainment": [{"spec": "ttft:p99<=500ms"}]},
+        summary=SUMMARY,
         engine={"emulator_lag": lag},
     )
 
@@ -96,7 +101,7 @@ def test_a_confirmation_on_a_lagging_engine_is_run_again_and_says_why() -> None:
     runs = iter([_measurement(False, 200), _measurement(True, 3)])
     confirmed, attainment, note = confirm(lambda: next(runs), "default", said.append)
     assert (confirmed, note) == (True, "")
-    assert attainment == [{"spec": "ttft:p99<=500ms"}]
+    assert attainment == [a.to_dict() for a in SUMMARY.slo_attainment]
     assert len(said) == 1
     assert said[0].startswith("  default: confirmation run 1 is not trustworthy (")
     assert "200 of 1,000 steps (20.0%)" in said[0] and said[0].endswith("running it again")

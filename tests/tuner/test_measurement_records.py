@@ -1,0 +1,47 @@
+"""A trial's measurement reads back from the user attributes it is stored in."""
+
+import json
+
+from slotune.collector.records import RequestRecord
+from slotune.collector.slo import parse_slos
+from slotune.collector.summary import summarize
+from slotune.tuner.objectives import CurvePoint, Measurement
+
+RECORDS = [
+    RequestRecord(
+        str(i), i * 0.5, i * 0.5 + 0.25, i * 0.5 + 1.0, (0.25, 0.5, 1.0), (1, 2, 1), 10, 4
+    )
+    for i in range(4)
+]
+SUMMARY = summarize(RECORDS, parse_slos(["ttft:p99<=500ms", "error_rate<=1%"]))
+
+
+def test_a_measurement_reads_back_from_its_stored_attributes() -> None:
+    m = Measurement(
+        values=(2.0,),
+        constraints={"ttft-p99": -0.01, "launch": 0.0},
+        rate=2.0,
+        summary=SUMMARY,
+        curve=(
+            CurvePoint(1.0, 1.0, True),
+            CurvePoint(2.0, 2.0, True),
+            CurvePoint(None, 0.5, False),
+        ),
+        engine={"prefix_hit_rate": 0.25, "server_config": {"values": {"max_num_seqs": 8}}},
+        unsteady_rates=(4.0,),
+    )
+    stored = json.loads(json.dumps(m.to_attrs()))
+    assert Measurement.from_attrs(stored, m.values, m.constraints) == m
+    assert Measurement.from_attrs(stored).curve[2].slos_met is False
+
+
+def test_a_failed_trial_stored_with_only_its_reason_reads_as_nothing_measured() -> None:
+    m = Measurement.from_attrs({"failure": "engine failed to start: out of memory"}, (0.0,))
+    assert m.failure == "engine failed to start: out of memory"
+    assert (m.summary, m.curve, m.rate, dict(m.engine), m.unsteady_rates) == (
+        None,
+        (),
+        None,
+        {},
+        (),
+    )
