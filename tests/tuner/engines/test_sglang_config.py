@@ -147,16 +147,14 @@ def test_params_take_aliases_and_refuse_other_engines_names() -> None:
 
 def test_launch_command_is_sglangs() -> None:
     config = SglangConfig(
-        "llama-3.1-8b", "h100-sxm", max_running_requests=64, schedule_policy="lpm"
+        "llama-3.1-8b", "h100-sxm", max_running_requests=64, disable_radix_cache=True
     )
-    assert launch_command(config) == [
+    argv = launch_command(config)
+    assert argv[:5] == [
         "python",
         "-m",
         "sglang.launch_server",
         "--model-path",
         "meta-llama/Llama-3.1-8B-Instruct",
-        "--max-running-requests",
-        "64",
-        "--schedule-policy",
-        "lpm",
     ]
+    assert argv[5:] == ["--max-running-requests", "64", "--disable-radix-cache"]
