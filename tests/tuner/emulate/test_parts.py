@@ -48,7 +48,7 @@ def test_bad_server_flags_name_the_flag() -> None:
     with pytest.raises(ConfigError, match="--speedup must be a finite number > 0"):
         parse_server_args(["--speedup", "nan"])
     with pytest.raises(ConfigError, match="--engine"):
-        parse_server_args(["--engine", "sglang"])
+        parse_server_args(["--engine", "tgi"])
 
 
 def test_shared_prefixes_give_shared_token_ids() -> None:

@@ -46,6 +46,7 @@ class FaceInputs:
         resolved: the same with the engine's defaults filled in.
         capacity: the KV cache the engine allocated.
         num_kv_blocks: KV blocks in the engine core.
+        cuda_graph: the engine decodes on CUDA graphs (it does not run eager).
         settings: the server's own flags.
         version: slotune's version (``/version``).
     """
@@ -54,6 +55,7 @@ class FaceInputs:
     resolved: ResolvedConfig
     capacity: KvCapacity
     num_kv_blocks: int
+    cuda_graph: bool
     settings: ServerSettings
     version: str
 
@@ -173,25 +175,42 @@ def trtllm_served(model: ServedModel, exporter: TrtllmMetrics) -> Served:
     return Served("TensorRT-LLM", model, exporter, routes)
 
 
+def _sglang(inputs: FaceInputs) -> Served:
+    # SGLang serves under --model-path as given (the emulator takes no --served-model-name).
+    resolved = inputs.resolved
+    model = ServedModel(
+        inputs.config.model,
+        resolved.model.hf_name,
+        inputs.capacity.max_model_len,
+        "sglang",
+        inputs.version,
+    )
+    args = {k: v for k, v in resolved.to_dict().items() if k not in ("engine", "model", "gpu")}
+    server_args = {"model_path": inputs.config.model, "served_model_name": model.served_name}
+    return sglang_served(model, inputs.capacity, {**server_args, **args}, inputs.cuda_graph)
+
+
 def sglang_served(
-    model: ServedModel, capacity: KvCapacity, server_args: Mapping[str, Any]
+    model: ServedModel, capacity: KvCapacity, server_args: Mapping[str, Any], cuda_graph: bool
 ) -> Served:
     """SGLang's server: its native routes beside the OpenAI ones, its ``/metrics``.
 
     Args:
         model: the model card (``max_model_len`` is SGLang's context length).
-        capacity: the KV pool (page size, tokens, memory) SGLang reports at start-up.
-        server_args: SGLang's server arguments by their own names (``/server_info``).
+        capacity: the KV pool (tokens, memory) SGLang reports at start-up.
+        server_args: SGLang's server arguments by their own names (``/server_info``);
+            ``page_size`` is SGLang's page (the simulated KV block may be coarser).
+        cuda_graph: decode steps run on CUDA graphs.
     """
     static = SglangStatic(
         context_len=model.max_model_len,
-        page_size=capacity.block_size,
+        page_size=int(server_args.get("page_size", capacity.block_size)),
         max_total_num_tokens=capacity.num_tokens,
         weight_bytes=capacity.weights_bytes,
         kv_cache_bytes=capacity.available_kv_bytes,
         cuda_graph_bytes=capacity.cuda_graph_bytes,
         available_bytes=gpu_memory_used_bytes(capacity),
-        cuda_graph=capacity.cuda_graph_bytes > 0,
+        cuda_graph=cuda_graph,
     )
     exporter = SglangMetrics(model.served_name, static)
 
@@ -205,6 +224,7 @@ def sglang_served(
 FACES: dict[str, EngineFace] = {
     Engine.VLLM: EngineFace("/metrics", _vllm, _check_vllm),
     Engine.TRTLLM: EngineFace("/prometheus/metrics", _trtllm),
+    Engine.SGLANG: EngineFace("/metrics", _sglang),
 }
 """The emulated engines, keyed by the ``Engine`` value."""
 

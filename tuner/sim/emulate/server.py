@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.config import resolve
 from slotune.tuner.sim.emulate.app import create_app
 from slotune.tuner.sim.emulate.core_view import EngineCoreLike
@@ -156,7 +157,16 @@ def build_emulator(argv: Sequence[str]) -> Emulator:
             prompt_token_ids=tuple(prompt_token_ids),
         )
 
-    inputs = FaceInputs(config, resolved, core.capacity, core.stats.kv_blocks, settings, _version())
+    view = adapter_for(settings.engine).sim_view(resolved, core.capacity)
+    inputs = FaceInputs(
+        config,
+        resolved,
+        core.capacity,
+        core.stats.kv_blocks,
+        not view.enforce_eager,
+        settings,
+        _version(),
+    )
     return Emulator(core, new_request, face.build(inputs), settings)
 
 
