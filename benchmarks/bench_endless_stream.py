@@ -73,7 +73,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         saved = Path(d) / "run.json"
         cmd = [
-            str(BIN / "slotune"), "bench", "--url", f"http://127.0.0.1:{port}", "--model", "m",
+            str(BIN / "slotune"), "bench", "--url", f"http://127.0.0.1:{port}", "--served-model-name", "m",
             "--input-len", "16", "--output-len", "16", "--rate", "inf",
             "--num-requests", str(args.requests), "--timeout", str(args.timeout),
             "--no-store", "--json", "--save", str(saved),

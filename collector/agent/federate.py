@@ -1,4 +1,4 @@
-"""An existing Prometheus as a source: ``--target prometheus=http://prom:9090``.
+"""An existing Prometheus as a source: ``--scrape prometheus=http://prom:9090``.
 
 For fleets whose engines the agent does not reach, the agent reads what a Prometheus (or
 Thanos / Mimir / VictoriaMetrics: the same endpoint) already scrapes from its ``/federate``

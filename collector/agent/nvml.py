@@ -8,7 +8,7 @@ source raises ``SourceError("NVML unavailable: ...")``; the agent logs that once
 target down and carries on with the others.
 
 :class:`FakeNvml` implements the same calls for tests and GPU-less demos
-(``--target nvml=fake``).
+(``--scrape nvml=fake``).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
         )
     if not targets:
         raise ConfigError(
-            "no targets: pass --target KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
+            "no targets: pass --scrape KIND=URL (e.g. vllm=http://127.0.0.1:8000)"
             " or --targets FILE.yaml"
         )
     check_unique(targets)

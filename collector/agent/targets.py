@@ -1,4 +1,4 @@
-"""What the agent scrapes: ``--target KIND=URL`` arguments and targets YAML files.
+"""What the agent scrapes: ``--scrape KIND=URL`` arguments and targets YAML files.
 
 A URL without a path is a server's base URL and gets the kind's known paths (``/metrics``;
 TensorRT-LLM: ``/metrics`` for the JSON iteration stats and ``/prometheus/metrics``); a URL
@@ -197,9 +197,9 @@ def parse_target_arg(
         ConfigError: unknown kind or a URL that is not http(s)://host:port[/path].
     """
     kind_text, sep, url = text.partition("=")
-    kind = _kind(kind_text, f"--target {text!r}")
+    kind = _kind(kind_text, f"--scrape {text!r}")
     if not sep and kind is not SourceKind.NVML:
-        raise ConfigError(f"--target {text!r}: write KIND=URL, e.g. vllm=http://127.0.0.1:8000")
+        raise ConfigError(f"--scrape {text!r}: write KIND=URL, e.g. vllm=http://127.0.0.1:8000")
     return make_target(
         kind,
         url.strip(),

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 def test_bench_naming_a_model_the_server_does_not_serve_is_one_line(real_vllm: str) -> None:
     # fmt: off
     r = subprocess.run(
-        [SLOTUNE, "bench", "--url", real_vllm, "--model", "no-such-model", "--input-len", "16",
+        [SLOTUNE, "bench", "--url", real_vllm, "--served-model-name", "no-such-model", "--input-len", "16",
          "--output-len", "4", "--rate", "inf", "--num-requests", "3", "--no-store"],
         capture_output=True, text=True, timeout=300,
     )

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json
+from slotune.ui.cli._options import deprecated_alias
 
 # Library modules are imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load the store, numpy or aiohttp.
@@ -22,12 +23,20 @@ def register(app: typer.Typer) -> None:
 
 def agent(
     ctx: typer.Context,
-    target: Annotated[
+    scrape: Annotated[
         list[str],
         typer.Option(
-            "--target", help="KIND=URL, repeatable: vllm=, sglang=, trtllm=, dcgm=, nvml[=fake]."
+            "--scrape",
+            help="KIND=URL, repeatable: scrape this target (vllm=, sglang=, trtllm=, dcgm=, "
+            "nvml[=fake]).",
         ),
     ] = [],  # noqa: B006 - Typer reads the default, never mutates it
+    old_target: Annotated[
+        list[str],
+        typer.Option(
+            "--target", hidden=True, callback=deprecated_alias("--target KIND=URL", "--scrape")
+        ),
+    ] = [],  # noqa: B006
     targets: Annotated[
         Path | None,
         typer.Option("--targets", help="YAML file of targets with labels and intervals."),
@@ -74,7 +83,7 @@ def agent(
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("slotune.collector.agent").setLevel(logging.INFO)
     config = AgentConfig(
-        target_args=tuple(target),
+        target_args=(*scrape, *old_target),
         targets_file=targets,
         interval_s=parse_duration_s(interval, field_name="--interval"),
         scrape_timeout_s=None

@@ -15,13 +15,17 @@ import typer
 
 from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json
 from slotune.ui.cli._options import (
+    InputLenOption,
+    NoStoreOption,
     NumRequestsOption,
+    OutputLenOption,
     RateOption,
     SeedOption,
     SloOption,
     TimeScaleOption,
     TraceOption,
     WorkloadOption,
+    deprecated_alias,
 )
 
 if TYPE_CHECKING:
@@ -59,24 +63,23 @@ def bench(
     url: Annotated[
         str | None, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")
     ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model name (default: first in /v1/models).")
+    served_model_name: Annotated[
+        str | None,
+        typer.Option(
+            help="The name the server serves the model under (default: first in /v1/models)."
+        ),
+    ] = None,
+    old_model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", hidden=True, callback=deprecated_alias("--model", "--served-model-name")
+        ),
     ] = None,
     endpoint: Annotated[EndpointName, typer.Option(help="API to call.")] = "completions",
     workload: WorkloadOption = None,
     trace: TraceOption = None,
-    input_len: Annotated[
-        str | None,
-        typer.Option(
-            help="Synthetic prompt length: 512, "
-            "uniform:128,1024, normal:512,64, lognormal:6.2,0.8, "
-            "empirical:azure-conv.",
-            rich_help_panel=_W,
-        ),
-    ] = None,
-    output_len: Annotated[
-        str | None, typer.Option(help="Synthetic output length (same forms).", rich_help_panel=_W)
-    ] = None,
+    input_len: InputLenOption = None,
+    output_len: OutputLenOption = None,
     shared_prefix: Annotated[
         int, typer.Option(help="Shared system-prompt tokens.", rich_help_panel=_W)
     ] = 0,
@@ -152,7 +155,7 @@ def bench(
     ] = True,
     stream: Annotated[bool, typer.Option(help="Stream responses (SSE).")] = True,
     name: Annotated[str | None, typer.Option(help="Run name in the store.")] = None,
-    no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the run.")] = False,
+    no_store: NoStoreOption = False,
     save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")] = None,
     requests_out: Annotated[
         Path | None,
@@ -187,7 +190,7 @@ def bench(
     config = BenchConfig(
         url=url,
         arrival=arrival,
-        model=model,
+        model=served_model_name or old_model,
         endpoint=Endpoint(endpoint),
         workload=workload,
         trace_file=str(trace) if trace else None,

@@ -41,9 +41,9 @@ def test_agent_once_then_summary_and_targets(
     code, out, err = slotune(
         agent_db,
         "agent",
-        "--target",
+        "--scrape",
         f"vllm={engine.url}",
-        "--target",
+        "--scrape",
         "nvml=fake",
         "--targets",
         str(targets),
@@ -80,7 +80,7 @@ def test_agent_once_then_summary_and_targets(
 
 def test_agent_without_targets_says_how_to_give_one(agent_db: str) -> None:
     code, _, err = slotune(agent_db, "agent", "--once")
-    assert code == 1 and "--target KIND=URL" in err
+    assert code == 1 and "--scrape KIND=URL" in err
 
 
 def test_scrape_snapshot_for_the_tuner(metrics_server: Server) -> None:
@@ -108,10 +108,10 @@ def test_scrape_snapshot_for_the_tuner(metrics_server: Server) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "vllm=http://[/x]"], "target URL 'http://[/x]' is not a URL"),
-        (["--target", "vllm=[/x]"], "target URL '[/x]' must look like"),
-        (["--target", "vllm=http://127.0.0.1:1", "--spool-dir", "{file}"], "--spool-dir"),
-        (["--target", "vllm=http://127.0.0.1:1", "--prometheus-port", "{busy}"], "cannot listen"),
+        (["--scrape", "vllm=http://[/x]"], "target URL 'http://[/x]' is not a URL"),
+        (["--scrape", "vllm=[/x]"], "target URL '[/x]' must look like"),
+        (["--scrape", "vllm=http://127.0.0.1:1", "--spool-dir", "{file}"], "--spool-dir"),
+        (["--scrape", "vllm=http://127.0.0.1:1", "--prometheus-port", "{busy}"], "cannot listen"),
     ],
 )
 def test_bad_agent_input_is_one_line(
@@ -137,7 +137,7 @@ def test_credentials_in_a_target_url_are_neither_printed_nor_stored(
     engine = metrics_server({"/metrics": lambda: vllm_exposition([1, 0, 0, 0, 0, 0, 0])})
     host = engine.url.removeprefix("http://")
     url = f"http://scraper:S3CRET@{host}/metrics?token=T0KEN"
-    code, out, err = slotune(agent_db, "agent", "--once", "--json", "--target", f"vllm={url}")
+    code, out, err = slotune(agent_db, "agent", "--once", "--json", "--scrape", f"vllm={url}")
     assert code == 0, err
     code, listed, err = slotune(agent_db, "targets", "list", "--json")
     assert code == 0, err
@@ -149,7 +149,7 @@ def test_credentials_in_a_target_url_are_neither_printed_nor_stored(
 
 def test_user_text_in_tables_is_printed_not_read_as_markup(agent_db: str) -> None:
     url = "http://127.0.0.1:1/[/x]"
-    code, _, err = slotune(agent_db, "agent", "--once", "--target", f"vllm={url}")
+    code, _, err = slotune(agent_db, "agent", "--once", "--scrape", f"vllm={url}")
     assert code == 0, err
     code, _, err = slotune(agent_db, "targets", "list")
     assert code == 0, err
@@ -165,6 +165,6 @@ def test_agent_refuses_a_bad_scrape_timeout_in_one_line(
     agent_db: str, timeout: str, message: str
 ) -> None:
     code, _, err = slotune(
-        agent_db, "agent", "--target", "nvml=fake", "--once", "--scrape-timeout", timeout
+        agent_db, "agent", "--scrape", "nvml=fake", "--once", "--scrape-timeout", timeout
     )
     assert code != 0 and message in err and "Traceback" not in err

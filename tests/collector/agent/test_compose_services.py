@@ -40,7 +40,7 @@ def test_agent_runs_on_the_host_network_with_the_gpus_and_targets_the_engine() -
     assert agent["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     command = [default_of(c) for c in agent["command"]]
     assert command[0] == "agent"
-    target = parse_target_arg(command[command.index("--target") + 1], node="n")
+    target = parse_target_arg(command[command.index("--scrape") + 1], node="n")
     assert target.metrics_urls == ("http://127.0.0.1:8000/metrics",)
     # every option of the command exists on `slotune agent`
     help_text = CliRunner().invoke(app, ["agent", "--help"], terminal_width=200).stdout

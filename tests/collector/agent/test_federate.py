@@ -1,4 +1,4 @@
-"""``--target prometheus=URL``: the agent reads engines through a real Prometheus' /federate."""
+"""``--scrape prometheus=URL``: the agent reads engines through a real Prometheus' /federate."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_each_federated_job_and_instance_becomes_a_target(
     wait_for_jobs(prom, ("vllm", "dcgm"))
 
     result = CliRunner().invoke(
-        app, ["--db", agent_db, "agent", "--target", f"prometheus={prom}", "--once", "--json"]
+        app, ["--db", agent_db, "agent", "--scrape", f"prometheus={prom}", "--once", "--json"]
     )
     assert result.exit_code == 0, result.stderr
     (outcome,) = json.loads(result.stdout)

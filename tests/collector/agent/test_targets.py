@@ -1,4 +1,4 @@
-"""--target arguments and targets YAML files."""
+"""--scrape arguments and targets YAML files."""
 
 from __future__ import annotations
 

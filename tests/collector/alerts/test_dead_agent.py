@@ -50,7 +50,7 @@ def test_a_killed_agent_pages_within_its_stale_window(sqlite_url: str, tmp_path:
             save_alert_rule(store, parse_rule(expr, name=name, severity="page").to_info())
     with running_emulator(tmp_path / "timings.jsonl", speedup=100) as engine:
         agent = subprocess.Popen(
-            [SLOTUNE, "--db", sqlite_url, "agent", "--target", f"vllm={engine}", *INTERVAL],
+            [SLOTUNE, "--db", sqlite_url, "agent", "--scrape", f"vllm={engine}", *INTERVAL],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

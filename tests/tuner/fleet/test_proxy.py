@@ -202,7 +202,7 @@ def test_the_agent_scrapes_the_proxy_like_any_target(
         db = f"sqlite:///{tmp_path / 'agent.db'}"
         for argv in (
             ["db", "upgrade"],
-            ["agent", "--once", "--target", f"vllm={proxy.url}", "--node", "n1"],
+            ["agent", "--once", "--scrape", f"vllm={proxy.url}", "--node", "n1"],
         ):
             r2 = subprocess.run(
                 [SLOTUNE, "--db", db, *argv], capture_output=True, text=True, timeout=120

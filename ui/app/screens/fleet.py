@@ -191,7 +191,7 @@ with guarded():
 
 if not table.targets:
     st.info(
-        "No target in the store yet: run `slotune agent --target …` on the GPU nodes (or "
+        "No target in the store yet: run `slotune agent --scrape …` on the GPU nodes (or "
         "`slotune demo`) to scrape engines into it."
     )
     st.stop()
