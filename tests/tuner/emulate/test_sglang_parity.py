@@ -63,3 +63,31 @@ def test_event_families_appear_with_sglangs_labels(sglang_emulator: RunningEmula
     aborted = shapes["sglang:num_aborted_requests"]
     assert (aborted.type, aborted.label_names) == ("counter", {"model_name", "engine_type"})
     assert "sglang:num_requests" not in shapes
+
+
+# SGLang's documentation example (docs/references/production_metrics.md), a scrape of an
+# early release; the shared data folder sits beside the repository.
+DOC_SCRAPE = DUMP.parents[3].parent / "shared" / "data" / "metrics"
+DOC_SCRAPE /= "sglang_production_metrics_doc.prom"
+# What the current release did with the families of that scrape it no longer serves.
+_GONE_SINCE_THE_DOC = {
+    # split into sglang:inter_token_latency_seconds (every token gap) and
+    # sglang:request_time_per_output_token_seconds (one TPOT per request)
+    "sglang:time_per_output_token_seconds",
+}
+
+
+def test_families_of_sglangs_documented_scrape_keep_type_and_labels(
+    sglang_emulator: RunningEmulator,
+) -> None:
+    url = sglang_emulator.url
+    with httpx.Client(timeout=30) as client:
+        _traffic(client, url)
+        emulated = sglang_shapes(client.get(f"{url}/metrics").text)
+    documented = sglang_shapes(DOC_SCRAPE.read_text(encoding="utf-8"))
+    kept = set(documented) - _GONE_SINCE_THE_DOC
+    assert kept <= set(emulated)
+    assert not _GONE_SINCE_THE_DOC & set(emulated)
+    for name in kept:  # later releases added labels (engine_type, ranks, is_streaming)
+        assert emulated[name].type == documented[name].type, name
+        assert documented[name].label_names <= emulated[name].label_names, name
