@@ -1,27 +1,19 @@
-"""A best configuration as the exact launch command (vLLM) or YAML + command (TensorRT-LLM)."""
+"""A best configuration as the exact launch command the engine accepts (and any file it reads).
+
+Each engine's format is its adapter's (:meth:`EngineAdapter.export`): a ``vllm serve``
+command line, or TensorRT-LLM's ``--extra_llm_api_options`` YAML followed by the
+``trtllm-serve`` command that reads it.
+"""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
-from enum import StrEnum
-
-import yaml
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import Engine
+from slotune.tuner.engines.registry import adapter_for, engine_names, engines
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.sim.config import TrtllmConfig, config_from_params
-from slotune.tuner.sim.flags import extra_llm_api_options, launch_command
 from slotune.tuner.space import Value
-
-TRTLLM_OPTIONS_FILE = "extra_llm_api_options.yaml"
-# The engine's context-length parameter, by engine.
-_LENGTH_KEYS = {"vllm": "max_model_len", "trtllm": "max_seq_len"}
-
-
-class ExportFormat(StrEnum):
-    VLLM = "vllm"
-    TRTLLM = "trtllm"
 
 
 def context_length_for(longest_tokens: int, model: str) -> int:
@@ -37,7 +29,7 @@ def export_config(
     engine: str,
     model: str,
     gpu: str,
-    fmt: ExportFormat | str,
+    fmt: Engine | str,
     longest_tokens: int | None = None,
 ) -> str:
     """Render a configuration for the engine it was tuned for.
@@ -48,49 +40,33 @@ def export_config(
 
     Args:
         config: engine parameters by the engine's names (a trial's ``config``).
-        engine: the engine the study tuned (``vllm`` / ``trtllm``).
+        engine: the engine the study tuned.
         model, gpu: catalog ids.
-        fmt: ``vllm`` (a ``vllm serve`` command line) or ``trtllm`` (a ``trtllm-serve``
-            command line followed by the YAML of its ``--extra_llm_api_options`` file).
+        fmt: the engine's name: its adapter's export (a ``vllm serve`` command line; a
+            ``trtllm-serve`` command line after the YAML of its options file; …).
         longest_tokens: prompt + output tokens of the workload's longest request, over the
             whole workload (not the tuning sample); None: not checked.
 
     Raises:
         ConfigError: the format does not match the engine the study tuned.
     """
-    try:
-        f = ExportFormat(fmt)
-    except ValueError as e:
-        raise ConfigError(f"--format {fmt!r}: use vllm or trtllm") from e
-    if f.value != engine:
+    if str(fmt) not in {e.value for e in engines()}:
+        raise ConfigError(f"--format {fmt!r}: use one of {engine_names()}")
+    if str(fmt) != engine:
         raise ConfigError(f"this study tuned {engine} parameters; export it with --format {engine}")
-    config, note = _covering(config, engine, model, longest_tokens)
-    engine_config = config_from_params(engine, model, gpu, config)
-    argv = launch_command(engine_config, extra_options_path=TRTLLM_OPTIONS_FILE)
-    command = shlex.join(argv)
-    if not isinstance(engine_config, TrtllmConfig):
-        return note + command + "\n"
-    options = yaml.safe_dump(extra_llm_api_options(engine_config), sort_keys=False)
-    return (
-        f"{note}# {TRTLLM_OPTIONS_FILE}\n{options}---\n"
-        f"# launch (with {TRTLLM_OPTIONS_FILE} in the working directory):\n# {command}\n"
-    )
+    adapter = adapter_for(engine)
+    config, note = _covering(config, adapter.length_param, model, longest_tokens)
+    return note + adapter.export(adapter.config_from_params(model, gpu, config))
 
 
 def _covering(
-    config: Mapping[str, Value], engine: str, model: str, longest_tokens: int | None
+    config: Mapping[str, Value], key: str, model: str, longest_tokens: int | None
 ) -> tuple[dict[str, Value], str]:
-    """The configuration with a context length that fits the longest request, and the
-    ``# note:`` lines that say what was raised or cannot fit (empty when neither)."""
+    """The configuration with a context length (``key``) that fits the longest request, and
+    the ``# note:`` lines that say what was raised or cannot fit (empty when neither)."""
     out = dict(config)
-    key = _LENGTH_KEYS.get(engine)
-    tuned = out.get(key) if key else None
-    if (
-        key is None
-        or longest_tokens is None
-        or not isinstance(tuned, int)
-        or tuned >= longest_tokens
-    ):
+    tuned = out.get(key)
+    if longest_tokens is None or not isinstance(tuned, int) or tuned >= longest_tokens:
         return out, ""
     raised = max(tuned, context_length_for(longest_tokens, model))
     out[key] = raised

@@ -6,9 +6,10 @@ sampler only ever proposes values the engine would be given), a boolean, or a fi
 A parameter may be *conditional*: ``long_prefill_token_threshold`` exists only when
 ``enable_chunked_prefill`` is on, so it is neither sampled nor exported otherwise.
 
-One structural rule is not a condition but a repair: vLLM refuses to start when chunked prefill
-is off and ``max_num_batched_tokens < max_model_len``; the sampled value is then raised to
-``max_model_len`` in the configuration (the trial's ``config`` records what the engine got).
+Structural rules are not conditions but repairs, stated by each engine's adapter: vLLM refuses
+to start when chunked prefill is off and ``max_num_batched_tokens < max_model_len``; the sampled
+value is then raised to ``max_model_len`` in the configuration (the trial's ``config`` records
+what the engine got).
 
 Spaces are narrowed or extended by a YAML file (see :func:`load_space_file`) or by
 ``NAME=SPEC`` strings (:func:`parse_param_override`)::
@@ -27,21 +28,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
-
-import optuna
+from typing import TYPE_CHECKING, Any
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.textfile import read_text
+from slotune.collector.vocabulary import Engine
 from slotune.collector.yamlfile import read_yaml
-from slotune.tuner.sim.config import Engine, config_from_params, resolve
+from slotune.tuner.engines.registry import adapter_for
 
-# Other names the engines' own tools use for one parameter (trtllm-serve's ``--tp_size``);
-# a study keeps the canonical name only.
-PARAM_ALIASES: dict[Engine, dict[str, str]] = {
-    Engine.VLLM: {"tp_size": "tensor_parallel_size"},
-    Engine.TRTLLM: {"tp_size": "tensor_parallel_size"},
-}
+if TYPE_CHECKING:
+    import optuna
 
 
 class ParamKind(StrEnum):
@@ -203,15 +199,7 @@ class SearchSpace:
 
     def repair(self, config: dict[str, Value]) -> dict[str, Value]:
         """Apply the engine's structural rules to a sampled configuration."""
-        if self.engine is Engine.VLLM and config.get("enable_chunked_prefill") is False:
-            config["max_num_batched_tokens"] = max(
-                int(config.get("max_num_batched_tokens", 0)), self.max_model_len
-            )
-            config.pop("long_prefill_token_threshold", None)
-            config.pop("max_num_partial_prefills", None)
-        if self.engine is Engine.TRTLLM and config.get("enable_chunked_prefill") is False:
-            config["max_num_tokens"] = max(int(config.get("max_num_tokens", 0)), self.max_model_len)
-        return config
+        return adapter_for(self.engine).repair(config, self.max_model_len)
 
     def invalid_reason(self, config: Mapping[str, Value]) -> str | None:
         """Why the engine refuses ``config`` when it parses its arguments, else None.
@@ -219,14 +207,7 @@ class SearchSpace:
         Only rules the engine checks before touching a GPU (vLLM's ``SchedulerConfig``), so a
         study need not spend an engine launch to learn them.
         """
-        if self.engine is Engine.VLLM:
-            seqs, tokens = config.get("max_num_seqs"), config.get("max_num_batched_tokens")
-            if isinstance(seqs, int) and isinstance(tokens, int) and tokens < seqs:
-                return (
-                    f"max_num_batched_tokens ({tokens}) must be greater than or equal to "
-                    f"max_num_seqs ({seqs})"
-                )
-        return None
+        return adapter_for(self.engine).invalid_reason(config)
 
     def default_params(self) -> dict[str, Value]:
         """Trial-0 parameters: the engine defaults that lie inside the searched ranges."""
@@ -322,7 +303,7 @@ def canonical_overrides(engine: Engine, overrides: Mapping[str, Any]) -> dict[st
     Raises:
         ConfigError: one parameter given under two of its names.
     """
-    aliases = PARAM_ALIASES[engine]
+    aliases = adapter_for(engine).param_aliases
     out: dict[str, Any] = {}
     for name, spec in overrides.items():
         canonical = aliases.get(name, name)
@@ -503,53 +484,15 @@ def load_space_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _vllm_params() -> tuple[Param, ...]:
-    chunked = {"enable_chunked_prefill": True}
-    return (
-        choice("max_num_seqs", powers_of_two(8, 1024)),
-        choice("max_num_batched_tokens", powers_of_two(512, 32768)),
-        choice("enable_chunked_prefill", (True, False)),
-        choice("enable_prefix_caching", (True, False)),
-        Param(
-            "gpu_memory_utilization",
-            ParamKind.FLOAT,
-            low=0.80,
-            high=0.95,
-            step=0.01,
-            grid=(0.85, 0.9, 0.95),
-        ),
-        choice("long_prefill_token_threshold", (0, 256, 512, 1024, 2048, 4096), requires=chunked),
-    )
-
-
-def _trtllm_params() -> tuple[Param, ...]:
-    return (
-        choice("max_batch_size", powers_of_two(8, 2048)),
-        choice("max_num_tokens", powers_of_two(512, 32768)),
-        choice("enable_chunked_prefill", (True, False)),
-        choice("kv_cache_config.enable_block_reuse", (True, False)),
-        Param(
-            "kv_cache_config.free_gpu_memory_fraction",
-            ParamKind.FLOAT,
-            low=0.80,
-            high=0.95,
-            step=0.01,
-            grid=(0.85, 0.9, 0.95),
-        ),
-        choice(
-            "scheduler_config.capacity_scheduler_policy", ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")
-        ),
-    )
-
-
 def engine_defaults(
     engine: Engine | str, model: str, gpu: str, *, max_model_len: int
 ) -> dict[str, Value]:
     """The engine's own defaults for this model and GPU (as ``vllm serve`` / ``trtllm-serve``
     would resolve them), with the context length the study starts engines with."""
-    eng = _engine(engine)
-    length_key = "max_model_len" if eng is Engine.VLLM else "max_seq_len"
-    resolved = resolve(config_from_params(eng.value, model, gpu, {length_key: max_model_len}))
+    adapter = adapter_for(_engine(engine))
+    resolved = adapter.resolve(
+        adapter.config_from_params(model, gpu, {adapter.length_param: max_model_len})
+    )
     return {k: v for k, v in resolved.to_dict().items() if k not in ("engine", "model", "gpu")}
 
 
@@ -559,21 +502,21 @@ def default_space(
     """The built-in space of an engine.
 
     Args:
-        engine: ``vllm`` or ``trtllm``.
+        engine: an engine with an adapter.
         defaults: the engine's default configuration (:func:`engine_defaults`); parameters
             outside the space keep these values.
         max_model_len: the context length the engine is started with.
     """
     eng = _engine(engine)
-    params = _vllm_params() if eng is Engine.VLLM else _trtllm_params()
+    adapter = adapter_for(eng)
+    params = adapter.default_params()
     searched = {p.name for p in params}
-    fixed = ("max_model_len", "max_seq_len", "tensor_parallel_size")
-    kept = {k: v for k, v in defaults.items() if k in searched or k in fixed}
+    kept = {k: v for k, v in defaults.items() if k in searched or k in adapter.fixed_params}
     return SearchSpace(eng, params, kept, max_model_len)
 
 
 def _engine(engine: Engine | str) -> Engine:
     try:
-        return Engine(engine)
-    except ValueError as e:
-        raise ConfigError(f"--engine {engine!r}: unknown engine; use vllm or trtllm") from e
+        return adapter_for(engine).engine
+    except ConfigError as e:
+        raise ConfigError(f"--engine {engine!r}: {e}") from e

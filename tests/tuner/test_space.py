@@ -138,7 +138,7 @@ def test_bad_space_entries():
     with pytest.raises(ConfigError, match="unknown keys"):
         space.with_overrides({"max_num_seqs": {"low": 1, "high": 2, "lo": 3}})
     with pytest.raises(ConfigError, match="unknown engine"):
-        default_space("sglang", {}, max_model_len=4096)
+        default_space("tgi", {}, max_model_len=4096)
 
 
 def test_trtllm_space_uses_llm_api_names():

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from slotune.tuner.engines.base import EngineAdapter, Knob
+from slotune.tuner.engines.registry import adapter_for, adapters
+
 
 class Severity(StrEnum):
     OK = "ok"  # healthy: nothing to change
@@ -30,19 +33,19 @@ class Severity(StrEnum):
     CRITICAL = "critical"
 
 
-# Parameters the tuner can add to its default space with --param NAME=choices; others
-# (async_scheduling) are advice only.
-_ADDABLE = {
-    "vllm": {"enforce_eager": "true,false", "tensor_parallel_size": "1,2,4,8"},
-    "trtllm": {"tensor_parallel_size": "1,2,4,8"},
-}
-# The rules speak vLLM's names; TensorRT-LLM's for the same knob.
-_TRTLLM_NAMES = {
-    "max_num_seqs": "max_batch_size",
-    "max_num_batched_tokens": "max_num_tokens",
-    "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction",
-    "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
-}
+# Knobs the tuner can add to its default space with --param NAME=choices, where the engine
+# has them; other parameters (async_scheduling) are advice only.
+_ADDABLE = {Knob.EAGER: "true,false", Knob.TENSOR_PARALLEL: "1,2,4,8"}
+
+
+def _engine_name(name: str, target: EngineAdapter) -> str:
+    """A rule's parameter (any engine's name for a knob) as ``target`` names that knob;
+    a parameter that is no engine's knob, or a knob ``target`` lacks, stays as it is."""
+    for adapter in adapters():
+        for knob, knob_name in adapter.knob_names.items():
+            if knob_name == name:
+                return target.knob_names.get(knob, name)
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +106,8 @@ def finding(
     """A finding whose parameters are named as ``context``'s engine names them, with the tune
     command derived from them."""
     context = context or TuneContext()
-    names = tuple(_TRTLLM_NAMES.get(p, p) if context.engine == "trtllm" else p for p in parameters)
+    target = adapter_for(context.engine)
+    names = tuple(_engine_name(p, target) for p in parameters)
     return Finding(
         code=code,
         severity=severity,
@@ -121,7 +125,8 @@ def tune_command(parameters: Sequence[str], context: TuneContext) -> str | None:
 
     # The default space of `slotune tune` for the engine (its ranges; no catalog needed).
     searched = default_space(context.engine, {}, max_model_len=4096).names()
-    addable = _ADDABLE.get(context.engine, {})
+    knob_names = adapter_for(context.engine).knob_names
+    addable = {knob_names[k]: choices for k, choices in _ADDABLE.items() if k in knob_names}
     tunable = [p for p in parameters if p in searched or p in addable]
     if not tunable:
         return None

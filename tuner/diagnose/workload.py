@@ -21,6 +21,8 @@ from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext, fin
 from slotune.tuner.diagnose._prefix import PrefixReuse, prefix_reuse
 from slotune.tuner.diagnose._settings import SettingRun, SimTarget, run_setting
 from slotune.tuner.diagnose._traffic import Traffic, traffic
+from slotune.tuner.engines.base import Knob
+from slotune.tuner.engines.registry import adapter_for
 
 PREFIX_REUSE_MIN = 0.10  # reused prompt-token share that makes a prefix cache pay
 CHUNKING_GAIN = 0.10  # relative ITL p99 gain that makes chunked prefill worth it
@@ -30,11 +32,6 @@ BURSTY_CV = 2.0
 BURSTY_PEAK_TO_MEAN = 3.0
 SMALL_BUDGET = 2048
 OVERLOAD_TTFT_MS = 5000.0  # simulated TTFT p50 at which one replica cannot keep up
-
-_NAMES = {
-    "vllm": ("enable_prefix_caching", "max_num_batched_tokens"),
-    "trtllm": ("kv_cache_config.enable_block_reuse", "max_num_tokens"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +83,17 @@ def diagnose_workload(
         context: ``slotune tune`` flags for the findings' tune commands.
     """
     target = target or SimTarget()
-    caching, budget = _NAMES.get(target.engine, _NAMES["vllm"])
+    adapter = adapter_for(target.engine)
+    caching = adapter.knob_names[Knob.PREFIX_CACHE]
+    budget = adapter.knob_names[Knob.TOKEN_BUDGET]
     head = retime(trace, num_requests=num_sim_requests, time_scale=time_scale)
-    runs = (
-        run_setting(head, target, "defaults", {}),
-        run_setting(head, target, f"{caching}=false", {caching: False}),
-        run_setting(
-            head, target, "enable_chunked_prefill=false", {"enable_chunked_prefill": False}
-        ),
-        run_setting(head, target, f"{budget}={SMALL_BUDGET}", {budget: SMALL_BUDGET}),
+    settings: tuple[dict[str, Any], ...] = (
+        {},
+        adapter.knob_params(Knob.PREFIX_CACHE, False),
+        adapter.knob_params(Knob.CHUNKED_PREFILL, False),
+        adapter.knob_params(Knob.TOKEN_BUDGET, SMALL_BUDGET),
     )
+    runs = tuple(run_setting(head, target, _label(params), params) for params in settings)
     flow = traffic(trace.requests)
     prefix = prefix_reuse(trace.requests, MOONCAKE_BLOCK_SIZE, capacity_tokens=runs[0].kv_tokens)
     findings = (
@@ -118,6 +116,15 @@ def diagnose_workload(
         num_sim_requests=len(head),
         runs=runs,
         findings=tuple(findings),
+    )
+
+
+def _label(params: dict[str, Any]) -> str:
+    """A setting's name: its parameters as ``--param`` writes them, or ``defaults``."""
+    if not params:
+        return "defaults"
+    return ",".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items()
     )
 
 

@@ -28,7 +28,9 @@ An adapter must provide (abstract methods and class attributes below):
   :meth:`~EngineAdapter.scheduler`, :meth:`~EngineAdapter.host_step_s`,
   :meth:`~EngineAdapter.kv_log_lines`, ``kv_room_knobs``, and the optional hook
   :meth:`~EngineAdapter.check_request`;
-- diagnosis: ``knob_names`` (the engine's parameter for each neutral :class:`Knob`).
+- diagnosis: ``knob_names`` (the engine's parameter for each neutral :class:`Knob`; every
+  adapter has the first seven) and :meth:`~EngineAdapter.knob_params` where setting a knob
+  is more than giving its parameter a value.
 
 ``tests/tuner/engines/test_adapter_contract.py`` runs one suite over every registered
 adapter; a new adapter passes it before it is done.
@@ -40,11 +42,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from slotune.tuner.sim.config import Engine
+from slotune.collector.errors import ConfigError
 
 if TYPE_CHECKING:
+    from slotune.collector.vocabulary import Engine
     from slotune.tuner.sim.block_manager import BlockManager
     from slotune.tuner.sim.catalog import GPU, ModelSpec
     from slotune.tuner.sim.cost_coeffs import OverheadKnobs
@@ -54,23 +57,23 @@ if TYPE_CHECKING:
     from slotune.tuner.space import Param, Value
 
 
+@dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Base of an engine's settings as the user gave them (None = the engine's default).
 
-    Subclasses are frozen dataclasses whose fields are the engine's own parameter names,
-    with ``model`` and ``gpu`` (catalog ids) first.
+    Subclasses are frozen, slotted dataclasses whose further fields are the engine's own
+    parameter names, and set ``engine`` as a class variable.
     """
 
-    __slots__ = ()
     engine: ClassVar[Engine]
     model: str
     gpu: str
 
 
+@dataclass(frozen=True, slots=True)
 class ResolvedConfig(ABC):
     """Base of an engine's settings with every default filled in and validated."""
 
-    __slots__ = ()
     engine: ClassVar[Engine]
     model: ModelSpec
     gpu: GPU
@@ -105,6 +108,18 @@ class Knob(StrEnum):
     EAGER = "eager"
 
 
+class KvBudget(StrEnum):
+    """How an engine's memory fraction sizes its KV cache."""
+
+    SHARE_OF_TOTAL = "share_of_total"
+    """The instance may use this share of all GPU memory; the cache gets what the weights,
+    activations and graphs leave of it, and the engine refuses to start when one
+    maximum-length sequence does not fit (vLLM's ``gpu_memory_utilization``)."""
+    SHARE_OF_FREE = "share_of_free"
+    """The cache gets this share of the memory still free after weights, activations and
+    graphs (TensorRT-LLM's ``kv_cache_config.free_gpu_memory_fraction``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SimView:
     """What the simulator needs of a resolved configuration, in no engine's names.
@@ -135,6 +150,23 @@ class SimView:
     enforce_eager: bool
 
 
+_T = TypeVar("_T")
+
+
+def narrow(value: EngineConfig | ResolvedConfig, cls: type[_T]) -> _T:
+    """``value`` as the adapter's own config class ``cls``.
+
+    Raises:
+        ConfigError: ``value`` is another engine's (callers pick the adapter by its engine).
+    """
+    if not isinstance(value, cls):
+        raise ConfigError(
+            f"expected a {cls.__name__}, got a {type(value).__name__} for {value.engine}; "
+            "pick the adapter with adapter_for(config.engine)"
+        )
+    return value
+
+
 class EngineAdapter(ABC):
     """One tunable engine (see the module docstring for what a subclass provides)."""
 
@@ -154,6 +186,22 @@ class EngineAdapter(ABC):
     """The engine's parameter for each :class:`Knob` it has."""
     kv_room_knobs: ClassVar[str]
     """What to turn when the KV cache holds too few requests (``raise X or lower Y``)."""
+    export_language: ClassVar[str] = "bash"
+    """The language :meth:`export`'s text is in, for highlighting (``bash``, ``yaml``)."""
+    kv_budget: ClassVar[KvBudget | None] = None
+    """The rule :func:`tuner.sim.memory.kv_capacity` sizes the cache by for this engine;
+    None when the adapter's :meth:`kv_capacity` sizes it another way."""
+
+    def knob_params(self, knob: Knob, value: Value) -> dict[str, Value]:
+        """The parameters that set ``knob`` to ``value`` (True / False for an on-off knob).
+
+        By default ``{knob_names[knob]: value}``; an engine whose parameter says the opposite
+        (a ``disable_`` flag) or turns a feature off by a value overrides this.
+
+        Raises:
+            KeyError: the engine has no such knob.
+        """
+        return {self.knob_names[knob]: value}
 
     # configuration
     @abstractmethod

@@ -10,8 +10,8 @@ import importlib
 from functools import cache
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import Engine
 from slotune.tuner.engines.base import EngineAdapter
-from slotune.tuner.sim.config import Engine
 
 # Engine -> the module whose ``ADAPTER`` serves it.
 _ADAPTERS: dict[Engine, str] = {

@@ -50,7 +50,7 @@ class PoolSpec:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.resolved().tensor_parallel_size
+        return EngineCore.create(self.resolved()).view.tensor_parallel_size
 
 
 def parse_pool(text: str, *, engine: str = "vllm") -> PoolSpec:

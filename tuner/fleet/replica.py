@@ -15,7 +15,7 @@ import numpy as np
 
 from slotune.collector.records import RequestRecord
 from slotune.tuner.fleet.policy import ReplicaState
-from slotune.tuner.sim import EngineCore, ResolvedConfig, ResolvedVllm, SimRequest
+from slotune.tuner.sim import EngineCore, ResolvedConfig, SimRequest
 
 # Weight of the newest step in the live throughput averages (about the last 50 steps).
 _EWMA = 0.02
@@ -45,8 +45,8 @@ class Replica:
         self.name = name
         self.pool = pool
         self.model = config.model.id
-        self.gpus = config.tensor_parallel_size
         self.core = EngineCore.create(config)
+        self.gpus = self.core.view.tensor_parallel_size
         self.clock_s = ready_s
         self.ready_s = ready_s
         # GPU time counts from the launch: loading the model holds the GPU too
@@ -60,11 +60,7 @@ class Replica:
         self._started: dict[str, float] = {}
         self._waiting_tokens: dict[str, int] = {}
         self._num_waiting_tokens = 0
-        budget = (
-            config.max_num_batched_tokens
-            if isinstance(config, ResolvedVllm)
-            else config.max_num_tokens
-        )
+        budget = self.core.view.token_budget
         # the rate a queue drains at, from the cost model until steps measure it
         self.prefill_tps = budget / self.core.cost.step_time_s(budget, budget * budget / 2, 0, 0, 1)
         self.throughput_tps = 0.0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.catalog import GPU, ModelSpec, StepTerms
 from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
@@ -110,7 +111,7 @@ class CostModel:
             ``fp8_e5m2``).
         enforce_eager: run without CUDA graphs (one kernel launch at a time).
         calibration: coefficients; the bundled fitted ones by default.
-        engine: ``"vllm"`` or ``"trtllm"``: whose per-step host time applies.
+        engine: whose per-step host time applies (an engine with an adapter).
 
     Raises:
         EngineConfigError: the tensor-parallel size does not divide the model's heads.
@@ -187,7 +188,7 @@ class CostModel:
         # Batches above the largest captured size run without a graph, as with enforce_eager.
         self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
         eff = self.nominal_gpu.efficiency
-        engine_step_s = ovh.trtllm_step_s if self.engine == "trtllm" else ovh.step_s
+        engine_step_s = adapter_for(self.engine).host_step_s(ovh)
         self._step_s = engine_step_s if eff.step_overhead_s is None else eff.step_overhead_s
         self._per_seq_s = ovh.per_seq_s
         self._all_reduce_extra_s = (

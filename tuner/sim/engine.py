@@ -9,20 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slotune.tuner.engines.base import EngineConfig, PrefixCache, ResolvedConfig, SimView
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.block_manager import BlockManager
-from slotune.tuner.sim.config import (
-    EngineConfig,
-    ResolvedConfig,
-    ResolvedTrtllm,
-    ResolvedVllm,
-    resolve,
-)
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
-from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_capacity, kv_room_warning
+from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
-from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
-from slotune.tuner.sim.scheduler_vllm import VllmScheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,24 +98,25 @@ class EngineStats:
 
 
 class EngineCore:
-    """A simulated vLLM or TensorRT-LLM engine; build one with :meth:`create`."""
+    """A simulated serving engine; build one with :meth:`create`.
+
+    What the engine is comes from its adapter: the scheduler, and the neutral view
+    (``self.view``) of its limits the core and its callers read.
+    """
 
     def __init__(self, config: ResolvedConfig, capacity: KvCapacity, cost: CostModel) -> None:
         self.config = config
         self.capacity = capacity
         self.cost = cost
-        if isinstance(config, ResolvedVllm):
-            block_size, caching = config.block_size, config.enable_prefix_caching
-            self._max_len = config.max_model_len
-        else:
-            block_size, caching = config.tokens_per_block, config.enable_block_reuse
-            self._max_len = config.max_seq_len
-        self.block_manager = BlockManager(capacity.num_blocks, block_size, enable_caching=caching)
-        self.scheduler: Scheduler = (
-            VllmScheduler(config, self.block_manager)
-            if isinstance(config, ResolvedVllm)
-            else TrtllmScheduler(config, self.block_manager)
+        self._adapter = adapter_for(config.engine)
+        self.view = self._adapter.sim_view(config, capacity)
+        self._max_len = self.view.max_len
+        self.block_manager = BlockManager(
+            capacity.num_blocks,
+            self.view.block_size,
+            enable_caching=self.view.prefix_cache is not PrefixCache.NONE,
         )
+        self.scheduler: Scheduler = self._adapter.scheduler(config, self.view, self.block_manager)
         self._states: dict[str, RequestState] = {}
         self._prompt_tokens = 0
         self._generation_tokens = 0
@@ -138,8 +132,11 @@ class EngineCore:
             EngineConfigError: the engine would refuse to start (bad combination, weights
                 that do not fit, no room for one ``max_model_len`` sequence).
         """
-        resolved = config if isinstance(config, ResolvedVllm | ResolvedTrtllm) else resolve(config)
-        return cls(resolved, _capacity(resolved), _cost_model(resolved))
+        adapter = adapter_for(config.engine)
+        resolved = config if isinstance(config, ResolvedConfig) else adapter.resolve(config)
+        capacity = adapter.kv_capacity(resolved)
+        view = adapter.sim_view(resolved, capacity)
+        return cls(resolved, capacity, _cost_model(resolved, view))
 
     # requests
     def add_request(self, request: SimRequest) -> None:
@@ -293,7 +290,7 @@ class EngineCore:
         )
 
     def kv_log_lines(self) -> list[str]:
-        """The KV-cache lines the engine logs at start (vLLM's wording)."""
+        """The KV-cache lines the engine logs at start, in its own wording."""
         return format_kv_log(self.capacity, self._max_len)
 
     def kv_room_warning(self, tokens_per_request: float, what: str) -> str | None:
@@ -309,58 +306,15 @@ class EngineCore:
                 f"{request.max_tokens} in the completion). Please reduce the length of the "
                 "messages or completion."
             )
-        config = self.config
-        if isinstance(config, ResolvedVllm):
-            return
-        if not config.enable_chunked_prefill and request.prompt_tokens > config.max_num_tokens:
-            raise RequestRejected(
-                f"The prompt length ({request.prompt_tokens}) exceeds max_num_tokens "
-                f"({config.max_num_tokens}) and chunked prefill is disabled; enable "
-                "enable_chunked_prefill or raise max_num_tokens"
-            )
-        if self.block_manager.blocks_for(total) > self.capacity.num_blocks:
-            raise RequestRejected(
-                f"The request needs {total} tokens of KV cache but the engine holds only "
-                f"{self.capacity.num_blocks * self.block_manager.block_size}"
-            )
+        self._adapter.check_request(self.config, self.capacity, request)
 
 
-def _capacity(config: ResolvedConfig) -> KvCapacity:
-    if isinstance(config, ResolvedVllm):
-        return kv_capacity(
-            config.model,
-            config.gpu,
-            tensor_parallel_size=config.tensor_parallel_size,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            engine="vllm",
-            block_size=config.block_size,
-            kv_cache_dtype=config.kv_cache_dtype,
-            max_model_len=config.max_model_len,
-            max_num_seqs=config.max_num_seqs,
-            max_num_batched_tokens=config.max_num_batched_tokens,
-            enforce_eager=config.enforce_eager,
-        )
-    return kv_capacity(
-        config.model,
-        config.gpu,
-        tensor_parallel_size=config.tensor_parallel_size,
-        free_gpu_memory_fraction=config.free_gpu_memory_fraction,
-        engine="trtllm",
-        block_size=config.tokens_per_block,
-        kv_cache_dtype=config.kv_cache_dtype,
-        max_model_len=config.max_seq_len,
-        max_num_seqs=config.max_batch_size,
-        max_num_batched_tokens=config.max_num_tokens,
-        enforce_eager=False,
-    )
-
-
-def _cost_model(config: ResolvedConfig) -> CostModel:
+def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
     return CostModel(
         config.model,
         config.gpu,
-        tensor_parallel_size=config.tensor_parallel_size,
-        kv_cache_dtype=config.kv_cache_dtype,
-        enforce_eager=isinstance(config, ResolvedVllm) and config.enforce_eager,
-        engine="vllm" if isinstance(config, ResolvedVllm) else "trtllm",
+        tensor_parallel_size=view.tensor_parallel_size,
+        kv_cache_dtype=view.kv_cache_dtype,
+        enforce_eager=view.enforce_eager,
+        engine=config.engine,
     )

@@ -4,7 +4,8 @@ vLLM (V1) sizes its KV cache as ``gpu_memory_utilization * total`` minus the wei
 activation peak of a profiling forward pass over ``max_num_batched_tokens`` tokens, memory
 outside PyTorch (CUDA/NCCL buffers) and its CUDA graph estimate. TensorRT-LLM gives the KV cache
 ``free_gpu_memory_fraction`` of the memory still free after weights, activations and graphs.
-Everything is per tensor-parallel rank: each rank holds ``1/TP`` of the weights and of the KV
+Which of the two rules applies is the engine adapter's ``kv_budget``; an adapter may also size
+its cache itself. Everything is per tensor-parallel rank: each rank holds ``1/TP`` of the weights and of the KV
 heads, and every rank has the same number of blocks. Start-up failures raise
 :class:`~collector.errors.EngineConfigError` worded like the engine's own error.
 """
@@ -15,8 +16,9 @@ import math
 from dataclasses import dataclass
 
 from slotune.collector.errors import ConfigError, EngineConfigError
+from slotune.tuner.engines.base import KvBudget
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.catalog import GPU, ModelSpec
-from slotune.tuner.sim.config import Engine
 from slotune.tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
@@ -58,7 +60,7 @@ class KvCapacity:
     non_torch_bytes: int = 0
     block_size: int = 16
     max_model_len: int = 0
-    engine: str = Engine.VLLM.value
+    engine: str = "vllm"
 
 
 def validate_tensor_parallel(model: ModelSpec, tensor_parallel_size: int) -> None:
@@ -124,7 +126,8 @@ def activation_bytes(
     return int(forward + sampler)
 
 
-def _gib(num_bytes: float) -> str:
+def gib_text(num_bytes: float) -> str:
+    """Bytes as the engines log them: ``12.34 GiB``."""
     return f"{num_bytes / GIB:.2f} GiB"
 
 
@@ -132,13 +135,13 @@ def _check_weights_fit(model: ModelSpec, gpu: GPU, tp: int, weights: int, non_to
     if weights + non_torch > gpu.mem_bytes:
         raise EngineConfigError(
             f"CUDA out of memory while loading the model weights: {model.id} needs "
-            f"{_gib(weights)} of weights per GPU with tensor_parallel_size={tp}, but GPU 0 has "
-            f"a total capacity of {_gib(gpu.mem_bytes)}. Increase `tensor_parallel_size`, use "
+            f"{gib_text(weights)} of weights per GPU with tensor_parallel_size={tp}, but GPU 0 has "
+            f"a total capacity of {gib_text(gpu.mem_bytes)}. Increase `tensor_parallel_size`, use "
             f"a GPU with more memory, or serve a quantized model."
         )
 
 
-def _vllm_available(gpu: GPU, gpu_memory_utilization: float, used: int) -> int:
+def _share_of_total(gpu: GPU, gpu_memory_utilization: float, used: int) -> int:
     if not 0.0 < gpu_memory_utilization <= 1.0:
         raise EngineConfigError(
             f"GPU memory utilization must be within (0, 1]. Got {gpu_memory_utilization}."
@@ -152,7 +155,7 @@ def _vllm_available(gpu: GPU, gpu_memory_utilization: float, used: int) -> int:
     return available
 
 
-def _trtllm_available(free_gpu_memory_fraction: float, free_bytes: int) -> int:
+def _share_of_free(free_gpu_memory_fraction: float, free_bytes: int) -> int:
     if not 0.0 < free_gpu_memory_fraction <= 1.0:
         raise EngineConfigError(
             "kv_cache_config.free_gpu_memory_fraction must be within (0, 1], got "
@@ -162,7 +165,7 @@ def _trtllm_available(free_gpu_memory_fraction: float, free_bytes: int) -> int:
     if available <= 0:
         raise EngineConfigError(
             "Not enough GPU memory left for the KV cache after loading the weights "
-            f"({_gib(free_bytes)} free). Increase kv_cache_config.free_gpu_memory_fraction, "
+            f"({gib_text(free_bytes)} free). Increase kv_cache_config.free_gpu_memory_fraction, "
             "reduce max_num_tokens or use more GPUs (tensor_parallel_size)."
         )
     return available
@@ -180,8 +183,8 @@ def _check_max_model_len(
     if needed > available:
         raise EngineConfigError(
             f"To serve at least one request with the models's max seq len ({max_model_len}), "
-            f"({_gib(needed)} KV cache is needed, which is larger than the available KV cache "
-            f"memory ({_gib(available)}). Based on the available memory, the estimated maximum "
+            f"({gib_text(needed)} KV cache is needed, which is larger than the available KV cache "
+            f"memory ({gib_text(available)}). Based on the available memory, the estimated maximum "
             f"model length is {num_blocks * block_size}. Try increasing "
             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
             "engine."
@@ -196,6 +199,8 @@ def kv_capacity(
     gpu_memory_utilization: float = 0.9,
     free_gpu_memory_fraction: float = 0.9,
     engine: str = "vllm",
+    budget: KvBudget | None = None,
+    memory_fraction: float | None = None,
     block_size: int = 16,
     kv_cache_dtype: str = "auto",
     max_model_len: int | None = None,
@@ -213,7 +218,12 @@ def kv_capacity(
         gpu_memory_utilization: vLLM's fraction of total memory the instance may use.
         free_gpu_memory_fraction: TensorRT-LLM's fraction of the memory free after weights
             and activations that goes to the KV cache.
-        engine: ``vllm`` or ``trtllm``.
+        engine: the engine the cache is for (names the capacity's log lines).
+        budget: how the memory fraction sizes the cache; the engine adapter's
+            ``kv_budget`` by default.
+        memory_fraction: the fraction ``budget`` applies; by default
+            ``gpu_memory_utilization`` for a share of the total, else
+            ``free_gpu_memory_fraction``.
         block_size: tokens per KV block (TensorRT-LLM's ``tokens_per_block``).
         kv_cache_dtype: ``auto`` or ``fp8`` (fp8 halves a 16-bit cache).
         max_model_len: longest sequence; the model's ``max_position_embeddings`` by default.
@@ -230,10 +240,14 @@ def kv_capacity(
             ``max_model_len`` sequence does not fit (vLLM), worded like the engine.
         ConfigError: unknown engine or ``kv_cache_dtype``.
     """
-    try:
-        engine_kind = Engine(engine)
-    except ValueError:
-        raise ConfigError(f"unknown engine {engine!r}; use 'vllm' or 'trtllm'") from None
+    if budget is None:
+        budget = _budget_of(engine)
+    if memory_fraction is None:
+        memory_fraction = (
+            gpu_memory_utilization
+            if budget is KvBudget.SHARE_OF_TOTAL
+            else free_gpu_memory_fraction
+        )
     if block_size < 1:
         raise EngineConfigError(f"block_size must be a positive integer, got {block_size}")
     validate_tensor_parallel(model, tensor_parallel_size)
@@ -259,18 +273,19 @@ def kv_capacity(
         else (knobs.cuda_graph_base_bytes + model.num_layers * knobs.cuda_graph_per_layer_bytes)
     )
     used = weights + non_torch + activation + graphs
-    if engine_kind is Engine.VLLM:
-        available = _vllm_available(gpu, gpu_memory_utilization, used)
+    is_total = budget is KvBudget.SHARE_OF_TOTAL
+    if is_total:
+        available = _share_of_total(gpu, memory_fraction, used)
     else:
-        available = _trtllm_available(free_gpu_memory_fraction, gpu.mem_bytes - used)
+        available = _share_of_free(memory_fraction, gpu.mem_bytes - used)
     per_token = kv_bytes_per_token(model, tp, kv_cache_dtype)
     page = per_token * block_size
     num_blocks = available // page
-    if num_blocks <= 0 and engine_kind is Engine.VLLM:
-        _vllm_available(gpu, gpu_memory_utilization, gpu.mem_bytes)
+    if num_blocks <= 0 and is_total:
+        _share_of_total(gpu, memory_fraction, gpu.mem_bytes)
     if num_blocks <= 0:
-        _trtllm_available(free_gpu_memory_fraction, 0)
-    if engine_kind is Engine.VLLM:
+        _share_of_free(memory_fraction, 0)
+    if is_total:
         _check_max_model_len(model, max_len, num_blocks, block_size, page, available)
     num_tokens = num_blocks * block_size
     return KvCapacity(
@@ -285,8 +300,18 @@ def kv_capacity(
         non_torch_bytes=non_torch,
         block_size=block_size,
         max_model_len=max_len,
-        engine=engine_kind.value,
+        engine=str(engine),
     )
+
+
+def _budget_of(engine: str) -> KvBudget:
+    adapter = adapter_for(engine)
+    if adapter.kv_budget is None:
+        raise ConfigError(
+            f"unknown engine {engine!r} for this KV sizing: {adapter.label} sizes its KV "
+            "cache itself (its adapter's kv_capacity)"
+        )
+    return adapter.kv_budget
 
 
 def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str]:
@@ -298,27 +323,9 @@ def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str
             by default.
 
     Returns:
-        vLLM's lines (``Available KV cache memory``, ``GPU KV cache size``, ``Maximum
-        concurrency``) or TensorRT-LLM's tokens-per-block and ``Allocated ... for max tokens in
-        paged KV cache`` lines.
+        The lines of ``cap.engine``, worded as that engine logs them.
     """
-    if cap.engine == Engine.TRTLLM.value:
-        allocated = cap.num_tokens * cap.kv_bytes_per_token
-        return [
-            f"[TensorRT-LLM][INFO] Number of tokens per block: {cap.block_size}.",
-            f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated {_gib(allocated)} "
-            f"for max tokens in paged KV cache ({cap.num_tokens}).",
-        ]
-    length = max_model_len or cap.max_model_len
-    lines = []
-    if cap.cuda_graph_bytes:
-        lines.append(f"Estimated CUDA graph memory: {_gib(cap.cuda_graph_bytes)} total")
-    lines += [
-        f"Available KV cache memory: {_gib(cap.available_kv_bytes)}",
-        f"GPU KV cache size: {cap.num_tokens:,} tokens",
-        f"Maximum concurrency for {length:,} tokens per request: {cap.num_tokens / length:.2f}x",
-    ]
-    return lines
+    return adapter_for(cap.engine).kv_log_lines(cap, max_model_len or cap.max_model_len)
 
 
 def kv_room_warning(cap: KvCapacity, tokens_per_request: float, what: str) -> str | None:
@@ -338,13 +345,10 @@ def kv_room_warning(cap: KvCapacity, tokens_per_request: float, what: str) -> st
     room = cap.num_tokens / tokens_per_request
     if room >= MIN_REQUESTS_IN_KV:
         return None
-    if cap.engine == Engine.TRTLLM.value:
-        knobs = "raise kv_cache_config.free_gpu_memory_fraction or lower max_num_tokens"
-    else:
-        knobs = "raise gpu_memory_utilization or lower max_num_batched_tokens"
+    knobs = adapter_for(cap.engine).kv_room_knobs
     return (
         f"The KV cache holds only {cap.num_tokens:,} tokens: room for {room:.1f} requests of "
         f"{tokens_per_request:,.0f} tokens ({what}) at once, whatever the batch limits say. "
-        f"The activation reserve takes {_gib(cap.activation_bytes)}; {knobs}, or use more "
+        f"The activation reserve takes {gib_text(cap.activation_bytes)}; {knobs}, or use more "
         "GPUs (tensor_parallel_size)."
     )

@@ -17,10 +17,14 @@ Two stages, as in TensorRT-LLM's batch manager:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from slotune.tuner.sim.block_manager import BlockManager
-from slotune.tuner.sim.config import ResolvedTrtllm
 from slotune.tuner.sim.request import RequestState, RequestStatus
 from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
+
+if TYPE_CHECKING:
+    from slotune.tuner.engines.trtllm import ResolvedTrtllm
 
 
 class TrtllmScheduler(Scheduler):

@@ -18,11 +18,14 @@ requests prefill at once, each getting an equal share of the budget, and at most
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
 
 from slotune.tuner.sim.block_manager import BlockManager
-from slotune.tuner.sim.config import ResolvedVllm
 from slotune.tuner.sim.request import RequestState, RequestStatus
 from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
+
+if TYPE_CHECKING:
+    from slotune.tuner.engines.vllm import ResolvedVllm
 
 
 def _priority_key(state: RequestState) -> tuple[int, float, int]:

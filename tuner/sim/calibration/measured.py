@@ -20,17 +20,12 @@ from typing import Any
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.observed import ObservedRequest
+from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
 from slotune.tuner.sim.calibration._replay import Requests, requests_of, simulate, with_terms
 from slotune.tuner.sim.calibration.objective import Errors, errors
 from slotune.tuner.sim.calibration.step_fit import GROUP_SIZE, TermFit, fit_terms
 from slotune.tuner.sim.catalog import Efficiency, gpu_entry
-from slotune.tuner.sim.config import (
-    EngineConfig,
-    ResolvedConfig,
-    ResolvedTrtllm,
-    ResolvedVllm,
-    resolve,
-)
+from slotune.tuner.sim.config import resolve
 
 MIN_FIT_REQUESTS = 30
 DEFAULT_FIT_FRACTION = 1 / 3
@@ -148,7 +143,7 @@ def calibrate(
         ConfigError: too few requests to fit.
         EngineConfigError: the configuration is one the engine refuses.
     """
-    resolved = config if isinstance(config, ResolvedVllm | ResolvedTrtllm) else resolve(config)
+    resolved = config if isinstance(config, ResolvedConfig) else resolve(config)
     fraction = 1.0 if held_out is not None else fit_fraction
     num_fit = math.ceil(len(observed) * fraction)
     if num_fit < MIN_FIT_REQUESTS:

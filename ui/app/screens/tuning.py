@@ -19,6 +19,7 @@ from slotune.tuner.dashboard import (
     study_state,
     trial_rows,
 )
+from slotune.tuner.engines.registry import adapter_for, engines
 from slotune.tuner.report import StudyListing
 from slotune.tuner.worker import (
     StudyForm,
@@ -100,7 +101,7 @@ def _start_form() -> None:
         c1, c2, c3, c4 = st.columns(4)
         name = c1.text_input(key="study_name", label="study name", placeholder="chat-h100")
         backend = c2.selectbox("backend", ["sim", "launch", "attach"])
-        engine = c3.selectbox("engine", ["vllm", "trtllm"])
+        engine = c3.selectbox("engine", [e.value for e in engines()])
         objective = c4.selectbox("objective", ["capacity", "goodput", "throughput", "pareto"])
         c5, c6, c7 = st.columns(3)
         model = c5.selectbox(
@@ -298,7 +299,8 @@ def _study(name: str, views: dict[str, WorkerView]) -> None:
             st.subheader("Launch command")
             fmt = report["engine"]
             with guarded():
-                st.code(_export(db_url(), name, fmt), language="bash" if fmt == "vllm" else "yaml")
+                language = adapter_for(fmt).export_language
+                st.code(_export(db_url(), name, fmt), language=language)
 
     live()
     can_cancel = first is not None and first.is_alive and not is_read_only()
