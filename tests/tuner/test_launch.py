@@ -104,6 +104,7 @@ def test_launch_that_crashes_is_infeasible_with_the_engines_reason(tmp_path):
     assert engines_left() == []
 
 
+@pytest.mark.slow
 def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     upgrade(sqlite_url)
     os.environ["TMPDIR"] = str(tmp_path)  # engine logs of this test stay in tmp_path
@@ -176,6 +177,7 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     assert set(report["robustness"][0]["values_by_seed"]) == {"0", "1"}
 
 
+@pytest.mark.slow
 def test_attach_measures_a_running_engine_as_it_is(tmp_path):
     port = free_port()
     engine = EngineProcess(

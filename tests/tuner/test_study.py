@@ -55,6 +55,7 @@ def mid_trial(url: str, name: str) -> bool:
     return states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states
 
 
+@pytest.mark.slow
 def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
     upgrade(sqlite_url)
     proc = subprocess.Popen(
@@ -105,6 +106,7 @@ def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_two_workers_share_one_postgres_study(pg_url):
     upgrade(pg_url)
     out = subprocess.run(
@@ -138,6 +140,7 @@ def test_two_workers_share_one_postgres_study(pg_url):
     assert report["default"]["number"] == 0 and report["best"] is not None
 
 
+@pytest.mark.slow
 def test_two_studies_started_together_on_a_fresh_sqlite_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     upgrade(url)  # the store's own schema; Optuna's tables do not exist yet
@@ -159,6 +162,7 @@ def test_two_studies_started_together_on_a_fresh_sqlite_store(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_a_second_worker_on_a_sqlite_study_is_refused_with_the_fix(sqlite_url):
     upgrade(sqlite_url)
     proc = subprocess.Popen(

@@ -54,6 +54,7 @@ def db(sqlite_url):
     return sqlite_url
 
 
+@pytest.mark.slow
 def test_sim_study_reports_best_default_gain_and_robust_value(db):
     report = tune_study(
         sim_spec("s", objective=ObjectiveKind.CAPACITY, rate=None, trials=4, recheck_k=2),

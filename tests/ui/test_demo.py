@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from _tools import SLOTUNE
 
 from slotune.collector.slo import parse_slos
@@ -29,6 +30,7 @@ def _leftover_processes(marker: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) -> None:
     marker = f"SLOTUNE_DEMO_TEST={tmp_path}"
     env = {

@@ -36,6 +36,7 @@ def _run(args: list[str], db: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_the_tune_command_of_a_diagnosis_runs_as_printed(sqlite_url: str, trace: Path) -> None:
     upgrade(sqlite_url)
     data = json.loads(
@@ -73,6 +74,7 @@ def test_a_diagnosis_tunes_against_the_slos_it_was_given(sqlite_url: str, trace:
     assert not any("ttft:p99" in c for c in commands)
 
 
+@pytest.mark.slow
 def test_a_profiler_diagnosis_prints_tune_commands_that_run(sqlite_url: str) -> None:
     upgrade(sqlite_url)
     trace = Path(__file__).parents[1] / "data" / "gputraces" / "hta_alexnet_a100_trace.json.gz"

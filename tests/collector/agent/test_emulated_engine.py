@@ -30,6 +30,7 @@ def emulated_engine(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield url, timings
 
 
+@pytest.mark.slow
 def test_summary_of_a_loaded_emulated_engine_matches_the_load_generator(
     emulated_engine: tuple[str, Path], agent_db: str, tmp_path: Path
 ) -> None:

@@ -107,6 +107,7 @@ def poll(prom: str, expr: str, timeout_s: float = 30.0) -> list[dict[str, object
 
 
 @pytest.mark.prometheus
+@pytest.mark.slow
 def test_real_prometheus_scrapes_the_agent_endpoint(
     agent_db: str, tmp_path: Path, metrics_server: Server, prometheus_server: Callable[[int], str]
 ) -> None:

@@ -78,6 +78,7 @@ def wait_for_jobs(prom: str, jobs: tuple[str, ...], timeout_s: float = 30.0) -> 
 
 
 @pytest.mark.prometheus
+@pytest.mark.slow
 def test_each_federated_job_and_instance_becomes_a_target(
     agent_db: str,
     metrics_server: Callable[[Routes], MetricsServer],

@@ -89,6 +89,7 @@ def assert_every_healthy_scrape_stored(store_url: str, servers: list[MetricsServ
         assert_every_scrape_stored(store_url, f"healthy-{i}", server, "vllm:num_requests_waiting")
 
 
+@pytest.mark.slow
 def test_a_redos_target_leaves_every_healthy_scrape_stored(
     agent_db: str, tmp_path: Path, metrics_server: Server
 ) -> None:
@@ -128,6 +129,7 @@ class SlowToReadSource(VllmSource):
         return super().read(responses)
 
 
+@pytest.mark.slow
 def test_a_target_slower_to_parse_than_its_scrape_timeout_fails_alone(
     agent_db: str, tmp_path: Path, metrics_server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:

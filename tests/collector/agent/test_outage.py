@@ -21,6 +21,7 @@ from slotune.collector.store import open_store, upgrade
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_store_outage_spools_and_replays_exactly_once(
     pg_server: Any, pg_url: str, tmp_path: Path, metrics_server: Callable[[Routes], MetricsServer]
 ) -> None:

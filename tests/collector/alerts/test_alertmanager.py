@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _tools import SLOTUNE
 from alert_series import histogram
 from alertmanager import running_alertmanager
@@ -58,6 +59,7 @@ def parse_ts(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+@pytest.mark.slow
 def test_alertmanager_keeps_the_alert_firing_and_resolves_it_after_the_fix(
     sqlite_url: str, tmp_path: Path
 ) -> None:

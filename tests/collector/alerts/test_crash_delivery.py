@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from _tools import SLOTUNE
 from receiver import Receiver
 
@@ -63,6 +64,7 @@ def delivered(receiver: Receiver) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_a_killed_evaluator_loses_no_notification(sqlite_url: str, tmp_path: Path) -> None:
     upgrade(sqlite_url)
     now = time.time()

@@ -24,6 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from _tools import SLOTUNE, running_emulator
 from sqlalchemy import text
 
@@ -73,6 +74,7 @@ def bench(url: str, seconds: float, db: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_ttft_regression_pages_and_resolves_when_the_request_records_say(
     sqlite_url: str, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ def _slotune(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_run_store_list_and_compare(
     fake_engine: Callable[..., FakeEngine], sqlite_url: str, tmp_path: Path
 ) -> None:
@@ -154,6 +155,7 @@ def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path
         assert r.first_token_s + result.wall_offset_s >= t["first_token_s"] - 0.002
 
 
+@pytest.mark.slow
 def test_exit_status_when_every_request_fails_and_on_a_missed_slo(
     fake_engine: Callable[..., FakeEngine],
 ) -> None:

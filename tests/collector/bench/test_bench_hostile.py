@@ -70,6 +70,7 @@ def test_each_hostile_reply_ends_as_its_error_kind(hostile: HostileServer) -> No
     assert len(cut.chunk_times_s) == 1  # what arrived before the cut still counts
 
 
+@pytest.mark.slow
 def test_a_run_against_a_hostile_server_loses_no_request(hostile: HostileServer) -> None:
     config = BenchConfig(
         url=hostile.url,

@@ -45,6 +45,7 @@ def test_a_tiny_batch_is_queue_bound() -> None:
     assert "queue-bound" in [f.code for f in d.findings], d.figures
 
 
+@pytest.mark.slow
 def test_cli_with_engine_flags(sqlite_url: str) -> None:
     from slotune.collector.store import list_diagnoses, open_store, upgrade
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import pytest
+
 from slotune.tuner.diagnose import Finding, TuneContext, diagnose_trace
 from slotune.tuner.space import Engine, check_overrides, engine_defaults, space_overrides
 from tests.tuner.diagnose.trace_builder import TraceBuilder
@@ -85,6 +87,7 @@ def test_exposed_communication(tmp_path: Path) -> None:
     _accepted_by_tune(f.tune_command)
 
 
+@pytest.mark.slow
 def test_tensorrt_llm_findings_use_its_names_and_its_tune_space() -> None:
     from slotune.collector.workload.traces import named_workload
     from slotune.tuner.diagnose import SimTarget, diagnose_workload

@@ -8,6 +8,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from route_helpers import FakeBackend, engines, fleet_yaml, running_proxy, wait_until
 
 from slotune.tuner.fleet.route_breaker import BreakerState
@@ -78,6 +79,7 @@ def _stream(url: str, answering: list[str]) -> tuple[str, list[str]]:
         return r.headers["X-Slotune-Backend"], events
 
 
+@pytest.mark.slow
 def test_a_backend_killed_mid_run() -> None:
     with (
         engines(2, speedup=10) as started,

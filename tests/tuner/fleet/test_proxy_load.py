@@ -29,6 +29,7 @@ def counted_engines() -> Iterator[tuple[list[Engine], list[ConnectionCounter]]]:
                 c.close()
 
 
+@pytest.mark.slow
 def test_200_requests_a_second_are_all_answered_on_kept_alive_connections(
     counted_engines: tuple[list[Engine], list[ConnectionCounter]],
 ) -> None:

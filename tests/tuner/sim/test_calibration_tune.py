@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from _tools import SLOTUNE
 
@@ -60,6 +61,7 @@ def _stored_run(url: str) -> int:
     return save_run(url, result, "measured")
 
 
+@pytest.mark.slow
 def test_tune_calibrates_from_a_bench_run_and_records_the_overlay(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)

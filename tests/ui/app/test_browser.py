@@ -90,6 +90,7 @@ def dashboard(sqlite_url: str, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.mark.slow
 def test_every_page_renders_in_chromium(dashboard: str, tmp_path: Path) -> None:
     if not Path(CHROMIUM).exists():
         missing_tool("chromium", "chromium")

@@ -50,6 +50,7 @@ def test_an_empty_store_says_how_to_fill_it(sqlite_url: str, run_page: RunPage) 
     assert not at.dataframe
 
 
+@pytest.mark.slow
 def test_lists_every_fleet_result_newest_first(fleet_url: str, run_page: RunPage) -> None:
     at = run_page("fleet_plan", fleet_url)
     assert_clean(at)
@@ -59,6 +60,7 @@ def test_lists_every_fleet_result_newest_first(fleet_url: str, run_page: RunPage
     assert at.selectbox[0].value == _id(fleet_url, "fleet-autoscale")  # the newest by default
 
 
+@pytest.mark.slow
 def test_simulation_ranks_policies_by_goodput_with_units(fleet_url: str, run_page: RunPage) -> None:
     at = run_page("fleet_plan", fleet_url, query={"result": _id(fleet_url, "fleet-sim")})
     assert_clean(at)
@@ -77,6 +79,7 @@ def test_simulation_ranks_policies_by_goodput_with_units(fleet_url: str, run_pag
     assert at.selectbox[1].value == table["policy"].iloc[0]
 
 
+@pytest.mark.slow
 def test_simulation_replica_load_follows_the_policy_in_the_url(
     fleet_url: str, run_page: RunPage
 ) -> None:
@@ -90,6 +93,7 @@ def test_simulation_replica_load_follows_the_policy_in_the_url(
     assert list(at.dataframe[2].value["requests"]) == [67, 67, 66]  # each replica in turn
 
 
+@pytest.mark.slow
 def test_capacity_plan_shows_replicas_cost_and_verdict(fleet_url: str, run_page: RunPage) -> None:
     at = run_page("fleet_plan", fleet_url, query={"result": _id(fleet_url, "fleet-plan")})
     assert_clean(at)
@@ -106,6 +110,7 @@ def test_capacity_plan_shows_replicas_cost_and_verdict(fleet_url: str, run_page:
     assert "GPU prices as of 2025-06" in texts(at)
 
 
+@pytest.mark.slow
 def test_autoscale_shows_each_policy_and_the_replica_timeline(
     fleet_url: str, run_page: RunPage
 ) -> None:
@@ -121,6 +126,7 @@ def test_autoscale_shows_each_policy_and_the_replica_timeline(
     assert len(at.get("vega_lite_chart")) == 1
 
 
+@pytest.mark.slow
 def test_autoscale_shows_the_shedding_margins_tried(fleet_url: str, run_page: RunPage) -> None:
     at = run_page("fleet_plan", fleet_url)
     assert_clean(at)
@@ -133,6 +139,7 @@ def test_autoscale_shows_the_shedding_margins_tried(fleet_url: str, run_page: Ru
     assert all(0 <= x <= 100 for x in margins["absorbable burst shed (%)"])
 
 
+@pytest.mark.slow
 def test_the_timeline_steps_from_the_starting_fleet(fleet_url: str) -> None:
     with open_store(fleet_url) as store:
         (row,) = [d for d in fleet_results(store) if d.kind == "fleet-autoscale"]

@@ -80,6 +80,7 @@ def test_a_wrong_slo_field_is_one_message_and_stores_nothing(
     assert _cli(sqlite_url, "slo", "list") == []
 
 
+@pytest.mark.slow
 def test_deleting_an_slo_needs_the_confirmation(seeded_url: str, run_page: RunPage) -> None:
     at = run_page("slos", seeded_url)
     at.selectbox(key="slo_victim").select("code-e2e")
@@ -162,6 +163,7 @@ def _fill_study(at: AppTest, name: str) -> None:
     at.text_area(key="study_slos").input("ttft:p99<=500ms")
 
 
+@pytest.mark.slow
 def test_a_study_started_on_the_page_runs_in_a_worker_and_is_listed(
     sqlite_url: str, run_page: RunPage
 ) -> None:
@@ -202,6 +204,7 @@ def test_an_unparsable_trace_upload_is_one_message_and_starts_nothing(
     assert _cli(sqlite_url, "tune", "list") == []
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_said_so_with_the_way_to_resume(
     sqlite_url: str, run_page: RunPage
 ) -> None:
@@ -231,6 +234,7 @@ def test_a_dead_worker_is_said_so_with_the_way_to_resume(
     assert "slotune tune resume dies" in at.error[0].value
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_worker_and_leaves_the_study_resumable(
     sqlite_url: str, run_page: RunPage
 ) -> None:
