@@ -17,9 +17,7 @@ from aiohttp import web
 
 from slotune.collector.errors import ConfigError
 from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
-from slotune.tuner.engines.trtllm import ResolvedTrtllm
-from slotune.tuner.engines.vllm import ResolvedVllm, VllmConfig
-from slotune.tuner.sim.config import Engine
+from slotune.tuner.sim.config import Engine, ResolvedTrtllm, ResolvedVllm, VllmConfig
 from slotune.tuner.sim.emulate.app import EngineRoutes
 from slotune.tuner.sim.emulate.served import Served, ServedModel
 from slotune.tuner.sim.emulate.sglang_api import SglangServerInfo, sglang_routes
