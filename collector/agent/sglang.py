@@ -8,9 +8,10 @@ Newer ones add ``sglang:inter_token_latency_seconds`` for ITL and observe
 pool usage (0..1), ``sglang:cache_hit_rate`` the radix-cache hit rate (0..1), and
 ``sglang:num_retracted_requests_total`` (newer) counts the requests SGLang retracted under
 memory pressure, its form of preemption. ``sglang:cached_tokens_total`` counts the prompt
-tokens served from the radix cache: with ``sglang:prompt_tokens_total`` it gives prefix-cache
-hits and queries in tokens, as vLLM counts them (only when the release exposes it, so the hit
-rate of a release without it is not read as 0).
+tokens served from the radix cache and ``sglang:prompt_tokens_total`` all prompt tokens: they
+are prefix-cache hits and queries in tokens, as vLLM counts them. SGLang creates the cached
+counter's series at the first cached token, so a server that never hit has queries and no
+hits (no hit rate, rather than a rate read as 0).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SGLANG_RULES: tuple[Rule, ...] = (
     Rule("sglang:cache_hit_rate", "prefix_hit_rate"),
     Rule("sglang:num_retracted_requests_total", "preemptions"),
     Rule("sglang:prompt_tokens_total", "prompt_tokens"),
+    Rule("sglang:prompt_tokens_total", "prefix_queries"),
+    Rule("sglang:cached_tokens_total", "prefix_hits"),
     Rule("sglang:generation_tokens_total", "generation_tokens"),
     Rule("sglang:num_requests_total", "requests_finished"),
 )
@@ -45,11 +48,4 @@ class SglangSource(PromTextSource):
         names = {f.name for f in families}
         per_token = "sglang:inter_token_latency_seconds" in names
         tpot_target = "tpot" if per_token else "itl"
-        prefix: tuple[Rule, ...] = ()
-        # An OpenMetrics exposition names the counter's family without ``_total``.
-        if names & {"sglang:cached_tokens_total", "sglang:cached_tokens"}:
-            prefix = (
-                Rule("sglang:cached_tokens_total", "prefix_hits"),
-                Rule("sglang:prompt_tokens_total", "prefix_queries"),
-            )
-        return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target), *prefix)
+        return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target))

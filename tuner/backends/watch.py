@@ -5,7 +5,9 @@ engine: read after a run they are back to 0. So a background thread scrapes ever
 :data:`SAMPLE_INTERVAL_S` during the run and keeps the peak and mean; counters (prefix-cache
 queries and hits, preemptions, finished requests) are read before and after, and their
 difference is the run's own figure, not the engine's lifetime one (an attached engine may have
-served for days).
+served for days). The counters are the engine's source rules' canonical ones (SGLang: prompt
+and cached tokens, finished requests, retractions where the release exports them), so nothing
+here names an engine.
 """
 
 from __future__ import annotations
@@ -119,8 +121,10 @@ def figures(
     deltas: dict[str, float] = {}
     if before is not None and after is not None:
         for name in _DELTA_COUNTERS:
-            if name in before.counters and name in after.counters:
-                deltas[name] = after.counters[name] - before.counters[name]
+            # A labelled series appears at its first increment (SGLang's cached tokens at the
+            # first prefix hit, a new finish reason): absent before the run, it was 0 then.
+            if name in after.counters:
+                deltas[name] = after.counters[name] - before.counters.get(name, 0.0)
     return RunEngineFigures(
         num_samples=len(samples),
         kv_usage_max=max(kv) if kv else None,

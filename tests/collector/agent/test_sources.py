@@ -65,6 +65,7 @@ EXPECTED_CANONICAL = {
         "kv_usage",
         "prefix_hit_rate",
         "prompt_tokens",
+        "prefix_queries",
         "generation_tokens",
     },
     "trtllm_prometheus_dynamo_doc_example.prom": {

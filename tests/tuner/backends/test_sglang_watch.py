@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from _sglang_server import SglangServer, serving
+from _sglang_server import METRICS_DUMP, SglangServer, serving
 
 from slotune.tuner.backends.watch import MetricsWatch
 
@@ -51,3 +51,17 @@ def test_a_runs_figures_come_from_sglangs_names_and_are_its_own_deltas() -> None
     # SGLang 0.5.23 exports no num_retracted_requests_total: no preemption figure, not 0.
     assert "preemptions" not in run.deltas
     assert run.errors == ()
+
+
+def test_a_counter_sglang_creates_during_the_run_counts_from_zero() -> None:
+    # SGLang exports sglang:cached_tokens_total from its first cached prompt token on.
+    never_hit = "\n".join(
+        line for line in METRICS_DUMP.read_text().splitlines() if "cached_tokens" not in line
+    )
+    with (
+        serving(SglangServer(metrics=never_hit)) as server,
+        MetricsWatch("sglang", server.url, interval_s=0.05).during() as watched,
+    ):
+        server.metrics = METRICS_DUMP.read_text()  # 4 cached tokens, 14 prompt tokens
+    assert watched[0].deltas["prefix_hits"] == 4.0
+    assert watched[0].deltas["prefix_queries"] == 0.0
