@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.plans import AutoscalePlan, CapacityPlan, SheddingPlan
 from slotune.collector.store import DiagnosisInfo, Store, list_diagnoses
-from slotune.collector.summary import Distribution
 
 FLEET_SIM = "fleet-sim"
 FLEET_PLAN = "fleet-plan"
@@ -61,99 +61,13 @@ class PolicyResult:
 
 
 @dataclass(frozen=True, slots=True)
-class PoolPlan:
-    """One pool of a priced layout."""
+class StoredAutoscale:
+    """A ``fleet-autoscale`` row: the replay, its load-shedding analysis when it ran, and
+    each policy's replica timeline (in the plan's order) from the stored starting fleet."""
 
-    pool: str
-    model: str
-    gpu: str
-    request_share: float
-    peak_rate: float
-    capacity_rps: float
-    replicas: int
-    gpus: int
-    cost_per_hour: float
-
-
-@dataclass(frozen=True, slots=True)
-class LayoutPlan:
-    """``one-pool`` or ``split`` (long/short pools at ``threshold_tokens``)."""
-
-    layout: str
-    threshold_tokens: float | None
-    gpus: int
-    cost_per_hour: float
-    cost_per_million_tokens: float
-    pools: tuple[PoolPlan, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityPlan:
-    """A ``plan capacity`` result: the chosen layout and both layouts priced (USD)."""
-
-    chosen: str
-    split_pays: bool
-    peak_rate: float
-    mean_rate: float
-    headroom: float
-    prices_as_of: str
-    one_pool: LayoutPlan
-    split: LayoutPlan | None
-
-
-@dataclass(frozen=True, slots=True)
-class ScalingResult:
-    """One scaling policy of a ``plan autoscale`` replay.
-
-    ``timeline`` is the fleet's replica count over time, ``(seconds, replicas)`` at the start,
-    just before and after every scaling event; empty when the policy never scaled.
-    """
-
-    scaling: str
-    slo_violations: int
-    shed: int
-    gpu_hours: float
-    max_replicas: int
-    goodput: float
-    slos_met: bool
-    ttft_p99_ms: float | None
-    grow_order: tuple[str, ...]
-    shrink_order: tuple[str, ...]
-    timeline: tuple[tuple[float, int], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class MarginTrial:
-    """One ``slo-aware`` margin replayed on the absorbable burst and on the overload."""
-
-    margin: float
-    burst_shed_share: float  # wrongly shed: the fleet absorbs this burst within the SLOs
-    overload_shed_share: float
-    overload_ttft_met: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SheddingAdvice:
-    """The load-shedding analysis: burst factors (× the traffic) and the margins tried.
-
-    ``recommended_margin`` is None when no margin both protects TTFT under the overload and
-    wrongly sheds under the target share of the absorbable burst.
-    """
-
-    routing: str
-    burst_s: float
-    absorbable_factor: float | None
-    overload_factor: float | None
-    wrong_shed_target: float
-    recommended_margin: float | None
-    margins: tuple[MarginTrial, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AutoscalePlan:
-    routing: str
-    policies: tuple[ScalingResult, ...]
-    shedding: SheddingAdvice | None
+    plan: AutoscalePlan
+    shedding: SheddingPlan | None
+    timelines: tuple[tuple[tuple[float, int], ...], ...]
 
 
 def fleet_results(store: Store, limit: int = 200) -> list[DiagnosisInfo]:
@@ -202,93 +116,24 @@ def _sim_policies(d: DiagnosisInfo) -> list[PolicyResult]:
 
 def capacity_plan(d: DiagnosisInfo) -> CapacityPlan:
     """A ``fleet-plan`` row."""
-    return _parsed(d, FLEET_PLAN, _capacity_plan)
+    return _parsed(d, FLEET_PLAN, lambda d: CapacityPlan.from_dict(d.result))
 
 
-def _capacity_plan(d: DiagnosisInfo) -> CapacityPlan:
-    r = d.result
-    split = r.get("split")
-    return CapacityPlan(
-        chosen=str(r["layout"]),
-        split_pays=bool(r["split_pays"]),
-        peak_rate=float(r["peak_rate"]),
-        mean_rate=float(r["mean_rate"]),
-        headroom=float(r["headroom"]),
-        prices_as_of=str(r["prices_as_of"]),
-        one_pool=_layout(r["one_pool"]),
-        split=None if split is None else _layout(split),
-    )
-
-
-def _layout(r: Mapping[str, Any]) -> LayoutPlan:
-    return LayoutPlan(
-        layout=str(r["layout"]),
-        threshold_tokens=_opt(r.get("threshold_tokens")),
-        gpus=int(r["gpus"]),
-        cost_per_hour=float(r["cost_per_hour"]),
-        cost_per_million_tokens=float(r["cost_per_million_tokens"]),
-        pools=tuple(_record(PoolPlan, p) for p in r["pools"]),
-    )
-
-
-def autoscale_plan(d: DiagnosisInfo) -> AutoscalePlan:
+def autoscale_plan(d: DiagnosisInfo) -> StoredAutoscale:
     """A ``fleet-autoscale`` row."""
-    return _parsed(d, FLEET_AUTOSCALE, _autoscale_plan)
+    return _parsed(d, FLEET_AUTOSCALE, _autoscale)
 
 
-def _autoscale_plan(d: DiagnosisInfo) -> AutoscalePlan:
-    a = d.result["autoscale"]
+def _autoscale(d: DiagnosisInfo) -> StoredAutoscale:
+    plan = AutoscalePlan.from_dict(d.result["autoscale"])
     # The starting fleet is the --pool replicas (NAME:REPLICAS:…); events are changes to it.
     start = sum(int(str(p).split(":", 4)[1]) for p in d.inputs.get("pools", []))
-    end_s = float(a["day_s"]) * int(d.inputs.get("days") or 1)
+    end_s = plan.day_s * int(d.inputs.get("days") or 1)
     s = d.result.get("shedding")
-    return AutoscalePlan(
-        routing=str(a["routing"]),
-        policies=tuple(
-            ScalingResult(
-                scaling=str(p["scaling"]),
-                slo_violations=int(p["slo_violations"]),
-                shed=int(p["shed"]),
-                gpu_hours=float(p["gpu_hours"]),
-                max_replicas=int(p["max_replicas"]),
-                goodput=float(p["goodput"]),
-                slos_met=bool(p["slos_met"]),
-                ttft_p99_ms=Distribution.from_dict(p["ttft_ms"]).p99,
-                grow_order=tuple(str(x) for x in p["grow_order"]),
-                shrink_order=tuple(str(x) for x in p["shrink_order"]),
-                timeline=_timeline(start, p.get("events") or [], end_s),
-            )
-            for p in a["policies"]
-        ),
-        shedding=None if s is None else _shedding(s),
-    )
-
-
-def _timeline(
-    start: int, events: list[Mapping[str, Any]], end_s: float
-) -> tuple[tuple[float, int], ...]:
-    if not events:
-        return ()
-    points = [(0.0, start)]
-    n = start
-    for e in sorted(events, key=lambda e: float(e["time_s"])):
-        t = float(e["time_s"])
-        points.append((t, n))  # the count holds until the event: a step, not a ramp
-        n += int(e["change"])
-        points.append((t, n))
-    points.append((max(end_s, points[-1][0]), n))
-    return tuple(points)
-
-
-def _shedding(s: Mapping[str, Any]) -> SheddingAdvice:
-    return SheddingAdvice(
-        routing=str(s["routing"]),
-        burst_s=float(s["burst_s"]),
-        absorbable_factor=_opt(s.get("absorbable_factor")),
-        overload_factor=_opt(s.get("overload_factor")),
-        wrong_shed_target=float(s["wrong_shed_target"]),
-        recommended_margin=_opt(s.get("recommended_margin")),
-        margins=tuple(_record(MarginTrial, m) for m in s["margins"]),
+    return StoredAutoscale(
+        plan=plan,
+        shedding=None if s is None else SheddingPlan.from_dict(s),
+        timelines=tuple(r.timeline(start, end_s) for r in plan.results),
     )
 
 

@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError, SLOSpecError
+from slotune.collector.plans import ScaleEvent
 from slotune.tuner.fleet.fleet import Fleet
 from slotune.tuner.fleet.policy import ReplicaState
 from slotune.tuner.fleet.replica import Replica
@@ -130,19 +130,6 @@ class ScalingSettings:
             raise ConfigError("--cold-start and --cooldown must be >= 0 and --interval > 0 seconds")
         if not 1 <= self.min_replicas <= self.max_replicas:
             raise ConfigError("--min-replicas must be >= 1 and at most --max-replicas")
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleEvent:
-    """One replica added (``+1``, ready ``cold_start_s`` later) or drained (``-1``)."""
-
-    time_s: float
-    pool: str
-    change: int
-    group_replicas: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
 
 
 class Autoscaler:

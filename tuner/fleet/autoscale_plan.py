@@ -8,12 +8,12 @@ SLO-met request first — is measured once, from each pool's simulated capacity.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from slotune.collector.plans import AutoscalePlan as AutoscalePlan
+from slotune.collector.plans import PoolCost, ScaleEvent, ScalingResult
 from slotune.collector.slo import SLO
 from slotune.collector.workload import Trace
-from slotune.tuner.fleet.autoscale import Autoscaler, ScaleEvent, ScalingPolicy, ScalingSettings
+from slotune.tuner.fleet.autoscale import Autoscaler, ScalingPolicy, ScalingSettings
 from slotune.tuner.fleet.capacity import replica_capacity
 from slotune.tuner.fleet.health import HealthSettings, Outage
 from slotune.tuner.fleet.pools import PoolSpec, check_unique
@@ -28,89 +28,6 @@ from slotune.tuner.fleet.simulator import (
 
 STATIC = "static"
 _SAMPLE_REQUESTS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class PoolCost:
-    """What one SLO-met request costs on a pool: GPU price per hour / one replica's capacity."""
-
-    pool: str
-    cost_per_hour: float
-    capacity_rps: float
-
-    @property
-    def cost_per_request(self) -> float:
-        return self.cost_per_hour / self.capacity_rps / 3600 if self.capacity_rps else float("inf")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pool": self.pool,
-            "cost_per_hour": self.cost_per_hour,
-            "capacity_rps": self.capacity_rps,
-            "cost_per_request": self.cost_per_request,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AutoscaleResult:
-    """One scaling policy's replay."""
-
-    scaling: str
-    fleet: FleetResult
-    events: tuple[ScaleEvent, ...]
-    max_replicas: int
-
-    @property
-    def grow_order(self) -> list[str]:
-        """Pools in the order they first grew."""
-        return _order(self.events, +1)
-
-    @property
-    def shrink_order(self) -> list[str]:
-        """Pools in the order they first shrank."""
-        return _order(self.events, -1)
-
-    def to_dict(self) -> dict[str, Any]:
-        s, f = self.fleet.summary, self.fleet.figures
-        return {
-            "scaling": self.scaling,
-            "slo_violations": f.slo_violations,
-            "shed": f.shed,
-            "failed": f.failed,
-            "breaker_ejections": f.breaker_ejections,
-            "gpu_hours": f.gpu_hours,
-            "max_replicas": self.max_replicas,
-            "goodput": s.goodput,
-            "slos_met": s.all_slos_met,
-            "ttft_ms": s.ttft_ms.to_dict(),
-            "grow_order": self.grow_order,
-            "shrink_order": self.shrink_order,
-            "events": [e.to_dict() for e in self.events],
-        }
-
-
-def _order(events: Sequence[ScaleEvent], change: int) -> list[str]:
-    out: list[str] = []
-    for e in events:
-        if e.change == change and e.pool not in out:
-            out.append(e.pool)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class AutoscalePlan:
-    routing: str
-    day_s: float
-    costs: tuple[PoolCost, ...]
-    results: tuple[AutoscaleResult, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "routing": self.routing,
-            "day_s": self.day_s,
-            "pool_costs": [c.to_dict() for c in self.costs],
-            "policies": [r.to_dict() for r in self.results],
-        }
 
 
 def pool_costs(
@@ -188,8 +105,27 @@ def plan_autoscale(
             progress=_told(progress, name, trace.duration_s),
         )
         events = tuple(controller.events) if controller is not None else ()
-        results.append(AutoscaleResult(name, fleet, events, _max_replicas(pools, events)))
+        results.append(_result(name, fleet, events, _max_replicas(pools, events)))
     return AutoscalePlan(routing, day, tuple(costs), tuple(results))
+
+
+def _result(
+    name: str, fleet: FleetResult, events: tuple[ScaleEvent, ...], max_replicas: int
+) -> ScalingResult:
+    s, f = fleet.summary, fleet.figures
+    return ScalingResult(
+        scaling=name,
+        slo_violations=f.slo_violations,
+        shed=f.shed,
+        failed=f.failed,
+        breaker_ejections=f.breaker_ejections,
+        gpu_hours=f.gpu_hours,
+        max_replicas=max_replicas,
+        goodput=s.goodput,
+        slos_met=s.all_slos_met,
+        ttft_ms=s.ttft_ms,
+        events=events,
+    )
 
 
 def _told(

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.plans import CapacityPlan as CapacityPlan
+from slotune.collector.plans import LayoutPlan, PoolPlan
 from slotune.collector.slo import SLO
 from slotune.collector.workload import Trace, retime
 from slotune.tuner.fleet.pools import PoolSpec
@@ -32,109 +34,6 @@ PEAK_WINDOW_S = 60.0
 SPLIT_QUANTILES = (0.75, 0.9)
 # the capacity search starts this far below the rate one replica completes when saturated
 _START_FRACTION = 0.7
-
-
-@dataclass(frozen=True, slots=True)
-class PoolPlan:
-    """One pool of a layout.
-
-    Attributes:
-        pool: pool name; model, gpu: what its replicas run.
-        request_share: share of the trace's requests it serves.
-        peak_rate: requests/s it must carry at the peak.
-        capacity_rps: one replica's highest rate with every SLO held.
-        replicas: replicas at the peak, with headroom.
-        gpus: replicas x tensor_parallel_size.
-        cost_per_hour: gpus x the GPU's price.
-    """
-
-    pool: str
-    model: str
-    gpu: str
-    request_share: float
-    peak_rate: float
-    capacity_rps: float
-    replicas: int
-    gpus: int
-    cost_per_hour: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class LayoutPlan:
-    """A fleet layout: ``one-pool``, or ``split`` at ``threshold_tokens`` (input + output)."""
-
-    layout: str
-    threshold_tokens: float | None
-    pools: tuple[PoolPlan, ...]
-    cost_per_million_tokens: float
-
-    @property
-    def gpus(self) -> int:
-        return sum(p.gpus for p in self.pools)
-
-    @property
-    def cost_per_hour(self) -> float:
-        return sum(p.cost_per_hour for p in self.pools)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "layout": self.layout,
-            "threshold_tokens": self.threshold_tokens,
-            "replicas": {p.pool: p.replicas for p in self.pools},
-            "gpus": self.gpus,
-            "cost_per_hour": self.cost_per_hour,
-            "cost_per_million_tokens": self.cost_per_million_tokens,
-            "pools": [p.to_dict() for p in self.pools],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityPlan:
-    """The recommended layout and the one it beat.
-
-    Attributes:
-        peak_rate: requests/s at the trace's busiest minute (or ``--rate``).
-        mean_rate: the trace's mean requests/s (what cost per token is computed at).
-        headroom: spare capacity on top of the peak.
-        one_pool: the cheapest single pool.
-        split: the cheapest short/long split; None when no split met the SLOs.
-        prices_as_of: date of the GPU price catalog.
-    """
-
-    peak_rate: float
-    mean_rate: float
-    headroom: float
-    one_pool: LayoutPlan
-    split: LayoutPlan | None
-    prices_as_of: str
-
-    @property
-    def split_pays(self) -> bool:
-        return self.split is not None and self.split.cost_per_hour < self.one_pool.cost_per_hour
-
-    @property
-    def best(self) -> LayoutPlan:
-        return self.split if self.split_pays and self.split is not None else self.one_pool
-
-    def to_dict(self) -> dict[str, Any]:
-        best = self.best
-        return {
-            "layout": best.layout,
-            "replicas": {p.pool: p.replicas for p in best.pools},
-            "gpus": best.gpus,
-            "cost_per_hour": best.cost_per_hour,
-            "cost_per_million_tokens": best.cost_per_million_tokens,
-            "split_pays": self.split_pays,
-            "peak_rate": self.peak_rate,
-            "mean_rate": self.mean_rate,
-            "headroom": self.headroom,
-            "prices_as_of": self.prices_as_of,
-            "one_pool": self.one_pool.to_dict(),
-            "split": None if self.split is None else self.split.to_dict(),
-        }
 
 
 def busiest_window(trace: Trace, window_s: float) -> tuple[float, int]:

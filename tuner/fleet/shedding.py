@@ -23,10 +23,11 @@ under overload (it sheds least) among those wrongly shedding under 1 % of the no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.plans import MarginResult
+from slotune.collector.plans import SheddingPlan as SheddingPlan
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.summary import summarize
@@ -49,54 +50,6 @@ BURST_FACTORS = (1.5, 2.0, 3.0, 4.0, 6.0)
 MAX_BURST_FACTOR = 64.0
 DEFAULT_BURST_S = 120.0
 WRONG_SHED_TARGET = 0.01
-
-
-@dataclass(frozen=True, slots=True)
-class MarginResult:
-    """One admission margin on the absorbable burst and on the overload.
-
-    Attributes:
-        margin: admit while predicted queueing <= margin x the TTFT budget.
-        burst_shed_share: share of the absorbable burst's requests shed (wrongly); None
-            when the fleet absorbs no burst.
-        overload_shed_share: share of all requests shed under overload.
-        overload_ttft_met: the admitted requests meet the TTFT SLOs under overload.
-        overload_attainment: each SLO's attainment over the admitted requests, by name.
-        overload_goodput: SLO-met requests/s under overload.
-    """
-
-    margin: float
-    burst_shed_share: float | None
-    overload_shed_share: float
-    overload_ttft_met: bool
-    overload_attainment: dict[str, float]
-    overload_goodput: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class SheddingPlan:
-    routing: str
-    ttft_budget_s: float
-    burst_s: float
-    absorbable_factor: float | None
-    overload_factor: float
-    margins: tuple[MarginResult, ...]
-    recommended_margin: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "routing": self.routing,
-            "ttft_budget_s": self.ttft_budget_s,
-            "burst_s": self.burst_s,
-            "absorbable_factor": self.absorbable_factor,
-            "overload_factor": self.overload_factor,
-            "wrong_shed_target": WRONG_SHED_TARGET,
-            "recommended_margin": self.recommended_margin,
-            "margins": [m.to_dict() for m in self.margins],
-        }
 
 
 def plan_shedding(
@@ -183,7 +136,16 @@ def plan_shedding(
         and m.burst_shed_share < WRONG_SHED_TARGET
     ]
     recommended = max(good, key=lambda m: m.margin).margin if good else None
-    return SheddingPlan(routing, budget, burst_s, absorbable, overload, tuple(results), recommended)
+    return SheddingPlan(
+        routing,
+        budget,
+        burst_s,
+        absorbable,
+        overload,
+        WRONG_SHED_TARGET,
+        tuple(results),
+        recommended,
+    )
 
 
 def _policy(routing: str, context: PolicyContext, budget_s: float, margin: float | None) -> Any:

@@ -34,9 +34,7 @@ from slotune.ui.cli._options import (
 from slotune.ui.cli.diagnose import NoStoreOption
 
 if TYPE_CHECKING:
-    from slotune.tuner.fleet.autoscale_plan import AutoscalePlan
-    from slotune.tuner.fleet.capacity import CapacityPlan
-    from slotune.tuner.fleet.shedding import SheddingPlan
+    from slotune.collector.plans import AutoscalePlan, CapacityPlan, SheddingPlan
     from slotune.tuner.fleet.simulator import ReplayProgress
 
 plan_app = typer.Typer(
@@ -395,21 +393,20 @@ def _replay_bar(*, enabled: bool) -> Iterator[ReplayProgress | None]:
 def _render_autoscale(plan: AutoscalePlan, shed: SheddingPlan | None) -> None:
     table = Table(title=f"autoscaling under {plan.routing}", title_justify="left")
     table.add_column("scaling", no_wrap=True)
-    failing = any(r.fleet.figures.failed or r.fleet.figures.breaker_ejections for r in plan.results)
+    failing = any(r.failed or r.breaker_ejections for r in plan.results)
     cols = ("SLO violations", "shed", *(("failed", "ejections") if failing else ()))
     for col in (*cols, "GPU-h", "max replicas", "goodput"):
         table.add_column(col, justify="right")
     table.add_column("grows / shrinks")
     for r in plan.results:
-        f = r.fleet.figures
         table.add_row(
             r.scaling,
-            f"{f.slo_violations:,}",
-            f"{f.shed:,}",
-            *((f"{f.failed:,}", str(f.breaker_ejections)) if failing else ()),
-            f"{f.gpu_hours:.2f}",
+            f"{r.slo_violations:,}",
+            f"{r.shed:,}",
+            *((f"{r.failed:,}", str(r.breaker_ejections)) if failing else ()),
+            f"{r.gpu_hours:.2f}",
             str(r.max_replicas),
-            f"{r.fleet.summary.goodput:.2f}",
+            f"{r.goodput:.2f}",
             f"{' > '.join(r.grow_order) or '-'} / {' > '.join(r.shrink_order) or '-'}",
         )
     console.print(table)

@@ -143,11 +143,11 @@ def test_autoscale_shows_the_shedding_margins_tried(fleet_url: str, run_page: Ru
 def test_the_timeline_steps_from_the_starting_fleet(fleet_url: str) -> None:
     with open_store(fleet_url) as store:
         (row,) = [d for d in fleet_results(store) if d.kind == "fleet-autoscale"]
-    static, schedule, _ = autoscale_plan(row).policies
-    assert static.timeline == ()
-    counts = [n for _, n in schedule.timeline]
+    static, schedule, _ = autoscale_plan(row).timelines
+    assert static == ()
+    counts = [n for _, n in schedule]
     assert counts[0] == 1 and max(counts) == 3 and counts[-1] == 1
-    times = [t for t, _ in schedule.timeline]
+    times = [t for t, _ in schedule]
     assert times == sorted(times) and times[0] == 0.0
 
 

@@ -6,14 +6,13 @@ from typing import Any
 
 import streamlit as st
 
+from slotune.collector.plans import CapacityPlan, SheddingPlan
 from slotune.collector.store import DiagnosisInfo, Store
 from slotune.collector.views.fleet_plans import (
     FLEET_AUTOSCALE,
     FLEET_PLAN,
-    AutoscalePlan,
-    CapacityPlan,
     PolicyResult,
-    SheddingAdvice,
+    StoredAutoscale,
     autoscale_plan,
     capacity_plan,
     fleet_results,
@@ -159,7 +158,8 @@ def _show_plan(plan: CapacityPlan) -> None:
     )
 
 
-def _show_autoscale(plan: AutoscalePlan) -> None:
+def _show_autoscale(stored: StoredAutoscale) -> None:
+    plan = stored.plan
     st.subheader(f"Scaling policies (routing {md(plan.routing)})")
     _table(
         [
@@ -171,28 +171,28 @@ def _show_autoscale(plan: AutoscalePlan) -> None:
                 "GPU-hours (GPU·h)": p.gpu_hours,
                 "max replicas": p.max_replicas,
                 "goodput (req/s)": p.goodput,
-                "TTFT p99 (ms)": p.ttft_p99_ms,
+                "TTFT p99 (ms)": p.ttft_ms.p99,
                 "grows first": " → ".join(p.grow_order) or "-",
                 "shrinks first": " → ".join(p.shrink_order) or "-",
             }
-            for p in plan.policies
+            for p in plan.results
         ]
     )
     points = [
         {"policy": p.scaling, "time (s)": t, "replicas": n}
-        for p in plan.policies
-        for t, n in p.timeline
+        for p, timeline in zip(plan.results, stored.timelines, strict=True)
+        for t, n in timeline
     ]
     if points:
         st.markdown("**Replicas over time (s)**")
         st.line_chart(points, x="time (s)", y="replicas", color="policy")
     else:
         st.caption("No policy scaled during the replay: the replica count stayed constant.")
-    if plan.shedding is not None:
-        _show_shedding(plan.shedding)
+    if stored.shedding is not None:
+        _show_shedding(stored.shedding)
 
 
-def _show_shedding(s: SheddingAdvice) -> None:
+def _show_shedding(s: SheddingPlan) -> None:
     st.subheader("Load-shedding thresholds")
     target = f"{s.wrong_shed_target:.0%}"
     if s.recommended_margin is None:
@@ -205,7 +205,7 @@ def _show_shedding(s: SheddingAdvice) -> None:
             f"Recommended: {code(f'slo-aware:{s.routing}:margin={s.recommended_margin:g}')}."
         )
     absorbable = "-" if s.absorbable_factor is None else f"{s.absorbable_factor:g}×"
-    overload = "none found" if s.overload_factor is None else f"{s.overload_factor:g}×"
+    overload = f"{s.overload_factor:g}×"
     st.caption(
         f"A {s.burst_s:g} s burst at the busiest moment: absorbable without shedding up to "
         f"{absorbable} the traffic, TTFT SLOs broken from {overload}; target: under {target} of "
@@ -215,7 +215,7 @@ def _show_shedding(s: SheddingAdvice) -> None:
         [
             {
                 "margin (× TTFT budget)": m.margin,
-                "absorbable burst shed (%)": m.burst_shed_share * 100.0,
+                "absorbable burst shed (%)": _pct(m.burst_shed_share),
                 "overload shed (%)": m.overload_shed_share * 100.0,
                 "overload TTFT met": m.overload_ttft_met,
             }
@@ -251,7 +251,7 @@ picked_id = st.selectbox(
 set_query("result", picked_id)
 picked = by_id[picked_id]
 with guarded():  # a row of another shape is one message before anything of it is drawn
-    parsed: CapacityPlan | AutoscalePlan | list[PolicyResult] = (
+    parsed: CapacityPlan | StoredAutoscale | list[PolicyResult] = (
         capacity_plan(picked)
         if picked.kind == FLEET_PLAN
         else autoscale_plan(picked)
@@ -260,7 +260,7 @@ with guarded():  # a row of another shape is one message before anything of it i
     )
 if isinstance(parsed, CapacityPlan):
     _show_plan(parsed)
-elif isinstance(parsed, AutoscalePlan):
+elif isinstance(parsed, StoredAutoscale):
     _show_autoscale(parsed)
 else:
     _show_sim(parsed)
