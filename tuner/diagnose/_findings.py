@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from slotune.tuner.engines.base import EngineAdapter, Knob
-from slotune.tuner.engines.registry import adapter_for, adapters
+from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for, adapters
 
 
 class Severity(StrEnum):
@@ -90,7 +90,7 @@ class TuneContext:
     model, GPU), put in front of the parameter restriction, and the SLOs to tune against."""
 
     flags: tuple[str, ...] = field(default_factory=tuple)
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     slos: tuple[str, ...] = DEFAULT_TUNE_SLOS
 
 

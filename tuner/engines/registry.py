@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import Final
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import Engine
 from slotune.tuner.engines.base import EngineAdapter
+
+DEFAULT_ENGINE: Final = Engine.VLLM
+"""The engine a command or a call means when it names none."""
 
 # Engine -> the module whose ``ADAPTER`` serves it.
 _ADAPTERS: dict[Engine, str] = {

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from slotune.tuner.engines.registry import adapter_for
+from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
 from slotune.tuner.sim.catalog import GPU, ModelSpec, StepTerms
 from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
@@ -127,7 +127,7 @@ class CostModel:
         kv_cache_dtype: str = "auto",
         enforce_eager: bool = False,
         calibration: Calibration | None = None,
-        engine: str = "vllm",
+        engine: str = DEFAULT_ENGINE,
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
         self.model = model

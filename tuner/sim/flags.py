@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from slotune.tuner.engines.base import EngineConfig
-from slotune.tuner.engines.registry import adapter_for
+from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
 from slotune.tuner.engines.trtllm import (
     TRTLLM_FLAGS_HELP,
     TRTLLM_OPTIONS_FILE,
@@ -43,7 +43,11 @@ __all__ = [
 
 
 def parse_engine_flags(
-    argv: Sequence[str], *, engine: str = "vllm", model: str | None = None, gpu: str | None = None
+    argv: Sequence[str],
+    *,
+    engine: str = DEFAULT_ENGINE,
+    model: str | None = None,
+    gpu: str | None = None,
 ) -> EngineConfig:
     """Parse engine flags into a config (defaults stay unset until :func:`resolve`).
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.tuner.engines.base import KvBudget
-from slotune.tuner.engines.registry import adapter_for
+from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
 from slotune.tuner.sim.catalog import GPU, ModelSpec
 from slotune.tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
 
@@ -60,7 +60,7 @@ class KvCapacity:
     non_torch_bytes: int = 0
     block_size: int = 16
     max_model_len: int = 0
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
 
 
 def validate_tensor_parallel(model: ModelSpec, tensor_parallel_size: int) -> None:
@@ -198,7 +198,7 @@ def kv_capacity(
     tensor_parallel_size: int = 1,
     gpu_memory_utilization: float = 0.9,
     free_gpu_memory_fraction: float = 0.9,
-    engine: str = "vllm",
+    engine: str = DEFAULT_ENGINE,
     budget: KvBudget | None = None,
     memory_fraction: float | None = None,
     block_size: int = 16,
