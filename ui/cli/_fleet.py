@@ -6,18 +6,12 @@ Only typer is imported at module level: every ``slotune`` run builds the CLI.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from slotune.ui.cli._common import db_url
-from slotune.ui.cli._options import WORKLOAD_PANEL
-
 if TYPE_CHECKING:
-    from slotune.collector.slo import SLO
-    from slotune.collector.workload import Trace
-    from slotune.tuner.fleet.health import HealthSettings, Outage
-    from slotune.tuner.fleet.pools import PoolSpec
+    from slotune.tuner.fleet.inputs import FleetInputs, HealthInputs
 
 PoolOption = Annotated[
     list[str] | None,
@@ -26,18 +20,6 @@ PoolOption = Annotated[
         help="NAME:REPLICAS:MODEL:GPU[:CONFIG], repeatable; CONFIG = vLLM flags or a file "
         "holding `slotune tune export` output.",
     ),
-]
-InputLenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--input-len",
-        help="Synthetic prompt lengths: 512, uniform:128,1024, lognormal:6.2,0.8.",
-        rich_help_panel=WORKLOAD_PANEL,
-    ),
-]
-OutputLenOption = Annotated[
-    str | None,
-    typer.Option("--output-len", help="Synthetic output lengths.", rich_help_panel=WORKLOAD_PANEL),
 ]
 KnownOutputOption = Annotated[
     bool,
@@ -69,26 +51,7 @@ NoBreakerOption = Annotated[
 ]
 
 
-def load_health(
-    outage: list[str] | None, route_config: Path | None, no_circuit_breaker: bool
-) -> tuple[list[Outage], HealthSettings]:
-    """Outages and the breaker settings facing them (raises ConfigError naming the flag)."""
-    from dataclasses import replace
-
-    from slotune.tuner.fleet.health import HealthSettings, Outage
-    from slotune.tuner.fleet.route_config import load_route_config
-
-    settings = (
-        HealthSettings()
-        if route_config is None
-        else HealthSettings.from_route_config(load_route_config(route_config))
-    )
-    if no_circuit_breaker:
-        settings = replace(settings, breaker=None)
-    return [Outage.parse(o) for o in outage or ()], settings
-
-
-def load_inputs(
+def fleet_inputs(
     pool: list[str] | None,
     *,
     engine: str,
@@ -101,34 +64,21 @@ def load_inputs(
     num_requests: int | None,
     slo: list[str] | None,
     seed: int,
-) -> tuple[list[PoolSpec], Trace, list[SLO]]:
-    """Pools, trace and SLOs from the command line (raises ConfigError naming the flag)."""
-    from slotune.collector.slo import parse_slos
-    from slotune.tuner.fleet.pools import check_unique, parse_pool
-    from slotune.tuner.sim.simulator import load_workload
+) -> FleetInputs:
+    """The pools, workload and SLOs the shared fleet flags name (parsed when loaded)."""
+    from slotune.tuner.fleet.inputs import FleetInputs
+    from slotune.tuner.sim.replay import WorkloadChoice
 
-    pools = [parse_pool(p, engine=engine) for p in pool or ()]
-    if pools:
-        check_unique(pools)
-    trace_ = load_workload(
-        workload=workload,
-        trace_file=trace,
-        input_len=input_len,
-        output_len=output_len,
-        num_requests=num_requests,
-        rate=rate,
-        time_scale=time_scale,
-        seed=seed,
+    choice = WorkloadChoice(
+        workload, trace, input_len, output_len, rate, time_scale, num_requests, seed
     )
-    return pools, trace_, parse_slos(slo or [])
+    return FleetInputs(tuple(pool or ()), choice, tuple(slo or ()), engine)
 
 
-def store_result(
-    ctx: typer.Context, kind: str, inputs: dict[str, Any], result: dict[str, Any]
-) -> int:
-    """Save a fleet result in the diagnosis table; returns its id."""
-    from slotune.collector.store import open_store, save_diagnosis
+def health_inputs(
+    outage: list[str] | None, route_config: Path | None, no_circuit_breaker: bool
+) -> HealthInputs:
+    """The outages and breaker flags (parsed when loaded)."""
+    from slotune.tuner.fleet.inputs import HealthInputs
 
-    subject = ",".join(inputs.get("pools", []))[-200:]
-    with open_store(db_url(ctx)) as store:
-        return save_diagnosis(store, kind, inputs, result, subject=subject)
+    return HealthInputs(tuple(outage or ()), route_config, not no_circuit_breaker)

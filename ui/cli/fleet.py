@@ -7,22 +7,23 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, err_console, print_json
+from slotune.collector.vocabulary import Engine
+from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
-    InputLenOption,
     KnownOutputOption,
     NoBreakerOption,
     OutageOption,
-    OutputLenOption,
     PoolOption,
     RouteConfigOption,
-    load_health,
-    load_inputs,
-    store_result,
+    fleet_inputs,
+    health_inputs,
 )
 from slotune.ui.cli._options import (
     EngineOption,
+    InputLenOption,
+    NoStoreOption,
     NumRequestsOption,
+    OutputLenOption,
     RateOption,
     SeedOption,
     SloOption,
@@ -30,7 +31,6 @@ from slotune.ui.cli._options import (
     TraceOption,
     WorkloadOption,
 )
-from slotune.ui.cli.diagnose import NoStoreOption
 
 if TYPE_CHECKING:
     from slotune.tuner.fleet.simulator import FleetResult
@@ -60,7 +60,7 @@ def simulate(
     ctx: typer.Context,
     pool: PoolOption = None,
     policy: PolicyOption = "all",
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,
@@ -84,9 +84,9 @@ def simulate(
     mooncake-conversation --num-requests 2000 --policy round-robin,prefix-affinity,score
     --slo ttft:p99<=2s
     """
-    from slotune.tuner.fleet.simulator import compare_policies
+    from slotune.tuner.fleet.policies_run import run_policy_comparison
 
-    pools, trace_, slos = load_inputs(
+    inputs = fleet_inputs(
         pool,
         engine=engine,
         workload=workload,
@@ -99,31 +99,17 @@ def simulate(
         slo=slo,
         seed=seed,
     )
-    outages, health = load_health(outage, route_config, no_circuit_breaker)
-    results = compare_policies(
-        pools,
-        trace_,
+    results = run_policy_comparison(
+        inputs,
         policy,
-        slos=slos,
+        db_url(ctx),
+        health=health_inputs(outage, route_config, no_circuit_breaker),
         known_output=known_output,
-        outages=outages,
-        health=health,
+        store=not no_store,
         progress=None if json_ else lambda name: err_console.print(f"simulating {name}…"),
     )
-    data = [r.to_dict() for r in results]
-    if not no_store:
-        inputs = {
-            "pools": pool or [],
-            "policy": policy,
-            "workload": workload or (str(trace) if trace else None),
-            "num_requests": len(trace_),
-            "slo": slo or [],
-            "outage": outage or [],
-            "circuit_breaker": health.to_dict(),
-        }
-        store_result(ctx, "fleet-sim", inputs, {"policies": data})
     if json_:
-        print_json(data)
+        print_json([r.to_dict() for r in results])
         return
     _render(results)
 

@@ -9,21 +9,24 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from slotune.collector.vocabulary import Engine
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
-    InputLenOption,
     NoBreakerOption,
     OutageOption,
-    OutputLenOption,
     PoolOption,
     RouteConfigOption,
-    load_health,
-    load_inputs,
-    store_result,
+    fleet_inputs,
+    health_inputs,
 )
 from slotune.ui.cli._options import (
     EngineOption,
+    InputLenOption,
+    MaybeGpuOption,
+    MaybeModelOption,
+    NoStoreOption,
     NumRequestsOption,
+    OutputLenOption,
     RateOption,
     SeedOption,
     SloOption,
@@ -31,7 +34,6 @@ from slotune.ui.cli._options import (
     TraceOption,
     WorkloadOption,
 )
-from slotune.ui.cli.diagnose import NoStoreOption
 
 if TYPE_CHECKING:
     from slotune.collector.plans import AutoscalePlan, CapacityPlan, SheddingPlan
@@ -62,12 +64,12 @@ def register(app: typer.Typer) -> None:
 def capacity(
     ctx: typer.Context,
     pool: PoolOption = None,
-    model: Annotated[str | None, typer.Option(help="Catalog model id (without --pool).")] = None,
-    gpu: Annotated[str | None, typer.Option(help="Catalog GPU id (without --pool).")] = None,
+    model: MaybeModelOption = None,
+    gpu: MaybeGpuOption = None,
     study: Annotated[
         str | None, typer.Option(help="Plan with this study's best configuration.")
     ] = None,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,
@@ -100,18 +102,9 @@ def capacity(
     slotune plan capacity --model llama-3.1-8b --gpu h100-sxm --workload azure-conv
     --slo ttft:p99<=500ms --slo tpot:p99<=50ms --max-num-seqs 128
     """
-    from slotune.collector.errors import ConfigError
-    from slotune.tuner.fleet.capacity import plan_capacity
-    from slotune.tuner.fleet.pools import PoolSpec, pool_from_study
-    from slotune.tuner.fleet.prices import gpu_prices
-    from slotune.tuner.sim import parse_engine_flags
+    from slotune.tuner.fleet.capacity_run import CapacityRequest, run_capacity_plan
 
-    given = sum((bool(pool), model is not None or gpu is not None, study is not None))
-    if given != 1:
-        raise ConfigError("give the configuration once: --pool …, --model and --gpu, or --study")
-    if input_len is not None and rate is None:
-        raise ConfigError("--input-len/--output-len need --rate R (the peak to plan for)")
-    pools, trace_, slos = load_inputs(
+    inputs = fleet_inputs(
         pool,
         engine=engine,
         workload=workload,
@@ -124,37 +117,21 @@ def capacity(
         slo=slo,
         seed=seed,
     )
-    if study is not None:
-        pools = [pool_from_study(study, db_url(ctx))]
-    elif not pools:
-        config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
-        pools = [PoolSpec("all", 1, config)]
-    prices = gpu_prices(gpu_price or [])
-    plan = plan_capacity(
-        pools,
-        trace_,
-        slos,
-        prices,
-        rate=rate,
+    request = CapacityRequest(
+        inputs,
+        model=model,
+        gpu=gpu,
+        engine_flags=tuple(ctx.args),
+        study=study,
         headroom=headroom,
+        gpu_price=tuple(gpu_price or ()),
         split_threshold=split_threshold,
         sample_requests=sample_requests,
-        seed=seed,
-        progress=None if json_ else lambda what: err_console.print(f"measuring {what}…"),
     )
-    data = plan.to_dict()
-    if not no_store:
-        inputs = {
-            "pools": pool or [f"{p.name}:{p.model}:{p.gpu}" for p in pools],
-            "workload": workload or (str(trace) if trace else None),
-            "rate": rate,
-            "slo": slo or [],
-            "headroom": headroom,
-            "gpu_price": gpu_price or [],
-        }
-        store_result(ctx, "fleet-plan", inputs, data)
+    say = None if json_ else lambda what: err_console.print(f"measuring {what}…")
+    plan = run_capacity_plan(request, db_url(ctx), store=not no_store, progress=say)
     if json_:
-        print_json(data)
+        print_json(plan.to_dict())
         return
     _render_capacity(plan)
 
@@ -242,7 +219,7 @@ def autoscale(
         bool, typer.Option(help="Also find the load-shedding margin (needs a TTFT SLO).")
     ] = True,
     burst: Annotated[str, typer.Option(help="Burst length of the shedding analysis.")] = "120s",
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,
@@ -269,21 +246,9 @@ def autoscale(
     Example: slotune plan autoscale --pool a:2:llama-3.1-8b:h100-sxm --workload azure-conv
     --time-scale 0.25 --days 2 --diurnal 0.6 --flash-crowd 1300:60:3 --slo ttft:p99<=1s
     """
-    from slotune.collector.durations import parse_duration_s
-    from slotune.tuner.fleet.autoscale import ScalingPolicy, ScalingSettings
-    from slotune.tuner.fleet.autoscale_plan import plan_autoscale
-    from slotune.tuner.fleet.prices import gpu_prices
-    from slotune.tuner.fleet.replay_trace import (
-        FlashCrowd,
-        inject_flash_crowd,
-        repeat_days,
-    )
-    from slotune.tuner.fleet.replay_trace import (
-        diurnal as day_curve,
-    )
-    from slotune.tuner.fleet.shedding import plan_shedding
+    from slotune.tuner.fleet.autoscale_run import AutoscaleRequest, run_autoscale_plan
 
-    pools, base, slos = load_inputs(
+    inputs = fleet_inputs(
         pool,
         engine=engine,
         workload=workload,
@@ -296,70 +261,29 @@ def autoscale(
         slo=slo,
         seed=seed,
     )
-    settings = ScalingSettings(
-        cold_start_s=parse_duration_s(cold_start, field_name="--cold-start"),
-        cooldown_s=parse_duration_s(cooldown, field_name="--cooldown"),
-        interval_s=parse_duration_s(interval, field_name="--interval"),
+    request = AutoscaleRequest(
+        inputs,
+        health=health_inputs(outage, route_config, no_circuit_breaker),
+        routing=routing,
+        scaling=tuple(scaling or ()),
+        cold_start=cold_start,
+        cooldown=cooldown,
+        interval=interval,
         min_replicas=min_replicas,
         max_replicas=max_replicas,
+        days=days,
+        diurnal=diurnal,
+        flash_crowds=tuple(flash_crowd or ()),
+        shedding=shedding,
+        burst=burst,
+        gpu_price=tuple(gpu_price or ()),
     )
-    crowds = [FlashCrowd.parse(c) for c in flash_crowd or ()]
-    outages, health = load_health(outage, route_config, no_circuit_breaker)
-    ttft = [s.threshold for s in slos if s.sli.value == "ttft"]
-    specs = scaling or ["waiting:4", "kv:0.8", f"ttft:{(min(ttft) if ttft else 1.0) / 2:g}s"]
-    policies = [ScalingPolicy.parse(s) for s in specs]
-    day_s = base.duration_s
-    replay = day_curve(repeat_days(base, days), day_s, diurnal)
-    for crowd in crowds:
-        replay = inject_flash_crowd(replay, crowd, seed)
-    burst_s = parse_duration_s(burst, field_name="--burst")
     with _replay_bar(enabled=not json_) as say:
-        plan = plan_autoscale(
-            pools,
-            replay,
-            policies,
-            settings,
-            gpu_prices(gpu_price or []),
-            routing=routing,
-            slos=slos,
-            day_s=day_s,
-            seed=seed,
-            outages=outages,
-            health=health,
-            progress=say,
-        )
-        shed_plan = (
-            plan_shedding(
-                pools, replay, slos, routing=routing, burst_s=burst_s, seed=seed, progress=say
-            )
-            if shedding and ttft
-            else None
-        )
-    data = {
-        "autoscale": plan.to_dict(),
-        "shedding": None if shed_plan is None else shed_plan.to_dict(),
-    }
-    if not no_store:
-        inputs = {
-            "pools": pool or [],
-            "routing": routing,
-            "scaling": specs,
-            "workload": workload or (str(trace) if trace else None),
-            "time_scale": time_scale,
-            "days": days,
-            "diurnal": diurnal,
-            "flash_crowd": flash_crowd or [],
-            "cold_start": cold_start,
-            "cooldown": cooldown,
-            "slo": slo or [],
-            "outage": outage or [],
-            "circuit_breaker": health.to_dict(),
-        }
-        store_result(ctx, "fleet-autoscale", inputs, data)
+        outcome = run_autoscale_plan(request, db_url(ctx), store=not no_store, progress=say)
     if json_:
-        print_json(data)
+        print_json(outcome.to_dict())
         return
-    _render_autoscale(plan, shed_plan)
+    _render_autoscale(outcome.autoscale, outcome.shedding)
 
 
 @contextmanager
