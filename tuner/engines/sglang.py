@@ -112,15 +112,16 @@ class SglangConfig(EngineConfig):
 class ResolvedSglang(ResolvedConfig):
     """An SGLang configuration with every default filled in and validated.
 
-    ``max_running_requests`` is the scheduler's limit: the user's, capped by the request
-    pool, or the one SGLang derives from the KV pool (see :func:`max_running_requests`).
-    ``chunked_prefill_size`` is -1 when chunked prefill is off.
+    ``max_running_requests`` stays None when unset: SGLang derives the limit from the KV
+    pool at start (:func:`max_running_requests`; the simulator's view holds it), and the pool
+    depends on the tensor-parallel size a study may set later. ``chunked_prefill_size`` is
+    -1 when chunked prefill is off.
     """
 
     engine: ClassVar[Engine] = Engine.SGLANG
     model: ModelSpec
     gpu: GPU
-    max_running_requests: int
+    max_running_requests: int | None
     chunked_prefill_size: int
     max_prefill_tokens: int
     mem_fraction_static: float
@@ -238,7 +239,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
     r = ResolvedSglang(
         model=model,
         gpu=gpu,
-        max_running_requests=0,  # derived below, once the pool is sized
+        max_running_requests=config.max_running_requests,
         chunked_prefill_size=chunk if chunk > 0 else -1,
         max_prefill_tokens=max_prefill,
         mem_fraction_static=mfs,
@@ -258,8 +259,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
         enable_mixed_chunk=config.enable_mixed_chunk,
     )
     _validate(r, config)
-    limit = max_running_requests(config.max_running_requests, r.context_length, _pool(r)[4])
-    return dataclasses.replace(r, max_running_requests=limit)
+    return r
 
 
 def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
@@ -272,8 +272,8 @@ def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
             "errors. Lower --context-length.",
         ),
         (
-            c.max_running_requests is not None and c.max_running_requests < 1,
-            f"--max-running-requests must be at least 1, got {c.max_running_requests}",
+            r.max_running_requests is not None and r.max_running_requests < 1,
+            f"--max-running-requests must be at least 1, got {r.max_running_requests}",
         ),
         (
             c.chunked_prefill_size is not None
@@ -413,10 +413,10 @@ def max_running_requests(
     return max(1, min(wanted, pool))
 
 
-def schedule_of(r: ResolvedSglang, *, seed: int = 0) -> SglangSchedule:
-    """The scheduler arguments of a resolved configuration."""
+def schedule_of(r: ResolvedSglang, max_running: int, *, seed: int = 0) -> SglangSchedule:
+    """The scheduler arguments of a resolved configuration running at most ``max_running``."""
     return SglangSchedule(
-        max_running_requests=r.max_running_requests,
+        max_running_requests=max_running,
         chunked_prefill_size=r.chunked_prefill_size if r.chunked_prefill_size > 0 else None,
         max_prefill_tokens=r.max_prefill_tokens,
         schedule_policy=r.schedule_policy,
@@ -637,7 +637,9 @@ class SglangAdapter(EngineAdapter):
         r = _resolved(resolved)
         chunked = r.chunked_prefill_size > 0
         return SimView(
-            max_running=r.max_running_requests,
+            max_running=max_running_requests(
+                r.max_running_requests, r.context_length, capacity.num_tokens
+            ),
             token_budget=r.chunked_prefill_size if chunked else r.max_prefill_tokens,
             block_size=capacity.block_size,
             chunked_prefill=chunked,
@@ -652,7 +654,7 @@ class SglangAdapter(EngineAdapter):
     def scheduler(
         self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
     ) -> SglangScheduler:
-        return SglangScheduler(schedule_of(_resolved(resolved)), block_manager)
+        return SglangScheduler(schedule_of(_resolved(resolved), view.max_running), block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
         # SGLang's overlap scheduler is not modelled: its steps carry vLLM's host time.

@@ -49,7 +49,7 @@ def test_fixed_defaults() -> None:
     assert (r.page_size, r.tp_size, r.dp_size, r.kv_cache_dtype) == (1, 1, 1, "auto")
     assert r.context_length == 131072
     assert not r.disable_radix_cache and not r.enable_mixed_chunk
-    assert r.max_running_requests == 2048  # half the pool, capped by the request slots
+    assert r.max_running_requests is None  # derived from the pool at start
 
 
 def test_chunking_off_reserves_for_max_prefill_tokens() -> None:
@@ -57,7 +57,7 @@ def test_chunking_off_reserves_for_max_prefill_tokens() -> None:
     assert r.chunked_prefill_size == -1
     # 512 + 16,384 x 1.5 + 512 + 128 = 25,728 MiB reserved.
     assert r.mem_fraction_static == pytest.approx(round((81090.56 - 25728) / 81090.56, 3))
-    assert schedule_of(r).chunked_prefill_size is None
+    assert schedule_of(r, 64).chunked_prefill_size is None
 
 
 def test_the_running_limit_is_derived_from_the_pool() -> None:
@@ -82,8 +82,9 @@ def test_kv_pool_is_the_static_fraction_less_the_weights() -> None:
 
 def test_a_pool_with_no_room_is_refused_with_sglang_words() -> None:
     # 0.5 x 22 GiB is less than the 15 GiB of weights: SGLang's start-up error.
+    r = resolve(SglangConfig("llama-3.1-8b", "l4", mem_fraction_static=0.5))
     with pytest.raises(EngineConfigError, match="increase --mem-fraction-static"):
-        resolve(SglangConfig("llama-3.1-8b", "l4", mem_fraction_static=0.5))
+        kv_capacity(r)
 
 
 @pytest.mark.parametrize(
