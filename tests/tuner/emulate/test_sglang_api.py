@@ -78,6 +78,7 @@ def test_info_routes_and_their_deprecated_twins() -> None:
                     "/get_model_info",
                     "/server_info",
                     "/get_server_info",
+                    "/v1/models",
                     f"/v1/models/{MODEL}",
                     "/v1/models/other",
                 )
@@ -94,7 +95,13 @@ def test_info_routes_and_their_deprecated_twins() -> None:
     assert info["model_path"] == "org/test-model" and info["version"] == "0.5.23"
     assert info["max_total_num_tokens"] == 16000
     card = answers[f"/v1/models/{MODEL}"].json()
-    assert (card["owned_by"], card["max_model_len"]) == ("sglang", MAX_MODEL_LEN)
+    assert answers["/v1/models"].json() == {"object": "list", "data": [card]}
+    assert (card["root"], card["owned_by"], card["max_model_len"]) == (
+        MODEL,
+        "sglang",
+        MAX_MODEL_LEN,
+    )
+    assert "permission" not in card
     assert answers["/v1/models/other"].json()["error"]["code"] == "model_not_found"
 
 

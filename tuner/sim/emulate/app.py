@@ -55,9 +55,12 @@ class EngineRoutes:
 
     def openai_routes(self) -> list[web.RouteDef]:
         """``/health``, ``/v1/models``, ``/v1/completions`` and ``/v1/chat/completions``."""
+        return [web.get("/v1/models", self.models), *self.generation_routes()]
+
+    def generation_routes(self) -> list[web.RouteDef]:
+        """``/health``, ``/v1/completions`` and ``/v1/chat/completions``."""
         return [
             web.get("/health", self.health),
-            web.get("/v1/models", self.models),
             web.post("/v1/completions", self.completions),
             web.post("/v1/chat/completions", self.chat_completions),
         ]

@@ -214,7 +214,8 @@ def sglang_served(
 
     def routes(r: EngineRoutes) -> list[web.RouteDef]:
         info = SglangServerInfo(server_args, capacity.num_tokens)
-        return [*r.openai_routes(), *sglang_routes(r, info), web.get("/metrics", r.prometheus)]
+        native = sglang_routes(r, info)
+        return [*r.generation_routes(), *native, web.get("/metrics", r.prometheus)]
 
     return Served("SGLang", model, exporter, routes, middlewares=(exporter.middleware,))
 

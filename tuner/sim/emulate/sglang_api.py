@@ -12,7 +12,8 @@
 - ``GET /model_info`` and its deprecated twin ``/get_model_info``;
 - ``GET /server_info`` and its deprecated twin ``/get_server_info``: the server arguments
   (SGLang's names), ``max_total_num_tokens``, ``internal_states`` and ``version``;
-- ``GET /v1/models/{model}``: one model card, or SGLang's 404 envelope.
+- ``GET /v1/models`` and ``GET /v1/models/{model}``: SGLang's model cards (``root`` is the
+  served name, ``owned_by`` ``sglang``, no ``permission``), or SGLang's 404 envelope.
 
 Errors of ``/generate`` use SGLang's ``{"error": {"message": ...}}`` with status 400.
 """
@@ -148,10 +149,24 @@ class _Native:
             }
         )
 
-    async def model_card(self, request: web.Request) -> web.Response:
+    def _card(self) -> dict[str, Any]:
         m = self._r.model
+        return {
+            "id": m.served_name,
+            "object": "model",
+            "created": self._r.created,
+            "owned_by": "sglang",
+            "root": m.served_name,
+            "parent": None,
+            "max_model_len": m.max_model_len,
+        }
+
+    async def models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [self._card()]})
+
+    async def model_card(self, request: web.Request) -> web.Response:
         name = request.match_info["model"]
-        if name != m.served_name:
+        if name != self._r.model.served_name:
             return web.json_response(
                 {
                     "error": {
@@ -163,16 +178,7 @@ class _Native:
                 },
                 status=404,
             )
-        card = {
-            "id": name,
-            "object": "model",
-            "created": self._r.created,
-            "owned_by": "sglang",
-            "root": name,
-            "parent": None,
-            "max_model_len": m.max_model_len,
-        }
-        return web.json_response(card)
+        return web.json_response(self._card())
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
         received = self._r.arrival_of(request)
@@ -256,6 +262,7 @@ def sglang_routes(r: EngineRoutes, info: SglangServerInfo) -> list[web.RouteDef]
         web.get("/get_model_info", native.model_info),
         web.get("/server_info", native.server_info),
         web.get("/get_server_info", native.server_info),
+        web.get("/v1/models", native.models),
         web.get("/v1/models/{model}", native.model_card),
         web.post("/generate", native.generate),
         web.put("/generate", native.generate),
