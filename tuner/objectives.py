@@ -22,13 +22,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, NamedTuple
-
-from optuna.study import StudyDirection
 
 from slotune.collector.slo import SLI, SLO, Attainment
 from slotune.collector.summary import Summary
+from slotune.collector.vocabulary import ObjectiveKind as ObjectiveKind
 
 LAUNCH_CONSTRAINT = "launch"
 # The max-rate search stops when two rates bracket the limit this closely.
@@ -39,34 +37,6 @@ CAPACITY_MAX_STEPS = 10
 # candidate anyway.
 CAPACITY_FLOOR_FRACTION = 1 / 8
 SATURATION_RATE = 1e6
-
-
-class ObjectiveKind(StrEnum):
-    CAPACITY = "capacity"
-    GOODPUT = "goodput"
-    THROUGHPUT = "throughput"
-    PARETO = "pareto"
-
-    @property
-    def directions(self) -> list[StudyDirection]:
-        if self is ObjectiveKind.PARETO:
-            return [StudyDirection.MAXIMIZE, StudyDirection.MINIMIZE]
-        return [StudyDirection.MAXIMIZE]
-
-    @property
-    def value_names(self) -> list[str]:
-        """Names of the values, as the run summary names them (``capacity``: req/s)."""
-        return {
-            ObjectiveKind.CAPACITY: ["capacity"],
-            ObjectiveKind.GOODPUT: ["goodput"],
-            ObjectiveKind.THROUGHPUT: ["output_token_throughput"],
-            ObjectiveKind.PARETO: ["output_token_throughput", "ttft_ms.p99"],
-        }[self]
-
-    @property
-    def failed_values(self) -> tuple[float, ...]:
-        """Values recorded for a configuration that did not run (worst possible)."""
-        return (0.0, math.inf) if self is ObjectiveKind.PARETO else (0.0,)
 
 
 class CurvePoint(NamedTuple):

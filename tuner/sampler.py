@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import SamplerKind as SamplerKind
 from slotune.tuner.space import Param, ParamKind, SearchSpace, Value
 
 _CONSTRAINTS_KEY = "constraints"
@@ -51,15 +51,6 @@ _PLATEAU = 0.9
 # The engines' names for the per-step token budget (the ladder's parameter).
 _TOKEN_BUDGETS = ("max_num_batched_tokens", "max_num_tokens")
 _CHUNKED = "enable_chunked_prefill"
-
-
-class SamplerKind(StrEnum):
-    """The samplers a study can use (``benchmarks/tuner_efficiency.py`` compares them)."""
-
-    TPE = "tpe"  # slotune's DistinctTPESampler (Optuna's multivariate TPE for ``pareto``)
-    OPTUNA_TPE = "optuna-tpe"  # Optuna's TPE as it is
-    GP = "gp"
-    RANDOM = "random"
 
 
 def make_sampler(

@@ -25,12 +25,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 from slotune.collector.series import MetricType
+from slotune.collector.vocabulary import SourceKind
 
-__all__ = ["MetricType"]  # one definition for the agent and the store (collector.series)
+if TYPE_CHECKING:
+    from slotune.collector.agent.targets import TargetSpec
+
+# re-exported from their one home: collector.series (shared with the store) and
+# collector.vocabulary (shared with every layer)
+__all__ = ["MetricType", "SourceKind"]
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -38,22 +43,6 @@ Labels = tuple[tuple[str, str], ...]
 def make_labels(mapping: Mapping[str, str]) -> Labels:
     """Labels as a sorted tuple of pairs, so equal label sets compare and hash equal."""
     return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
-
-
-class SourceKind(StrEnum):
-    """The kinds of target the agent can scrape."""
-
-    VLLM = "vllm"
-    SGLANG = "sglang"
-    TRTLLM = "trtllm"
-    DCGM = "dcgm"
-    NVML = "nvml"
-    PROMETHEUS = "prometheus"  # an existing Prometheus' /federate, many targets through one
-
-    @property
-    def is_engine(self) -> bool:
-        """Whether the target is an inference engine (serves ``/v1/models``)."""
-        return self in (SourceKind.VLLM, SourceKind.SGLANG, SourceKind.TRTLLM)
 
 
 class Sample(NamedTuple):
@@ -142,15 +131,18 @@ class Source(ABC):
     """A metric source bound to one target's URLs.
 
     Attributes:
-        kind: the target kind this class reads.
-        default_paths: paths appended to a base URL when the user gave no explicit path.
+        kind: the target kind this class reads (its default paths are the kind's).
     """
 
     kind: ClassVar[SourceKind]
-    default_paths: ClassVar[tuple[str, ...]] = ("/metrics",)
 
     def __init__(self, urls: Iterable[str] = ()) -> None:
         self.urls = tuple(urls)
+
+    @classmethod
+    def for_target(cls, target: TargetSpec) -> Source:
+        """A fresh source reading ``target`` (one instance per target)."""
+        return cls(target.metrics_urls)
 
     @abstractmethod
     async def collect(self, fetch: Fetcher) -> Scrape:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from functools import cache
 from urllib.parse import urlencode, urlsplit
 
 from slotune.collector.agent.base import (
@@ -29,19 +30,14 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.budget import current_deadline, off_loop
-from slotune.collector.agent.dcgm import DcgmSource
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import PromTextParser
-from slotune.collector.agent.sglang import SglangSource
-from slotune.collector.agent.trtllm import TrtllmSource
-from slotune.collector.agent.vllm import VllmSource
 
-DEFAULT_MATCH = ('{__name__=~"vllm:.+|sglang:.+|trtllm_.+|DCGM_FI_.+"}',)
-_PREFIXES: tuple[tuple[str, type[PromTextSource]], ...] = (
-    ("vllm:", VllmSource),
-    ("sglang:", SglangSource),
-    ("trtllm_", TrtllmSource),
-    ("DCGM_FI_", DcgmSource),
+# A prefix is a metric name's start ([a-zA-Z_:][a-zA-Z0-9_:]*), so it needs no regex escape.
+DEFAULT_MATCH = (
+    '{__name__=~"'
+    + "|".join(f"{k.federate_prefix}.+" for k in SourceKind if k.federate_prefix)
+    + '"}',
 )
 _ID_LABELS = ("job", "instance")
 
@@ -53,10 +49,22 @@ def federate_url(url: str) -> str:
     return f"{url}?{urlencode([('match[]', m) for m in DEFAULT_MATCH])}"
 
 
+@cache
+def _federated() -> tuple[tuple[str, type[PromTextSource]], ...]:
+    """(metric-name prefix, source class) of every kind a ``/federate`` body can carry."""
+    from slotune.collector.agent.registry import SOURCES  # the registry imports this module
+
+    return tuple(
+        (kind.federate_prefix, cls)
+        for kind, cls in SOURCES.items()
+        if kind.federate_prefix and issubclass(cls, PromTextSource)
+    )
+
+
 def kind_of(families: Iterable[Family]) -> type[PromTextSource] | None:
     """The source class whose metric names a target's families carry."""
     for fam in families:
-        for prefix, cls in _PREFIXES:
+        for prefix, cls in _federated():
             if fam.name.startswith(prefix):
                 return cls
     return None
@@ -66,7 +74,6 @@ class FederateSource(Source):
     """Reads many targets through one Prometheus ``/federate`` endpoint."""
 
     kind = SourceKind.PROMETHEUS
-    default_paths = ("/federate",)
 
     def __init__(self, urls: Iterable[str] = ()) -> None:
         super().__init__(federate_url(u) for u in urls)

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slotune.collector.agent.base import (
     Family,
@@ -31,6 +31,9 @@ from slotune.collector.agent.base import (
 )
 from slotune.collector.agent.canonical import CANONICAL
 from slotune.collector.errors import SourceError
+
+if TYPE_CHECKING:
+    from slotune.collector.agent.targets import TargetSpec
 
 _RAW = "nvml:"
 # raw NVML reading -> (canonical name, factor from the raw unit)
@@ -66,12 +69,16 @@ class NvmlSource(Source):
     """
 
     kind = SourceKind.NVML
-    default_paths = ()
 
     def __init__(self, urls: Iterable[str] = (), nvml: Any | None = None) -> None:
         super().__init__(urls)
         self._nvml = nvml
         self._initialised = False
+
+    @classmethod
+    def for_target(cls, target: TargetSpec) -> NvmlSource:
+        """The local NVML; the URL ``fake`` gets the built-in :class:`FakeNvml`."""
+        return cls(nvml=FakeNvml() if target.url == "fake" else None)
 
     async def collect(self, fetch: Fetcher) -> Scrape:
         return await asyncio.to_thread(self.collect_now)

@@ -1,11 +1,11 @@
-"""Which source class reads which kind of target."""
+"""Which source class reads which kind of target: adding a source is one line here."""
 
 from __future__ import annotations
 
 from slotune.collector.agent.base import Source, SourceKind
 from slotune.collector.agent.dcgm import DcgmSource
 from slotune.collector.agent.federate import FederateSource
-from slotune.collector.agent.nvml import FakeNvml, NvmlSource
+from slotune.collector.agent.nvml import NvmlSource
 from slotune.collector.agent.sglang import SglangSource
 from slotune.collector.agent.targets import TargetSpec
 from slotune.collector.agent.trtllm import TrtllmSource
@@ -22,7 +22,5 @@ SOURCES: dict[SourceKind, type[Source]] = {
 
 
 def make_source(target: TargetSpec) -> Source:
-    """A fresh source for one target (``nvml`` with URL ``fake`` gets the fake NVML)."""
-    if target.kind is SourceKind.NVML:
-        return NvmlSource(nvml=FakeNvml() if target.url == "fake" else None)
-    return SOURCES[target.kind](target.metrics_urls)
+    """A fresh source for one target."""
+    return SOURCES[target.kind].for_target(target)

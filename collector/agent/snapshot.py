@@ -9,13 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from slotune.collector.agent.base import Family, MetricType, Scrape, SourceKind
+from slotune.collector.agent.base import Family, MetricType, Scrape
 from slotune.collector.agent.canonical import CANONICAL
 from slotune.collector.agent.fetch import HttpFetcher
 from slotune.collector.agent.registry import make_source
 from slotune.collector.agent.targets import make_target
 from slotune.collector.errors import ConfigError, SourceError
 from slotune.collector.store import bucket_quantile
+from slotune.collector.vocabulary import engine_kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ def scrape_snapshot(kind: str, base_url: str, *, timeout_s: float = 5.0) -> Engi
     worker thread).
 
     Args:
-        kind: ``vllm``, ``sglang`` or ``trtllm``.
+        kind: an engine's source kind (``vllm``, ``sglang`` ...).
         base_url: the server's base URL (``http://127.0.0.1:8000``) or an explicit metrics URL.
         timeout_s: limit for each HTTP request.
 
@@ -142,10 +143,10 @@ def scrape_snapshot(kind: str, base_url: str, *, timeout_s: float = 5.0) -> Engi
         ConfigError: unknown kind or malformed URL.
         SourceError: the engine cannot be read.
     """
-    try:
-        source_kind = SourceKind(kind)
-    except ValueError:
-        raise ConfigError(f"unknown engine kind {kind!r}; use vllm, sglang or trtllm") from None
+    source_kind = next((k for k in engine_kinds() if k.value == kind), None)
+    if source_kind is None:
+        names = ", ".join(k.value for k in engine_kinds())
+        raise ConfigError(f"unknown engine kind {kind!r}; use one of {names}")
     target = make_target(source_kind, base_url, node="local")
 
     async def collect() -> Scrape:

@@ -38,26 +38,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from slotune.collector.agent.base import SourceKind
 from slotune.collector.agent.budget import DEFAULT_BODY_SIZE_LIMIT
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError
 from slotune.collector.redact import redact_url
 from slotune.collector.textfile import read_text
+from slotune.collector.vocabulary import SourceKind, choices
 from slotune.collector.yamlfile import read_yaml
 
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_SCRAPE_TIMEOUT_S = 10.0  # Prometheus' default
 MAX_TARGET_NAME_CHARS = 200  # the store's target.name column
-_KINDS = ", ".join(k.value for k in SourceKind)
-_DEFAULT_PATHS: dict[SourceKind, tuple[str, ...]] = {
-    SourceKind.VLLM: ("/metrics",),
-    SourceKind.SGLANG: ("/metrics",),
-    SourceKind.TRTLLM: ("/metrics", "/prometheus/metrics"),
-    SourceKind.DCGM: ("/metrics",),
-    SourceKind.NVML: (),
-    SourceKind.PROMETHEUS: ("/federate",),
-}
+_KINDS = choices(SourceKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +97,7 @@ def _kind(text: str, where: str) -> SourceKind:
 
 def metrics_urls(kind: SourceKind, url: str) -> tuple[str, ...]:
     """The URLs to scrape for a target URL (known paths for a base URL, else as given)."""
-    if kind is SourceKind.NVML:
+    if not kind.needs_url:
         return ()
     try:
         parts = urlsplit(url)
@@ -119,13 +111,13 @@ def metrics_urls(kind: SourceKind, url: str) -> tuple[str, ...]:
     if parts.path not in ("", "/"):
         return (url,)
     base = f"{parts.scheme}://{parts.netloc}"
-    return tuple(base + p for p in _DEFAULT_PATHS[kind])
+    return tuple(base + p for p in kind.default_paths)
 
 
 def default_name(kind: SourceKind, url: str, node: str) -> str:
     """``kind@host:port`` (``nvml@node`` for local GPUs)."""
-    if kind is SourceKind.NVML:
-        return f"nvml@{node}"
+    if not kind.needs_url:
+        return f"{kind.value}@{node}"
     netloc = urlsplit(url).netloc
     return f"{kind.value}@{netloc.rpartition('@')[2]}"  # never the userinfo
 
@@ -198,7 +190,7 @@ def parse_target_arg(
     """
     kind_text, sep, url = text.partition("=")
     kind = _kind(kind_text, f"--scrape {text!r}")
-    if not sep and kind is not SourceKind.NVML:
+    if not sep and kind.needs_url:
         raise ConfigError(f"--scrape {text!r}: write KIND=URL, e.g. vllm=http://127.0.0.1:8000")
     return make_target(
         kind,
@@ -265,7 +257,7 @@ def _entry(entry: Any, index: int, path: str | Path, defaults: _Defaults, node: 
         raise ConfigError(f"{where} must be a mapping with at least 'kind' (and 'url')")
     kind = _kind(str(entry["kind"]), where)
     url = str(entry.get("url", ""))
-    if kind is not SourceKind.NVML and not url:
+    if kind.needs_url and not url:
         raise ConfigError(f"{where}: 'url' is required for kind {kind.value}")
     entry_labels = {**defaults.labels, **_labels(entry.get("labels"), f"{where}.labels")}
     interval_s = _interval(entry.get("interval"), f"{where}.interval", defaults.interval_s)

@@ -136,7 +136,6 @@ class TrtllmSource(PromTextSource):
     """TensorRT-LLM's two endpoints; keeps the drained iteration stats' running totals."""
 
     kind = SourceKind.TRTLLM
-    default_paths = ("/metrics", "/prometheus/metrics")
     rules = TRTLLM_RULES
 
     def __init__(self, urls: Iterable[str] = ()) -> None:

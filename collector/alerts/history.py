@@ -28,7 +28,8 @@ from slotune.collector.errors import ConfigError, SourceError
 from slotune.collector.store import SampleIn, Store, list_targets, register_target, write_samples
 from slotune.collector.textfile import read_text
 
-IMPORT_KINDS = ("vllm", "sglang", "trtllm", "dcgm")
+# the kinds whose source maps Prometheus text, so a history file of theirs can be imported
+IMPORT_KINDS = tuple(k.value for k, cls in SOURCES.items() if issubclass(cls, PromTextSource))
 # the times a real incident can have, in seconds since the epoch: 1990-01-01 to 2200-01-01
 _EARLIEST_S = 631_152_000.0
 _LATEST_S = 7_258_118_400.0
@@ -179,7 +180,7 @@ def import_openmetrics(
         store: the open store.
         path: the file.
         target: target name (registered with ``kind`` when new).
-        kind: which source maps the raw names: vllm, sglang, trtllm or dcgm.
+        kind: which source maps the raw names (one of :data:`IMPORT_KINDS`).
 
     Raises:
         ConfigError: an unreadable or invalid file, an empty or over-long target name, or an
@@ -192,8 +193,9 @@ def import_openmetrics(
     per_ts = parse_history(text, str(path))
     if not per_ts:
         raise ConfigError(f"{path}: no sample with a timestamp; nothing to import")
-    source = SOURCES[SourceKind(kind)]()
-    assert isinstance(source, PromTextSource)  # every kind of IMPORT_KINDS reads text
+    source_class = SOURCES[SourceKind(kind)]
+    assert issubclass(source_class, PromTextSource)  # what IMPORT_KINDS holds
+    source = source_class()
     encoder = SampleEncoder(heartbeat_s=0.0)
     samples: list[SampleIn] = []
     for ts, raw in per_ts.items():

@@ -78,7 +78,7 @@ def test_goodput_throughput_and_pareto_values():
     assert g.values[0] > 0 and g.rate == 5.0
     assert t.rate is not None and t.rate > 1e5  # saturation when no rate is given
     assert len(p.values) == 2 and math.isclose(p.values[1], 100.0, rel_tol=1e-6)
-    assert [d.name for d in ObjectiveKind.PARETO.directions] == ["MAXIMIZE", "MINIMIZE"]
+    assert ObjectiveKind.PARETO.directions == ["maximize", "minimize"]
 
 
 def test_failed_configuration_is_infeasible_with_reason():

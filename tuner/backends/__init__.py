@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import BackendKind as BackendKind
 from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.gpu_slots import GpuSlot
 
 if TYPE_CHECKING:
     from slotune.tuner.study import StudySpec
-
-
-class BackendKind(StrEnum):
-    """Where a study's trials run."""
-
-    SIM = "sim"  # the in-process simulator
-    LAUNCH = "launch"  # one engine process per trial, from a command template
-    ATTACH = "attach"  # an engine already running, measured as it is
 
 
 def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:

@@ -33,11 +33,12 @@ from slotune.collector.store import (
     gauge_avg,
     list_targets,
 )
+from slotune.collector.vocabulary import SourceKind
 from slotune.tuner.diagnose._engine_rules import EngineFigures, engine_findings
 from slotune.tuner.diagnose._findings import Finding, TuneContext
 
-_GPU_KINDS = ("dcgm", "nvml")
-_ENGINE_KINDS = ("vllm", "sglang", "trtllm")
+_GPU_KINDS = frozenset(k.value for k in SourceKind if k.is_gpu)
+_ENGINE_KINDS = frozenset(k.value for k in SourceKind if k.is_engine)
 
 
 @dataclass(frozen=True, slots=True)

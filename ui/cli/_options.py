@@ -33,9 +33,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
+
+from slotune.collector.vocabulary import Engine
 
 T = TypeVar("T")
 
@@ -68,11 +70,8 @@ def _check_speedup(value: float) -> float:
     return value
 
 
-# The values of tuner.sim.config.Engine, spelled out: building the CLI must not load the tuner
-# (tests/ui/test_cli_imports.py checks that they match).
-EngineName = Literal["vllm", "trtllm"]
-
-EngineOption = Annotated[EngineName, typer.Option("--engine", help="Engine: vllm | trtllm.")]
+# Typer lists an Enum's values as the option's choices.
+EngineOption = Annotated[Engine, typer.Option("--engine", help="The serving engine.")]
 WorkloadOption = Annotated[
     str | None,
     typer.Option(

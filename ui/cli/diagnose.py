@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from slotune.collector.vocabulary import Engine
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import (
     EngineOption,
@@ -76,7 +77,7 @@ def trace(
     html: Annotated[
         Path | None, typer.Option(help="Also write a standalone HTML report with a timeline.")
     ] = None,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
@@ -118,7 +119,7 @@ def live(
     end: Annotated[
         float | None, typer.Option(help="Window end, epoch seconds (default: now).")
     ] = None,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
@@ -177,7 +178,7 @@ def sim(
     rate: RateOption = None,
     time_scale: TimeScaleOption = None,
     num_requests: NumRequestsOption = None,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     slo: SloOption = None,
@@ -261,7 +262,7 @@ def workload(
     run_id: Annotated[
         int | None, typer.Option("--run", help="A stored slotune bench run, by id.")
     ] = None,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = Engine.VLLM,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     sim_requests: Annotated[

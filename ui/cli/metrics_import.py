@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from slotune.collector.vocabulary import SourceKind
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli.metrics import metrics_app
 
@@ -27,7 +28,10 @@ def import_cmd(
         ),
     ],
     target: Annotated[str, typer.Option(help="Target name the samples belong to.")],
-    kind: Annotated[str, typer.Option(help="vllm, sglang, trtllm or dcgm.")] = "vllm",
+    kind: Annotated[
+        SourceKind,
+        typer.Option(help="Whose metric names the file carries (a kind read as Prometheus text)."),
+    ] = SourceKind.VLLM,
     json: JsonOption = False,
 ) -> None:
     """Load a past incident (metrics with timestamps) as scrapes of one target."""

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from slotune.collector.vocabulary import Engine
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 
 if TYPE_CHECKING:
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 
 class ExportFormat(StrEnum):
     PROMETHEUS = "prometheus"
-
-
-class ExportEngine(StrEnum):
-    VLLM = "vllm"
-    SGLANG = "sglang"
-    TRTLLM = "trtllm"
 
 
 slo_app = typer.Typer(
@@ -129,9 +124,7 @@ def export_cmd(
     format_: Annotated[
         ExportFormat, typer.Option("--format", help="Output format: a Prometheus rule file.")
     ] = ExportFormat.PROMETHEUS,
-    engine: Annotated[
-        ExportEngine, typer.Option(help="Whose metric names the rules use.")
-    ] = ExportEngine.VLLM,
+    engine: Annotated[Engine, typer.Option(help="Whose metric names the rules use.")] = Engine.VLLM,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,

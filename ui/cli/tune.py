@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from slotune.collector.figures import figure
+from slotune.collector.vocabulary import BackendKind, Engine, ObjectiveKind, SamplerKind
 from slotune.ui.cli._common import (
     JsonOption,
     console,
@@ -39,11 +40,7 @@ if TYPE_CHECKING:
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
-# So the choices of BackendKind, ObjectiveKind and SamplerKind are spelled out here
-# (tests/ui/test_cli_imports.py checks that they match).
-BackendName = Literal["sim", "launch", "attach"]
-ObjectiveName = Literal["capacity", "goodput", "throughput", "pareto"]
-SamplerName = Literal["tpe", "optuna-tpe", "gp", "random"]
+# The choices come from the dependency-free vocabulary.
 PrescreenName = Literal["sim"]
 
 app = typer.Typer(
@@ -84,8 +81,8 @@ def _progress(
 @app.callback()
 def tune_command(
     ctx: typer.Context,
-    backend: Annotated[BackendName, typer.Option(help="Where trials run.")] = "sim",
-    engine: EngineOption = "vllm",
+    backend: Annotated[BackendKind, typer.Option(help="Where trials run.")] = BackendKind.SIM,
+    engine: EngineOption = Engine.VLLM,
     model: Annotated[str, typer.Option(help="Catalog model id.")] = "llama-3.1-8b",
     gpu: Annotated[str, typer.Option(help="Catalog GPU id.")] = "h100-sxm",
     workload: WorkloadOption = None,
@@ -93,7 +90,9 @@ def tune_command(
     rate: RateOption = None,
     num_requests: NumRequestsOption = None,
     slo: SloOption = None,
-    objective: Annotated[ObjectiveName, typer.Option(help="What a trial maximises.")] = "capacity",
+    objective: Annotated[
+        ObjectiveKind, typer.Option(help="What a trial maximises.")
+    ] = ObjectiveKind.CAPACITY,
     trials: Annotated[
         int, typer.Option(min=1, help="Completed trials to run (trial 0 = default).")
     ] = 30,
@@ -122,9 +121,9 @@ def tune_command(
         int, typer.Option(min=0, help="Re-measure the best K configs (0: off).")
     ] = 3,
     sampler: Annotated[
-        SamplerName,
-        typer.Option(help="tpe (slotune's own, see docs/tune.md) | optuna-tpe | gp | random"),
-    ] = "tpe",
+        SamplerKind,
+        typer.Option(help="The Optuna sampler (tpe: slotune's own, see docs/tune.md)."),
+    ] = SamplerKind.TPE,
     seed: SeedOption = 0,
     heartbeat: Annotated[
         int,
@@ -260,7 +259,9 @@ def show_command(ctx: typer.Context, name: Name, as_json: JsonOption = False) ->
 def export_command(
     ctx: typer.Context,
     name: Name,
-    fmt: Annotated[str, typer.Option("--format", help="vllm | trtllm")] = "vllm",
+    fmt: Annotated[
+        Engine, typer.Option("--format", help="The engine whose launch format to print.")
+    ] = Engine.VLLM,
 ) -> None:
     """Print the best configuration as a `vllm serve` command or `trtllm-serve` YAML."""
     from slotune.tuner import export_study
