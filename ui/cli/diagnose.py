@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from slotune.collector.stored_results import store_result
 from slotune.collector.vocabulary import Engine
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import (
     EngineOption,
+    GpuOption,
+    ModelOption,
+    NoStoreOption,
     NumRequestsOption,
     RateOption,
     SloOption,
@@ -43,11 +47,6 @@ diagnose_app = typer.Typer(
     no_args_is_help=True,
 )
 
-NoStoreOption = Annotated[
-    bool, typer.Option("--no-store", help="Do not save the result in the diagnosis table.")
-]
-ModelOption = Annotated[str, typer.Option("--model", help="Catalog model id for the simulator.")]
-GpuOption = Annotated[str, typer.Option("--gpu", help="Catalog GPU id for the simulator.")]
 # A profiler trace or live metrics carry no replayable workload: the tune commands printed
 # with their findings name one, so that they run as printed.
 DEFAULT_TUNE_WORKLOAD = "azure-conv"
@@ -101,7 +100,8 @@ def trace(
         html.write_text(trace_html(result), encoding="utf-8")
     data = result.to_dict()
     if not no_store:
-        _store(ctx, "trace", {"path": str(path), "memset": memset}, data, str(path))
+        inputs = {"path": str(path), "memset": memset}
+        store_result(db_url(ctx), "trace", inputs, data, subject=str(path))
     if json_:
         print_json(data)
         return
@@ -134,7 +134,7 @@ def live(
     """
     from slotune.collector.durations import parse_duration_s
     from slotune.collector.errors import ConfigError
-    from slotune.collector.store import open_store, save_diagnosis
+    from slotune.collector.store import open_store
     from slotune.tuner.diagnose import diagnose_live
 
     if target is not None and pool is not None:
@@ -145,16 +145,11 @@ def live(
         result = diagnose_live(
             store, target=target, pool=pool, window_s=window_s, end_ts=end, context=context
         )
-        data = result.to_dict()
-        if not no_store:
-            subject = target or (f"pool {pool}" if pool else "all engine targets")
-            inputs = {
-                "target": target,
-                "pool": pool,
-                "window_s": window_s,
-                "end_ts": result.end_ts,
-            }
-            save_diagnosis(store, "live", inputs, data, subject=subject)
+    data = result.to_dict()
+    if not no_store:
+        subject = target or (f"pool {pool}" if pool else "all engine targets")
+        inputs = {"target": target, "pool": pool, "window_s": window_s, "end_ts": result.end_ts}
+        store_result(db_url(ctx), "live", inputs, data, subject=subject)
     if json_:
         print_json(data)
         return
@@ -210,7 +205,8 @@ def sim(
     data = result.to_dict()
     if not no_store:
         inputs = {"args": list(ctx.args), "workload": requests.name, "config": result.config}
-        _store(ctx, "simulated", inputs, data, f"{model} on {gpu}: {requests.name}")
+        subject = f"{model} on {gpu}: {requests.name}"
+        store_result(db_url(ctx), "simulated", inputs, data, subject=subject)
     if json_:
         print_json(data)
         return
@@ -301,7 +297,7 @@ def workload(
             "gpu": gpu,
             "time_scale": time_scale,
         }
-        _store(ctx, "workload", inputs, data, result.source)
+        store_result(db_url(ctx), "workload", inputs, data, subject=result.source)
     if json_:
         print_json(data)
         return
@@ -406,15 +402,6 @@ def _render_workload(result: WorkloadDiagnosis) -> None:
         )
     console.print(runs)
     _render_findings(result.findings)
-
-
-def _store(
-    ctx: typer.Context, kind: str, inputs: dict[str, Any], result: dict[str, Any], subject: str
-) -> None:
-    from slotune.collector.store import open_store, save_diagnosis
-
-    with open_store(db_url(ctx)) as store:
-        save_diagnosis(store, kind, inputs, result, subject=subject[-200:])
 
 
 def _ms(value: float) -> str:
