@@ -42,7 +42,7 @@ from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import Trace, resolve_workload, retime
 from slotune.tuner.backends import BackendKind, make_backend
-from slotune.tuner.backends.launch import render_command
+from slotune.tuner.backends.launch import default_command, render_command
 from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
 from slotune.tuner.export import context_length_for
 from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
@@ -86,7 +86,7 @@ class StudySpec:
         trials: completed trials the study aims at (trial 0 = the engine default).
         rate: offered rate (req/s); None = the trace's own timestamps.
         num_requests: measured requests per run, the first N of the trace (None: all).
-        command: launch-backend command template.
+        command: launch-backend command template (None: the real engine's, from its adapter).
         endpoint: attach-backend base URL.
         speedup: the emulated GPU runs this many times faster than real time (launch backend).
         space: search-space overrides (YAML file / ``--param`` forms, merged), by canonical name.
@@ -147,6 +147,12 @@ class StudySpec:
         )
 
     @property
+    def launch_command(self) -> str:
+        """The launch backend's command template: ``command``, or the real engine's own
+        (:func:`~tuner.backends.launch.default_command`) when none was given."""
+        return self.command or default_command(self.engine, self.model, self.gpu)
+
+    @property
     def workload_name(self) -> str:
         return self.workload or str(self.trace_file)
 
@@ -184,12 +190,9 @@ class StudySpec:
             raise ConfigError("give at least one --slo, e.g. --slo 'ttft:p99<=500ms'")
         parse_slos(self.slos)
         if self.backend is BackendKind.LAUNCH:
-            if not self.command:
-                raise ConfigError(
-                    "--backend launch needs --command, e.g. "
-                    "'vllm serve {hf_model} --port {port} {engine_args}'"
-                )
-            render_command(self.command, model=self.model, gpu=self.gpu, port=0, engine_args="")
+            render_command(
+                self.launch_command, model=self.model, gpu=self.gpu, port=0, engine_args=""
+            )
         if not (math.isfinite(self.startup_timeout_s) and self.startup_timeout_s > 0):
             raise ConfigError(
                 f"--startup-timeout must be a finite number of seconds > 0, "

@@ -192,7 +192,7 @@ def test_attach_measures_a_running_engine_as_it_is(tmp_path):
         engine.wait_healthy(60)
         trace = retime(named_workload("azure-conv"), num_requests=8)
         runner = TrialRunner(
-            AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+            AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b", gpu="h100-sxm"),
             WorkloadPlan(trace, rate=2.0),
             tuple(parse_slos(["ttft:p99<=5s"])),
             ObjectiveKind.GOODPUT,
@@ -204,7 +204,7 @@ def test_attach_measures_a_running_engine_as_it_is(tmp_path):
     finally:
         engine.stop()
     gone = TrialRunner(
-        AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b"),
+        AttachBackend(engine.url, engine="vllm", model="llama-3.1-8b", gpu="h100-sxm"),
         WorkloadPlan(trace, rate=2.0),
         tuple(parse_slos(["ttft:p99<=5s"])),
         ObjectiveKind.GOODPUT,

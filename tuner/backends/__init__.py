@@ -22,9 +22,8 @@ def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
     if spec.backend is BackendKind.LAUNCH:
         from slotune.tuner.backends.launch import LaunchBackend
 
-        assert spec.command is not None  # StudySpec.validate
         return LaunchBackend(
-            spec.command,
+            spec.launch_command,
             engine=spec.engine,
             model=spec.model,
             gpu=spec.gpu,
@@ -36,7 +35,7 @@ def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
         from slotune.tuner.backends.attach import AttachBackend
 
         assert spec.endpoint is not None
-        return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model)
+        return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model, gpu=spec.gpu)
     names = ", ".join(b.value for b in BackendKind)
     raise ConfigError(f"--backend {spec.backend!r}: use one of {names}")
 

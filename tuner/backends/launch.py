@@ -2,21 +2,24 @@
 
 Template placeholders: ``{model}`` (catalog id), ``{hf_model}`` (its Hugging Face name),
 ``{gpu}`` (catalog id), ``{port}`` (a free port on 127.0.0.1), ``{engine_args}`` (the trial's
-flags, shell-quoted). Real engines on a GPU node::
+flags as the engine's adapter renders them, shell-quoted). Real engines on a GPU node::
 
     vllm serve {hf_model} --port {port} {engine_args}
+    python -m sglang.launch_server --model-path {hf_model} --port {port} {engine_args}
 
-and the emulated engine here::
+(:func:`default_command` builds such a line from the engine adapter's launch command), and the
+emulated engine here (``--engine sglang`` for SGLang's routes, flags and metrics)::
 
     slotune emulate --model {model} --gpu {gpu} --port {port} --speedup 20 {engine_args}
 
 Per trial: start the process in its own process group with its output in a log file, wait for
-``/health`` while following the log's start-up phases (:mod:`.startup`; failing fast when the
-process exits), warm up, serve the workload with the load generator while sampling
-``/metrics`` (:mod:`.watch`), then stop the whole group (SIGTERM, then SIGKILL). A process
-that exits or never becomes healthy fails the trial with the engine's own error line from
-the log (``ValueError: ...``, ``CUDA out of memory``, ``Address already in use``), the phase
-it was in and its last log lines.
+``/health`` and ``/v1/models`` while following the log's start-up phases (:mod:`.startup`;
+failing fast when the process exits), warm up, serve the workload with the load generator
+while sampling ``/metrics`` (:mod:`.watch`), then stop the whole group (SIGTERM, then SIGKILL).
+A process that exits or never becomes healthy fails the trial with the engine's own error line
+from the log (``ValueError: ...``, ``CUDA out of memory``, ``Address already in use``,
+SGLang's ``Not enough memory. Please try to increase --mem-fraction-static.``, argparse's
+``unrecognized arguments``), the phase it was in and its last log lines, in one line.
 
 ``speedup`` K: the emulated GPU runs K times faster than real time (``slotune emulate --speedup
 K`` in the template), so arrivals are sent K times faster and measured times multiplied by K: the
@@ -62,11 +65,11 @@ from slotune.tuner.backends.startup import (
     last_lines,
 )
 from slotune.tuner.backends.watch import MetricsWatch, RunEngineFigures, merge
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.gpu_slots import GpuSlot
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.sim.config import TrtllmConfig, config_from_params
 from slotune.tuner.sim.emulate.lag import fetch_lag
-from slotune.tuner.sim.flags import check_vllm_flags, extra_llm_api_options, to_argv
+from slotune.tuner.sim.flags import check_vllm_flags
 from slotune.tuner.space import Value
 from slotune.tuner.steady import with_queue_growth
 
@@ -78,6 +81,8 @@ STOP_GRACE_S = 10.0
 DEATH_GRACE_S = 5.0
 _LOST_CONNECTION = ("connect", "disconnect")
 WARMUP_REQUESTS = 2
+# The file an engine reads its options from, when its adapter has some (TensorRT-LLM's YAML).
+OPTIONS_FILE = "engine_options.yaml"
 # Lines an engine prints when it refuses to start, most specific first.
 _REASON_PATTERNS = (
     re.compile(r"(torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError).*"),
@@ -201,6 +206,22 @@ def render_command(
     return argv
 
 
+def default_command(engine: str, model: str, gpu: str) -> str:
+    """The ``--command`` template of the real engine: the launch command of the engine's
+    adapter (``python -m sglang.launch_server --model-path …``, ``vllm serve …``) with
+    slotune's host, port and engine arguments (every engine slotune tunes takes ``--host``
+    and ``--port``).
+
+    Raises:
+        ConfigError: an engine slotune does not tune, or an unknown model id.
+    """
+    adapter = adapter_for(engine)
+    command = adapter.launch_command(
+        adapter.config_from_params(model, gpu, {}), options_path=OPTIONS_FILE
+    )
+    return f"{shlex.join(command)} --host 127.0.0.1 --port {{port}} {{engine_args}}"
+
+
 def installed_vllm_version() -> str | None:
     """The release of the vLLM installed beside slotune, None when there is none."""
     try:
@@ -316,7 +337,8 @@ class EngineProcess:
                 progress = follower.poll()
                 if not self.is_alive():
                     raise TrialFailed(
-                        f"engine {self.exit_status()} while {progress.phase} ({progress.elapsed_s:.0f} s after start): "
+                        f"engine {self.exit_status()} while {progress.phase} "
+                        f"({progress.elapsed_s:.0f} s after start): "
                         f"{self.reason()}"
                     )
                 try:
@@ -485,12 +507,15 @@ class LaunchBackend(Backend):
         self.log_root = log_root or Path(tempfile.gettempdir()) / "slotune-launch"
 
     def argv(self, config: Mapping[str, Value], port: int, workdir: Path) -> list[str]:
-        """The command line of one trial's engine."""
-        engine_config = config_from_params(self.engine, self.model, self.gpu, config)
-        options_path = workdir / "extra_llm_api_options.yaml"
-        if isinstance(engine_config, TrtllmConfig):
-            options_path.write_text(yaml.safe_dump(extra_llm_api_options(engine_config)))
-        engine_args = shlex.join(to_argv(engine_config, extra_options_path=str(options_path)))
+        """The command line of one trial's engine: its flags and any options file from the
+        engine's adapter, in the ``--command`` template."""
+        adapter = adapter_for(self.engine)
+        engine_config = adapter.config_from_params(self.model, self.gpu, config)
+        options_path = workdir / OPTIONS_FILE
+        options = adapter.launch_files(engine_config)
+        if options:
+            options_path.write_text(yaml.safe_dump(options))
+        engine_args = shlex.join(adapter.to_argv(engine_config, options_path=str(options_path)))
         try:
             return render_command(
                 self.command, model=self.model, gpu=self.gpu, port=port, engine_args=engine_args

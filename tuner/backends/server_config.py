@@ -93,7 +93,7 @@ def read_server_config(url: str, params: Sequence[str], timeout_s: float = 10.0)
     figures: dict[str, Any] = {}
 
     def found(param: str, value: Any, source: str) -> None:
-        if param in params and param not in values:
+        if param not in values:
             values[param] = value
             sources[param] = source
 
@@ -106,6 +106,7 @@ def read_server_config(url: str, params: Sequence[str], timeout_s: float = 10.0)
             metrics = client.get(url + "/metrics").text
         except httpx.HTTPError:
             metrics = ""
+    # Only the study's parameters of SGLang's answer: it holds every server argument.
     for param in params:
         if param in info:
             found(param, info[param], info_path)
@@ -141,9 +142,7 @@ def server_info_figures(info: Mapping[str, Any], model_info: Mapping[str, Any]) 
     return out
 
 
-def _first_json(
-    client: httpx.Client, url: str, paths: Sequence[str]
-) -> tuple[str, dict[str, Any]]:
+def _first_json(client: httpx.Client, url: str, paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """The first of ``paths`` that answers 200 with a JSON object, and that object."""
     for path in paths:
         try:
