@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 
+from _summaries import run_summary
 from rich.console import Console
 
 from slotune.collector.bench.render import summary_table
 from slotune.collector.figures import figure
-from slotune.collector.summary import Distribution, Summary
+from slotune.collector.summary import Distribution
 
 
 def test_figures_keep_three_digits_without_exponents() -> None:
@@ -31,24 +32,7 @@ def test_figures_keep_three_digits_without_exponents() -> None:
 def test_the_run_summary_fits_80_columns_without_cutting_a_number() -> None:
     slow = {"mean": 31_912.4, "p50": 1_661.2, "p90": 23_456.7, "p95": 27_000.1}
     block = {**slow, "p99": 31_900.0, "p99.9": 32_001.9, "std": 1.0, "count": 12_000}
-    d = Distribution.from_dict(block)
-    summary = Summary(
-        duration_s=60.0,
-        num_requests=12_000,
-        num_completed=12_000,
-        num_errors=0,
-        errors_by_kind={},
-        ttft_ms=d,
-        itl_ms=d,
-        tpot_ms=d,
-        e2e_ms=d,
-        request_throughput=200.0,
-        output_token_throughput=1_000.0,
-        input_token_throughput=2_000.0,
-        total_input_tokens=120_000,
-        total_output_tokens=60_000,
-        goodput=200.0,
-    )
+    summary = run_summary(Distribution.from_dict(block), num_requests=12_000)
     out = io.StringIO()
     Console(file=out, width=80).print(summary_table(summary))
     text = out.getvalue()

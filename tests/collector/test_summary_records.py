@@ -3,6 +3,8 @@
 import json
 import math
 
+from _summaries import run_summary
+
 from slotune.collector.run_figures import (
     FleetFigures,
     LoadFigures,
@@ -49,24 +51,14 @@ SCRAPED = ScrapedEngineFigures(8, 0.75, 0.5, 3.0, 16.0, None, 0.0)
 
 
 def summary(**figures: object) -> Summary:
-    return Summary(
-        duration_s=2.0,
-        num_requests=4,
+    return run_summary(
+        LATENCY,
         num_completed=3,
         num_errors=1,
         errors_by_kind={"http_5xx": 1},
-        ttft_ms=LATENCY,
         itl_ms=Distribution.of([]),
-        tpot_ms=LATENCY,
-        e2e_ms=LATENCY,
-        request_throughput=1.5,
-        output_token_throughput=30.0,
-        input_token_throughput=60.0,
-        total_input_tokens=120,
-        total_output_tokens=60,
-        goodput=1.0,
         slo_attainment=ATTAINMENT,
-        **figures,  # type: ignore[arg-type]
+        **figures,
     )
 
 

@@ -3,35 +3,17 @@
 from dataclasses import replace
 
 import pytest
+from _summaries import run_summary
 
 from slotune.collector.slo import Attainment, parse_slo
-from slotune.collector.summary import Distribution, Summary
 from slotune.tuner.gain import Limit, are_apart, judge_gain, trial_limit
 from slotune.tuner.objectives import SATURATION_RATE, CurvePoint, Measurement, ObjectiveKind
-
-NO_LATENCY = Distribution.of([])
 
 
 def run(goodput=2.0, served=2.0, growth=0.0, slos_met=True):
     met = Attainment(parse_slo("ttft:p99<=500ms"), 10 if slos_met else 5, 10, 0.1)
-    return Summary(
-        duration_s=5.0,
-        num_requests=10,
-        num_completed=10,
-        num_errors=0,
-        errors_by_kind={},
-        ttft_ms=NO_LATENCY,
-        itl_ms=NO_LATENCY,
-        tpot_ms=NO_LATENCY,
-        e2e_ms=NO_LATENCY,
-        request_throughput=served,
-        output_token_throughput=20.0,
-        input_token_throughput=40.0,
-        total_input_tokens=200,
-        total_output_tokens=100,
-        goodput=goodput,
-        slo_attainment=(met,),
-        queue_growth=growth,
+    return run_summary(
+        request_throughput=served, goodput=goodput, slo_attainment=(met,), queue_growth=growth
     )
 
 
