@@ -24,7 +24,7 @@ Prefill batch (SGLang's ``PrefillAdder``):
 
 ``new_token_ratio`` starts at 0.7 x ``schedule_conservativeness`` (at most 1), falls by
 ``(init - init x 0.14) / 600`` every decode step down to init x 0.14, and returns to its
-start when the engine goes idle. A larger conservativeness reserves more KV for the tokens
+start at a step that finds no request running (SGLang: when its event loop idles). A larger conservativeness reserves more KV for the tokens
 running requests will still produce, so fewer requests are admitted and fewer retracted.
 
 Decode batch: every running request decodes one token. When the KV pool cannot hold the
