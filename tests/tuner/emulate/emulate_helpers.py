@@ -189,7 +189,8 @@ def served_for(engine: str) -> Served:
         return vllm_served(model, VllmMetrics(MODEL, MAX_MODEL_LEN, labels))
     if engine == "trtllm":
         return trtllm_served(model, TrtllmMetrics(MODEL, TrtllmStatic(64, 8192, 16, 1 << 30)))
-    return sglang_served(model, FAKE_CAPACITY, {"model_path": "org/test-model"}, cuda_graph=True)
+    args = {"model_path": "org/test-model"}
+    return sglang_served(model, FAKE_CAPACITY, args, cuda_graph=True, gpu_mem_bytes=80 << 30)
 
 
 FAKE_CAPACITY = KvCapacity(

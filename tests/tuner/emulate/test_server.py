@@ -39,6 +39,7 @@ class ServerProcess:
             self.log.append(line)
             if "Starting slotune emulated" in line:
                 return
+        assert self.proc.stderr is not None
         raise AssertionError(f"server did not start: {self.log} {self.proc.stderr.read()}")
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, str, str]:

@@ -185,11 +185,22 @@ def _sglang(inputs: FaceInputs) -> Served:
     )
     args = {k: v for k, v in resolved.to_dict().items() if k not in ("engine", "model", "gpu")}
     server_args = {"model_path": inputs.config.model, "served_model_name": model.served_name}
-    return sglang_served(model, inputs.capacity, {**server_args, **args}, inputs.cuda_graph)
+    return sglang_served(
+        model,
+        inputs.capacity,
+        {**server_args, **args},
+        cuda_graph=inputs.cuda_graph,
+        gpu_mem_bytes=resolved.gpu.mem_bytes,
+    )
 
 
 def sglang_served(
-    model: ServedModel, capacity: KvCapacity, server_args: Mapping[str, Any], cuda_graph: bool
+    model: ServedModel,
+    capacity: KvCapacity,
+    server_args: Mapping[str, Any],
+    *,
+    cuda_graph: bool,
+    gpu_mem_bytes: int,
 ) -> Served:
     """SGLang's server: its native routes beside the OpenAI ones, its ``/metrics``.
 
@@ -199,6 +210,7 @@ def sglang_served(
         server_args: SGLang's server arguments by their own names (``/server_info``);
             ``page_size`` is SGLang's page (the simulated KV block may be coarser).
         cuda_graph: decode steps run on CUDA graphs.
+        gpu_mem_bytes: the GPU's memory, free when SGLang starts (CUDA's context aside).
     """
     static = SglangStatic(
         context_len=model.max_model_len,
@@ -207,7 +219,7 @@ def sglang_served(
         weight_bytes=capacity.weights_bytes,
         kv_cache_bytes=capacity.available_kv_bytes,
         cuda_graph_bytes=capacity.cuda_graph_bytes,
-        available_bytes=gpu_memory_used_bytes(capacity),
+        available_bytes=gpu_mem_bytes - capacity.non_torch_bytes,
         cuda_graph=cuda_graph,
     )
     exporter = SglangMetrics(model.served_name, static)
