@@ -1,4 +1,4 @@
-"""slotune's own clients against the emulated SGLang: the load generator and the agent."""
+"""slotune's own clients against the emulated SGLang: the load generator, the agent, the lag reader."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from slotune.collector.agent.summary import summarize_metrics
 from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from slotune.collector.store import open_store, upgrade
+from slotune.tuner.sim.emulate.lag import fetch_lag
 
 
 def _sample_sum(url: str, name: str) -> float:
@@ -62,3 +63,12 @@ def test_agent_stores_the_emulated_sglangs_metrics(
     assert summary.kv_usage is not None and 0.0 <= summary.kv_usage <= 1.0
     assert summary.requests_running == 0 and summary.requests_waiting == 0
     assert summary.prefix_hit_rate is not None
+
+
+def test_the_launch_backend_reads_the_emulated_sglangs_lag(
+    sglang_emulator: RunningEmulator,
+) -> None:
+    url = sglang_emulator.url
+    httpx.post(f"{url}/generate", json={"text": "hi"}, timeout=30).raise_for_status()
+    report = fetch_lag(url, "sglang")
+    assert report is not None and report.num_steps > 0
