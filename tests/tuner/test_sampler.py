@@ -161,7 +161,7 @@ def test_the_search_walks_the_token_budget_up_from_the_small_end_until_past_the_
         config = space.suggest(trial)
         tried.append(config)
         trial.set_constraint("slos", -1.0)
-        return 1e4 / int(config["max_num_batched_tokens"])  # type: ignore[call-overload]
+        return 1e4 / int(config["max_num_batched_tokens"])
 
     study.optimize(objective, n_trials=4)
     assert [changes(default, c) for c in tried[1:3]] == [["max_num_batched_tokens"]] * 2

@@ -21,11 +21,11 @@ def services() -> dict[str, Any]:
     data = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
     schema = json.loads((ROOT / "tests" / "data" / "compose-spec.json").read_text())
     assert list(jsonschema.Draft7Validator(schema).iter_errors(data)) == []
-    return data["services"]  # type: ignore[no-any-return]
+    return data["services"]
 
 
 def gpu_devices(service: dict[str, Any]) -> list[dict[str, Any]]:
-    return service["deploy"]["resources"]["reservations"]["devices"]  # type: ignore[no-any-return]
+    return service["deploy"]["resources"]["reservations"]["devices"]
 
 
 def default_of(value: str) -> str:

@@ -24,7 +24,7 @@ def scrape(counter: float, bucket: float, gauge: float) -> Scrape:
     )
 
 
-def names(samples: list) -> list[str]:  # type: ignore[type-arg]
+def names(samples: list) -> list[str]:
     return sorted(s.name for s in samples)
 
 
@@ -51,7 +51,7 @@ def test_heartbeat_zero_writes_every_sample() -> None:
         assert len(enc.encode("t", scrape(5, 2, 0.5), ts)) == 4
 
 
-def _rows(samples: list) -> list[tuple]:  # type: ignore[type-arg]
+def _rows(samples: list) -> list[tuple]:
     return sorted((s.name, sorted(s.labels.items()), s.ts, s.value) for s in samples)
 
 

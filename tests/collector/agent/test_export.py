@@ -27,7 +27,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
 
 from slotune.collector.agent.export_otel import TTFT_BOUNDS_S, OtlpExporter, rebucket
 from slotune.collector.agent.export_prom import PrometheusExporter
-from slotune.collector.agent.loop import Agent
+from slotune.collector.agent.loop import Agent, Exporter
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import parse_target_arg
 from slotune.collector.agent.writer import StoreWriter
@@ -38,13 +38,13 @@ ENGINE = vllm_exposition(
 )
 
 
-def scrape_once(db: str, tmp_path: Path, url: str, exporter: object) -> None:
+def scrape_once(db: str, tmp_path: Path, url: str, exporter: Exporter) -> None:
     target = parse_target_arg(f"vllm={url}", node="gpu-node-1")
     agent = Agent(
         [target.with_labels({"pool": "chat"})],
         StoreWriter(db, Spool(tmp_path / "spool")),
         [exporter],
-    )  # type: ignore[list-item]
+    )
     try:
         asyncio.run(agent.scrape_all_once())
     finally:
@@ -90,7 +90,7 @@ def prometheus_server(tmp_path: Path) -> Iterator[Callable[[int], str]]:
 def query(prom: str, expr: str) -> list[dict[str, object]]:
     url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     with urllib.request.urlopen(url, timeout=5) as resp:
-        return json.loads(resp.read())["data"]["result"]  # type: ignore[no-any-return]
+        return json.loads(resp.read())["data"]["result"]
 
 
 def poll(prom: str, expr: str, timeout_s: float = 30.0) -> list[dict[str, object]]:

@@ -6,6 +6,8 @@ import contextlib
 import math
 import re
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from agent_helpers import DATA, data_text
@@ -123,11 +125,11 @@ def test_fuzz_shuffled_real_lines(lines: list[str]) -> None:
         parse_text("\n".join(lines))
 
 
-def _flatten(families: object) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def _flatten(families: Iterable[Any]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {
         (s.name, tuple(sorted(dict(s.labels).items()))): float(s.value)
         for f in families
-        for s in f.samples  # type: ignore[attr-defined]
+        for s in f.samples
         if not s.name.endswith("_created")
     }
 

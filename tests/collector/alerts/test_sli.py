@@ -16,7 +16,7 @@ from slotune.collector.store import SampleIn, Store, register_target, write_samp
 
 def test_counts_over_windows_with_a_counter_reset_and_a_gap(store: Store) -> None:
     register_target(store, "a", "vllm", "")
-    points = [
+    points: list[tuple[float, dict[str, float]]] = [
         (T0, {"0.5": 0, "+Inf": 0}),
         (T0 + 10, {"0.5": 90, "+Inf": 100}),
         (T0 + 20, {"0.5": 180, "+Inf": 200}),

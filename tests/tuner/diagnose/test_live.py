@@ -115,7 +115,7 @@ def utilization_only_text(s: EngineState) -> str:
     return f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{lb}}} {s.gr_active * 100}\n"
 
 
-def _fill_store(db: str, tmp_path: Path, state: EngineState, gpu_text=dcgm_text) -> None:  # type: ignore[no-untyped-def]
+def _fill_store(db: str, tmp_path: Path, state: EngineState, gpu_text=dcgm_text) -> None:
     """Three scrapes of both servers, a minute apart on the agent's clock."""
     now = {"minute": 0}
     vllm = MetricsServer({"/metrics": lambda: vllm_text(state, now["minute"])}).start()

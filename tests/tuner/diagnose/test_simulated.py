@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from trace_builder import SPLIT_KEYS
 from typer.testing import CliRunner
 
 from slotune.collector.workload.traces import named_workload, retime
 from slotune.tuner.diagnose import diagnose_simulated
 from slotune.tuner.sim.config import config_from_params
 from slotune.ui.cli import app
-from tests.tuner.diagnose.trace_builder import SPLIT_KEYS
 
 
-def _run(params: dict[str, object], rate: float | None = None):  # type: ignore[no-untyped-def]
+def _run(params: dict[str, object], rate: float | None = None):
     trace = retime(named_workload("azure-conv"), num_requests=120, rate=rate)
     config = config_from_params("vllm", "llama-3.1-8b", "h100-sxm", params)
     return diagnose_simulated(config, trace)

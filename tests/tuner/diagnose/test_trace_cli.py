@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from trace_builder import TraceBuilder
 from typer.testing import CliRunner
 
 from slotune.collector.store import list_diagnoses, open_store, upgrade
 from slotune.ui.cli import app
-from tests.tuner.diagnose.trace_builder import TraceBuilder
 
 SHARED_TRACE = (
     Path(__file__).resolve().parents[2] / "data" / "gputraces" / "hta_alexnet_a100_trace.json.gz"
@@ -142,7 +142,7 @@ def test_bad_input_is_one_line_naming_the_file_and_nothing_is_stored(
     tmp_path: Path,
     make,
     name: str,
-    expected: str,  # type: ignore[no-untyped-def]
+    expected: str,
 ) -> None:
     path = tmp_path / name
     make(path)

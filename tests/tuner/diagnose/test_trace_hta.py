@@ -17,29 +17,29 @@ SYNC_TAIL_US = 75_767  # HTA's span runs to the last Stream Sync event (see the 
 
 
 @pytest.fixture(scope="module")
-def diagnosis():  # type: ignore[no-untyped-def]
+def diagnosis():
     return diagnose_trace(TRACE, memset_separate=True)
 
 
-def test_memory_time_equals_hta(diagnosis) -> None:  # type: ignore[no-untyped-def]
+def test_memory_time_equals_hta(diagnosis) -> None:
     o = diagnosis.overall
     memory_us = (o.exposed_memcpy_ms + o.overlapped_memcpy_ms + o.exposed_memset_ms) * 1000
     assert memory_us == pytest.approx(HTA["kernel_breakdown_us"]["MEMORY"], abs=0.5)
 
 
-def test_compute_time_within_a_tenth_of_a_percent_of_hta(diagnosis) -> None:  # type: ignore[no-untyped-def]
+def test_compute_time_within_a_tenth_of_a_percent_of_hta(diagnosis) -> None:
     compute_us = diagnosis.overall.compute_ms * 1000
     assert compute_us == pytest.approx(HTA["temporal_breakdown_us"]["compute_time"], rel=1e-3)
 
 
-def test_span_and_idle_match_hta_less_its_sync_tail(diagnosis) -> None:  # type: ignore[no-untyped-def]
+def test_span_and_idle_match_hta_less_its_sync_tail(diagnosis) -> None:
     o = diagnosis.overall
     hta = HTA["temporal_breakdown_us"]
     assert o.total_ms * 1000 + SYNC_TAIL_US == pytest.approx(hta["kernel_time"], abs=0.5)
     assert o.idle_ms * 1000 + SYNC_TAIL_US == pytest.approx(hta["idle_time"], rel=1e-4)
 
 
-def test_launch_delay_and_counts(diagnosis) -> None:  # type: ignore[no-untyped-def]
+def test_launch_delay_and_counts(diagnosis) -> None:
     launch = diagnosis.launch
     assert launch.launch_delay.max_us == HTA["launch_stats"]["launch_delay_max_us"]
     assert launch.num_kernels == 79

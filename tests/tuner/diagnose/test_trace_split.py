@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from trace_builder import SPLIT_KEYS, TraceBuilder
 
 from slotune.tuner.diagnose import diagnose_trace
-from tests.tuner.diagnose.trace_builder import SPLIT_KEYS, TraceBuilder
 
 MEMCPY = "gpu_memcpy"
 

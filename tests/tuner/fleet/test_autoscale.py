@@ -112,6 +112,7 @@ def test_shedding_plan_keeps_wrong_sheds_of_a_normal_burst_under_target() -> Non
         assert m.burst_shed_share is not None and 0 <= m.burst_shed_share <= 1
     if plan.recommended_margin is not None:
         chosen = next(m for m in plan.margins if m.margin == plan.recommended_margin)
+        assert chosen.burst_shed_share is not None
         assert chosen.burst_shed_share < WRONG_SHED_TARGET and chosen.overload_ttft_met
     with pytest.raises(ConfigError, match="need a TTFT SLO"):
         plan_shedding(pools, trace, parse_slos(["tpot:p99<=50ms"]))

@@ -60,7 +60,7 @@ def fake_core(num_blocks: int, config: VllmConfig | TrtllmConfig) -> EngineCore:
     resolved: ResolvedConfig = resolve(config)
     block_size = (
         resolved.block_size if isinstance(config, VllmConfig) else resolved.tokens_per_block
-    )  # type: ignore[union-attr]
+    )
     return EngineCore(resolved, fake_capacity(num_blocks, block_size), LinearCost())  # type: ignore[arg-type]
 
 

@@ -48,7 +48,7 @@ def test_an_slo_saved_on_the_page_is_what_slo_list_shows(
     at = _click(at, "Save SLO")
     assert_clean(at)
     assert "saved SLO chat-itl (itl:p95<=50ms)" in at.success[0].value
-    listed = {s["name"]: s for s in _cli(seeded_url, "slo", "list")}  # type: ignore[union-attr]
+    listed = {s["name"]: s for s in _cli(seeded_url, "slo", "list")}
     assert listed["chat-itl"]["spec"] == "itl:p95<=50ms"
     assert listed["chat-itl"]["window_s"] == 7 * 86400
     assert listed["chat-itl"]["selector"] == {"pool": "chat"}
@@ -90,7 +90,7 @@ def test_deleting_an_slo_needs_the_confirmation(seeded_url: str, run_page: RunPa
     at.checkbox(key="slo_sure").check()
     at = _click(at, "Delete SLO")
     assert_clean(at)
-    assert [s["name"] for s in _cli(seeded_url, "slo", "list")] == ["chat-ttft"]  # type: ignore[union-attr]
+    assert [s["name"] for s in _cli(seeded_url, "slo", "list")] == ["chat-ttft"]
 
 
 def test_a_rule_added_on_the_page_uses_the_cli_shorthand(
@@ -140,7 +140,7 @@ def test_silence_ack_and_test_notification(seeded_url: str, run_page: RunPage) -
     assert silenced["code-e2e:ticket"] and not silenced["kv-full"]
     assert history["acknowledged"][0]
     listed = _cli(seeded_url, "alerts", "history")
-    acked = {e["rule"]: e["acked_at"] for e in listed}  # type: ignore[union-attr, index]
+    acked = {e["rule"]: e["acked_at"] for e in listed}
     assert acked["code-e2e:ticket"] is not None and acked["chat-ttft:page"] is None
 
 
@@ -177,7 +177,7 @@ def test_a_study_started_on_the_page_runs_in_a_worker_and_is_listed(
     assert info.state is WorkerState.FINISHED, info.error
     assert info.pid != os.getpid()
     listed = _cli(sqlite_url, "tune", "list")
-    assert [(s["name"], s["status"], s["trials"]) for s in listed] == [  # type: ignore[union-attr]
+    assert [(s["name"], s["status"], s["trials"]) for s in listed] == [
         ("page-study", "complete", 3)
     ]
     # a reload (a fresh session) shows it, with its trials, figures and launch command
@@ -256,6 +256,6 @@ def test_cancel_stops_the_worker_and_leaves_the_study_resumable(
     info = _wait_for_worker(sqlite_url, "long-study", limit_s=120)
     assert info.state is WorkerState.CANCELLED
     listed = _cli(sqlite_url, "tune", "list")
-    assert [(s["name"], s["status"]) for s in listed] == [("long-study", "stopped")]  # type: ignore[union-attr]
+    assert [(s["name"], s["status"]) for s in listed] == [("long-study", "stopped")]
     at = run_page("tuning", sqlite_url, query={"study": "long-study"})
     assert "slotune tune resume long-study" in at.warning[0].value

@@ -152,7 +152,7 @@ def test_outlier_needs_a_clear_gap_and_peers() -> None:
 
 def test_latency_units_scale_to_seconds_and_missing_stays_blank() -> None:
     frame: list[dict[str, object]] = [{"ttft_p50": 157544.3, "itl_p50": 12.5}, {"ttft_p50": None}]
-    units = scale_latencies(frame)  # type: ignore[arg-type]
+    units = scale_latencies(frame)
     assert units["ttft_p50"] == "s" and units["itl_p50"] == "ms"
     assert frame[0]["ttft_p50"] == pytest.approx(157.5443) and frame[1]["ttft_p50"] is None
     assert latency_unit([None, 999.0]) == ("ms", 1.0)
