@@ -104,6 +104,46 @@ class Rule:
     scale: float = 1.0
 
 
+ABORTED = "abort"  # the finished_reason of a request the engine gave up (vLLM's own word)
+FINISHED = "finished"  # the finished_reason of a request whose engine does not say why
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOutcomes:
+    """Where an engine counts how its requests ended: the error-rate SLI's good and total.
+
+    Attributes:
+        finished: the raw counter of requests that ended (``vllm:request_success_total``).
+        failed: the raw counter of failed requests, when the engine counts them apart and
+            ``finished`` carries no ``finished_reason`` (SGLang's aborted requests); empty
+            when ``finished`` labels each request's ``finished_reason``.
+    """
+
+    finished: str
+    failed: str = ""
+
+
+def outcome_family(families: Iterable[Family], outcomes: RequestOutcomes) -> tuple[Family, ...]:
+    """``requests_finished`` labelled by ``finished_reason``, from an engine that counts its
+    failed requests apart (``outcomes.failed``); empty when the engine exposes neither counter.
+
+    The finished requests get ``finished_reason="finished"`` and the failed ones ``"abort"``,
+    so the error-rate SLI reads them as it reads vLLM's reasons.
+    """
+    reason = {outcomes.finished: FINISHED, outcomes.failed: ABORTED}
+    samples = tuple(
+        Sample("requests_finished", tuple(sorted((*s.labels, ("finished_reason", why)))), s.value)
+        for fam in families
+        if fam.type is not MetricType.HISTOGRAM
+        for s in fam.samples
+        if (why := reason.get(s.name)) is not None
+    )
+    if not samples:
+        return ()
+    meta = CANONICAL["requests_finished"]
+    return (Family("requests_finished", meta.type, samples, meta.description),)
+
+
 def apply_rules(families: Iterable[Family], rules: Sequence[Rule]) -> tuple[Family, ...]:
     """Canonical families from raw ones.
 

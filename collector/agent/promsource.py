@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from slotune.collector.agent.base import Family, Fetcher, Response, Scrape, SkippedLine, Source
 from slotune.collector.agent.budget import current_deadline, off_loop
-from slotune.collector.agent.canonical import Rule, apply_rules
+from slotune.collector.agent.canonical import RequestOutcomes, Rule, apply_rules
 from slotune.collector.agent.promtext import PromTextParser, reuse_unchanged
 from slotune.collector.redact import redact_url
 
@@ -25,6 +25,13 @@ class PromTextSource(Source):
     """
 
     rules: ClassVar[tuple[Rule, ...]] = ()
+    # an engine's: how its requests ended, for the error-rate SLI and its Prometheus rules
+    outcomes: ClassVar[RequestOutcomes | None] = None
+
+    @classmethod
+    def export_rules(cls) -> tuple[Rule, ...]:
+        """The rules a Prometheus rule file may use for this kind (default: ``rules``)."""
+        return cls.rules
 
     def __init__(self, urls: Iterable[str] = ()) -> None:
         super().__init__(urls)

@@ -12,12 +12,20 @@ tokens served from the radix cache and ``sglang:prompt_tokens_total`` all prompt
 are prefix-cache hits and queries in tokens, as vLLM counts them. SGLang creates the cached
 counter's series at the first cached token, so a server that never hit has queries and no
 hits (no hit rate, rather than a rate read as 0).
+
+SGLang labels no request with why it ended. It counts the requests that reached their end in
+``sglang:num_requests_total`` and, apart, the requests aborted on request (a client that went
+away, ``/abort_request``) in ``sglang:num_aborted_requests_total``; both counters appear with
+their first increment. They become ``requests_finished`` with ``finished_reason="finished"``
+and ``"abort"``, so the error-rate SLI reads SGLang like vLLM: aborted over finished plus
+aborted. SGLang may count a request aborted while running in both counters, so the ratio can
+read a little low; a release without the aborted counter reads as no errors.
 """
 
 from __future__ import annotations
 
 from slotune.collector.agent.base import Family, SourceKind
-from slotune.collector.agent.canonical import Rule
+from slotune.collector.agent.canonical import RequestOutcomes, Rule, outcome_family
 from slotune.collector.agent.promsource import PromTextSource
 
 SGLANG_RULES: tuple[Rule, ...] = (
@@ -34,8 +42,8 @@ SGLANG_RULES: tuple[Rule, ...] = (
     Rule("sglang:prompt_tokens_total", "prefix_queries"),
     Rule("sglang:cached_tokens_total", "prefix_hits"),
     Rule("sglang:generation_tokens_total", "generation_tokens"),
-    Rule("sglang:num_requests_total", "requests_finished"),
 )
+SGLANG_OUTCOMES = RequestOutcomes("sglang:num_requests_total", "sglang:num_aborted_requests_total")
 
 
 class SglangSource(PromTextSource):
@@ -43,6 +51,16 @@ class SglangSource(PromTextSource):
 
     kind = SourceKind.SGLANG
     rules = SGLANG_RULES
+    outcomes = SGLANG_OUTCOMES
+
+    @classmethod
+    def export_rules(cls) -> tuple[Rule, ...]:
+        # A rule file serves the releases that export inter_token_latency (ITL), whose
+        # time_per_output_token is per request: TPOT.
+        return (*cls.rules, Rule("sglang:time_per_output_token_seconds", "tpot"))
+
+    def derive(self, families: tuple[Family, ...]) -> tuple[Family, ...]:
+        return outcome_family(families, SGLANG_OUTCOMES)
 
     def rules_for(self, families: tuple[Family, ...]) -> tuple[Rule, ...]:
         names = {f.name for f in families}

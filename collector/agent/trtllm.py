@@ -29,7 +29,7 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.budget import current_deadline
-from slotune.collector.agent.canonical import CANONICAL, Rule, format_le, gauge
+from slotune.collector.agent.canonical import CANONICAL, RequestOutcomes, Rule, format_le, gauge
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.errors import SourceError
 
@@ -137,6 +137,7 @@ class TrtllmSource(PromTextSource):
 
     kind = SourceKind.TRTLLM
     rules = TRTLLM_RULES
+    outcomes = RequestOutcomes("trtllm_request_success_total")
 
     def __init__(self, urls: Iterable[str] = ()) -> None:
         super().__init__(urls)

@@ -17,7 +17,7 @@ V1 labels every series with ``model_name`` and, for data-parallel deployments, `
 from __future__ import annotations
 
 from slotune.collector.agent.base import SourceKind
-from slotune.collector.agent.canonical import Rule
+from slotune.collector.agent.canonical import RequestOutcomes, Rule
 from slotune.collector.agent.promsource import PromTextSource
 
 VLLM_RULES: tuple[Rule, ...] = (
@@ -50,3 +50,4 @@ class VllmSource(PromTextSource):
 
     kind = SourceKind.VLLM
     rules = VLLM_RULES
+    outcomes = RequestOutcomes("vllm:request_success_total")

@@ -5,9 +5,10 @@ For each SLO and each window of its policy, a recording rule
     slotune:slo_error_ratio:<window>{slo="<name>"} = 1 - good / total
 
 where good and total are ``sum(increase(...[window]))`` of the engine's own series (the
-bucket at the threshold and the ``+Inf`` bucket; ``request_success_total`` by
-``finished_reason`` for ``error_rate``) — the same ratio the evaluator computes from the
-store (Prometheus' extrapolation scales good and total alike, so their ratio is unchanged).
+bucket at the threshold and the ``+Inf`` bucket; for ``error_rate``, the engine's count of
+finished requests by ``finished_reason``, or, for an engine that counts its failed requests
+apart (SGLang), failed over finished plus failed) — the same ratio the evaluator computes from
+the store (Prometheus' extrapolation scales good and total alike, so their ratio is unchanged).
 One alerting rule per severity, ``SLOErrorBudgetBurn{slo, severity}``, fires when any of
 that severity's (long, short) pairs both exceed ``factor x (1 - objective)``.
 
@@ -33,23 +34,23 @@ from typing import Any
 import yaml
 
 from slotune.collector.agent.canonical import Rule, format_le
-from slotune.collector.agent.sglang import SGLANG_RULES
-from slotune.collector.agent.trtllm import TRTLLM_RULES
-from slotune.collector.agent.vllm import VLLM_RULES
+from slotune.collector.agent.promsource import PromTextSource
+from slotune.collector.agent.registry import SOURCES
 from slotune.collector.alerts.policy import burn_windows, error_budget
-from slotune.collector.alerts.sli import BAD_REASONS, FINISHED, SliReader
+from slotune.collector.alerts.sli import BAD_REASONS, SliReader
 from slotune.collector.alerts.slo_rules import load_slos
 from slotune.collector.engine_buckets import engine_bounds
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import SLI, SLO
 from slotune.collector.store import Store
 
-ENGINE_RULES: dict[str, tuple[Rule, ...]] = {
-    "vllm": VLLM_RULES,
-    # SGLang's time_per_output_token is TPOT where it also exports inter_token_latency.
-    "sglang": (*SGLANG_RULES, Rule("sglang:time_per_output_token_seconds", "tpot")),
-    "trtllm": TRTLLM_RULES,
+# engine kind -> the source whose series the rules read
+_ENGINES: dict[str, type[PromTextSource]] = {
+    kind.value: cls
+    for kind, cls in SOURCES.items()
+    if kind.is_engine and issubclass(cls, PromTextSource)
 }
+ENGINE_RULES: dict[str, tuple[Rule, ...]] = {e: cls.export_rules() for e, cls in _ENGINES.items()}
 ALERT_NAME = "SLOErrorBudgetBurn"
 _SELECTOR_LABELS = (("model", "model_name"), ("target", "instance"), ("pool", "pool"))
 
@@ -81,10 +82,15 @@ def prom_duration(seconds: float) -> str:
     return f"{ms}ms"
 
 
+def _engine(engine: str) -> type[PromTextSource]:
+    source = _ENGINES.get(engine)
+    if source is None:
+        raise ConfigError(f"--engine {engine!r} is unknown; use {', '.join(_ENGINES)}")
+    return source
+
+
 def _raw(engine: str, canonical: str) -> Rule:
-    rules = ENGINE_RULES.get(engine)
-    if rules is None:
-        raise ConfigError(f"--engine {engine!r} is unknown; use {', '.join(ENGINE_RULES)}")
+    rules = _engine(engine).export_rules()
     found = next((r for r in rules if r.target == canonical), None)
     if found is None:
         raise ConfigError(
@@ -111,7 +117,7 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
 
     Args:
         slo: the SLO.
-        engine: ``vllm``, ``sglang`` or ``trtllm``.
+        engine: an engine's source kind (``vllm``, ``sglang`` ...).
         window_s: the window.
         bounds: the histogram's finite bucket bounds in seconds (see :func:`histogram_bounds`);
             required for a latency SLO.
@@ -121,14 +127,7 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
     """
     w = prom_duration(window_s)
     if slo.sli is SLI.ERROR_RATE:
-        if engine == "sglang":
-            raise ConfigError(
-                "sglang exports no finished_reason, so error_rate cannot be written as a "
-                "Prometheus rule for it; pick another --engine or leave the SLO out"
-            )
-        series = _raw(engine, FINISHED).source
-        bad = _matchers(slo, f'finished_reason=~"{"|".join(sorted(BAD_REASONS))}"')
-        return f"{_increase(series, bad, w)} / {_increase(series, _matchers(slo), w)}"
+        return _error_ratio(slo, engine, w)
     rule = _raw(engine, slo.sli.value)
     bucket = f"{rule.source}_bucket"
 
@@ -144,6 +143,23 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
         frac = (slo.threshold - lower) / (upper - lower)
         good = f"({good} + ({at(upper)} - {good}) * {frac:g})"
     return f"1 - {good} / {total}"
+
+
+def _error_ratio(slo: SLO, engine: str, window: str) -> str:
+    outcomes = _engine(engine).outcomes
+    if outcomes is None:
+        raise ConfigError(
+            f"{engine} exports no count of finished requests, so error_rate cannot be written "
+            f"as a Prometheus rule for {engine}; pick another --engine or leave the SLO out"
+        )
+    finished = _increase(outcomes.finished, _matchers(slo), window)
+    if not outcomes.failed:
+        reasons = "|".join(sorted(BAD_REASONS))
+        bad = _increase(outcomes.finished, _matchers(slo, f'finished_reason=~"{reasons}"'), window)
+        return f"{bad} / {finished}"
+    # the failed counter has no series before the first failure: none failed yet
+    failed = f"({_increase(outcomes.failed, _matchers(slo), window)} or vector(0))"
+    return f"{failed} / ({failed} + {finished})"
 
 
 def _finite(slo: SLO, engine: str, bounds: Sequence[float]) -> list[float]:
