@@ -10,58 +10,60 @@ value stays the worst of its runs); the default's are kept on the study (user at
 
 from __future__ import annotations
 
-from typing import Any
-
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from slotune.tuner.gain import MAX_EXTRA_ROUNDS, Limit, are_apart, trial_limit
 from slotune.tuner.objectives import Measurement
-from slotune.tuner.report import DEFAULT_REPEATS_ATTR, ROBUSTNESS_ATTR
+from slotune.tuner.rechecks import (
+    DEFAULT_REPEATS_ATTR,
+    DefaultRepeats,
+    Recheck,
+    store_rechecks,
+    stored_rechecks,
+)
 from slotune.tuner.study import CONFIG_ATTR, MEASUREMENT_ATTR, SOURCE_ATTR, is_feasible
 from slotune.tuner.trial import TrialRunner
 
 
 def repeat_for_gain(
     study: optuna.Study, runner: TrialRunner, *, max_extra_rounds: int = MAX_EXTRA_ROUNDS
-) -> dict[str, Any] | None:
+) -> DefaultRepeats | None:
     """Measure the default with the re-checked best's seeds, and both again while their
     runs overlap (:func:`tuner.gain.are_apart`). Returns what was stored, None when nothing was to do
     (no re-check, no feasible best or default, the default is the best, or the default was
     limited by the offered load, where no gain is claimed whatever the repeats say)."""
-    robust: list[dict[str, Any]] = list(study.user_attrs.get(ROBUSTNESS_ATTR, []))
+    rechecks = stored_rechecks(study)
     default = _default_trial(study)
-    feasible = [r for r in robust if r["feasible"]]
+    feasible = [r for r in rechecks if r.feasible]
     if not feasible or default is None or not is_feasible(default) or not default.values:
         return None
     measurement = Measurement.from_attrs(default.user_attrs.get(MEASUREMENT_ATTR) or {})
     if trial_limit(runner.kind, measurement) is Limit.OFFERED_LOAD:
         return None
-    best = max(feasible, key=lambda r: r["worst_value"])
-    if best["number"] == default.number:
+    best = max(feasible, key=lambda r: r.worst_value)
+    if best.number == default.number:
         return None
     config = default.user_attrs[CONFIG_ATTR]
     values = {"0": float(default.values[0])}
-    for seed in best["values_by_seed"]:
-        if seed not in values:
-            values[seed] = runner.measure(config, int(seed)).values[0]
+    for key in best.values_by_seed:
+        if key not in values:
+            values[key] = runner.measure(config, int(key)).values[0]
     rounds = 0
-    while rounds < max_extra_rounds and best["feasible"] and not _apart(best, values):
-        seed = max(int(s) for s in [*values, *best["values_by_seed"]]) + 1
-        m = runner.measure(best["config"], seed)
-        best["values_by_seed"][str(seed)] = m.values[0]
-        best["worst_value"] = min(best["values_by_seed"].values())
-        best["feasible"] = best["feasible"] and m.is_feasible
+    while rounds < max_extra_rounds and best.feasible and not _apart(best, values):
+        seed = max(int(s) for s in [*values, *best.values_by_seed]) + 1
+        m = runner.measure(best.config, seed)
+        best = best.with_run(seed, m.values[0], m.is_feasible)
         values[str(seed)] = runner.measure(config, seed).values[0]
         rounds += 1
-    stored = {"number": default.number, "values_by_seed": values, "extra_rounds": rounds}
-    study.set_user_attr(ROBUSTNESS_ATTR, robust)
-    study.set_user_attr(DEFAULT_REPEATS_ATTR, stored)
+    stored = DefaultRepeats(default.number, values, rounds)
+    store_rechecks(study, tuple(best if r.number == best.number else r for r in rechecks))
+    study.set_user_attr(DEFAULT_REPEATS_ATTR, stored.to_attrs())
     return stored
 
 
-def _apart(best: dict[str, Any], default_values: dict[str, float]) -> bool:
-    return are_apart(list(best["values_by_seed"].values()), list(default_values.values()))
+def _apart(best: Recheck, default_values: dict[str, float]) -> bool:
+    return are_apart(list(best.values_by_seed.values()), list(default_values.values()))
 
 
 def _default_trial(study: optuna.Study) -> FrozenTrial | None:

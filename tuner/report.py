@@ -42,6 +42,12 @@ from slotune.collector.summary import Summary
 from slotune.tuner.backends.server_config import SERVER_CONFIG_KEY
 from slotune.tuner.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
 from slotune.tuner.objectives import LAUNCH_CONSTRAINT, CurvePoint, Measurement, ObjectiveKind
+from slotune.tuner.rechecks import (
+    DefaultRepeats,
+    Recheck,
+    stored_default_repeats,
+    stored_rechecks,
+)
 from slotune.tuner.space import SearchSpace
 from slotune.tuner.study import (
     CONFIG_ATTR,
@@ -54,8 +60,6 @@ from slotune.tuner.study import (
     load_plan,
 )
 
-ROBUSTNESS_ATTR = "robustness"
-DEFAULT_REPEATS_ATTR = "default_repeats"
 PRESCREEN_ATTR = "prescreen"
 _MOVERS = 3
 
@@ -219,7 +223,7 @@ class StudyReport:
     gain_note: str | None
     gain_difference: float | None
     gain_spread: float | None
-    robustness: list[dict[str, Any]]
+    robustness: list[Recheck]
     prescreen: dict[str, Any] | None
     importance: dict[str, float]
     infeasibility: Infeasibility | None = None
@@ -392,15 +396,13 @@ def _slo_shortfall(att: Attainment) -> SloShortfall:
     )
 
 
-def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> BestTrial | None:
-    if robust:
-        robust_ok = [r for r in robust if r["feasible"]]
+def _best_entry(best: FrozenTrial | None, rechecks: Sequence[Recheck]) -> BestTrial | None:
+    if rechecks:
+        robust_ok = [r for r in rechecks if r.feasible]
         if not robust_ok:
             return None
-        r = max(robust_ok, key=lambda r: r["worst_value"])
-        return BestTrial(
-            r["number"], r["params"], r["config"], r["worst_value"], True, r["values_by_seed"]
-        )
+        r = max(robust_ok, key=lambda r: r.worst_value)
+        return BestTrial(r.number, r.params, r.config, r.worst_value, True, dict(r.values_by_seed))
     if best is None:
         return None
     return BestTrial(best.number, trial_params(best), run_config(best), best.values[0], False)
@@ -409,15 +411,17 @@ def _best_entry(best: FrozenTrial | None, robust: list[dict[str, Any]]) -> BestT
 def _default_entry(
     default: FrozenTrial | None,
     kind: ObjectiveKind,
-    repeats: Mapping[str, Any],
-    robust: Sequence[Mapping[str, Any]],
+    repeats: DefaultRepeats | None,
+    rechecks: Sequence[Recheck],
 ) -> DefaultTrial | None:
     if default is None:
         return None
-    by_seed = repeats.get("values_by_seed") if repeats.get("number") == default.number else None
+    by_seed = (
+        repeats.values_by_seed if repeats is not None and repeats.number == default.number else None
+    )
     # The default re-checked as the best: its re-check runs are its repeats.
     by_seed = by_seed or next(
-        (r["values_by_seed"] for r in robust if r["number"] == default.number), None
+        (r.values_by_seed for r in rechecks if r.number == default.number), None
     )
     return DefaultTrial(
         number=default.number,
@@ -436,13 +440,14 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
     space = build_space(spec, load_plan(spec)) if details else None
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state is TrialState.COMPLETE]
+    rechecks = stored_rechecks(study)
     default = _default_entry(
         next((t for t in done if t.user_attrs.get(SOURCE_ATTR) == "default"), None),
         spec.objective,
-        study.user_attrs.get(DEFAULT_REPEATS_ATTR) or {},
-        list(study.user_attrs.get(ROBUSTNESS_ATTR, [])),
+        stored_default_repeats(study),
+        rechecks,
     )
-    best = _best_entry(_best_trial(done), list(study.user_attrs.get(ROBUSTNESS_ATTR, [])))
+    best = _best_entry(_best_trial(done), rechecks)
     verdict = _gain(best, default)
     num_feasible = sum(is_feasible(t) for t in done)
     feasible_numbers = {t.number for t in done if is_feasible(t)}
@@ -467,7 +472,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         gain_note=verdict.note,
         gain_difference=verdict.difference,
         gain_spread=verdict.spread,
-        robustness=list(study.user_attrs.get(ROBUSTNESS_ATTR, [])),
+        robustness=list(rechecks),
         prescreen=study.user_attrs.get(PRESCREEN_ATTR),
         importance=_importance(
             study, done, lambda t: t.values[0] if t.number in feasible_numbers else 0.0

@@ -10,12 +10,12 @@ on any re-run is out. Results are kept on the study (user attribute ``robustness
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
-from slotune.tuner.report import ROBUSTNESS_ATTR, trial_params
+from slotune.tuner.rechecks import Recheck, store_rechecks
+from slotune.tuner.report import trial_params
 from slotune.tuner.study import CONFIG_ATTR, is_feasible
 from slotune.tuner.trial import TrialRunner
 
@@ -28,7 +28,7 @@ def recheck(
     num_seeds: int = 2,
     first_seed: int = 1,
     on_run: Callable[[], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> tuple[Recheck, ...]:
     """Re-measure the best ``top_k`` feasible configurations and store the worst cases.
 
     Args:
@@ -57,23 +57,13 @@ def recheck(
             break
     results = []
     for t in picked:
-        values = {"0": t.values[0]}
-        feasible = True
+        config = t.user_attrs[CONFIG_ATTR]
+        r = Recheck(t.number, trial_params(t), config, {"0": t.values[0]}, t.values[0], True)
         for seed in range(first_seed, first_seed + num_seeds):
-            m = runner.measure(t.user_attrs[CONFIG_ATTR], seed)
-            values[str(seed)] = m.values[0]
-            feasible = feasible and m.is_feasible
+            m = runner.measure(config, seed)
+            r = r.with_run(seed, m.values[0], m.is_feasible)
             if on_run:
                 on_run()
-        results.append(
-            {
-                "number": t.number,
-                "params": trial_params(t),
-                "config": t.user_attrs[CONFIG_ATTR],
-                "values_by_seed": values,
-                "worst_value": min(values.values()),
-                "feasible": feasible,
-            }
-        )
-    study.set_user_attr(ROBUSTNESS_ATTR, results)
-    return results
+        results.append(r)
+    store_rechecks(study, tuple(results))
+    return tuple(results)

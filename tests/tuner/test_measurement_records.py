@@ -6,6 +6,7 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import parse_slos
 from slotune.collector.summary import summarize
 from slotune.tuner.objectives import CurvePoint, Measurement
+from slotune.tuner.rechecks import DefaultRepeats, Recheck
 
 RECORDS = [
     RequestRecord(
@@ -45,3 +46,14 @@ def test_a_failed_trial_stored_with_only_its_reason_reads_as_nothing_measured() 
         {},
         (),
     )
+
+
+def test_a_recheck_and_the_default_repeats_read_back_from_the_study() -> None:
+    r = Recheck(
+        3, {"max_num_seqs": 64}, {"max_num_seqs": 64, "block_size": 16}, {"0": 4.0}, 4.0, True
+    )
+    r = r.with_run(1, 3.5, True).with_run(2, 4.5, False)
+    assert (r.worst_value, r.feasible, list(r.values_by_seed)) == (3.5, False, ["0", "1", "2"])
+    assert Recheck.from_attrs(json.loads(json.dumps(r.to_attrs()))) == r
+    repeats = DefaultRepeats(0, {"0": 2.0, "1": 2.25}, 1)
+    assert DefaultRepeats.from_attrs(json.loads(json.dumps(repeats.to_attrs()))) == repeats
