@@ -34,7 +34,7 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def test_safetensors_round_trip(tmp_path: Path) -> None:
-    tensors = {
+    tensors: dict[str, np.ndarray] = {
         "a": np.arange(6, dtype=np.float32).reshape(2, 3),
         "b": np.array([1.5, -2.0], dtype=np.float16),
     }

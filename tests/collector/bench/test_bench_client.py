@@ -70,6 +70,7 @@ def test_every_flavour_streams_to_a_complete_record(
     assert r.output_tokens == 6 and r.input_tokens == 10  # server usage wins
     assert sum(r.chunk_tokens) == 6
     assert result.client_output_tokens == 6
+    assert r.first_token_s is not None and r.end_s is not None and r.ttft_s is not None
     assert r.send_s < r.first_token_s <= r.chunk_times_s[-1] <= r.end_s
     assert r.ttft_s >= engine.first_token_delay_s
     assert list(r.chunk_times_s) == sorted(r.chunk_times_s)

@@ -131,7 +131,13 @@ def _write(tmp_path: Path, lines: list[dict[str, object]]) -> Path:
     return path
 
 
-GOOD = {"timestamp": 0.5, "input_tokens": 100, "output_tokens": 20, "ttft_ms": 30, "e2e_ms": 400}
+GOOD: dict[str, object] = {
+    "timestamp": 0.5,
+    "input_tokens": 100,
+    "output_tokens": 20,
+    "ttft_ms": 30,
+    "e2e_ms": 400,
+}
 
 
 @pytest.mark.parametrize(

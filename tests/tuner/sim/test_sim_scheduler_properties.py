@@ -194,6 +194,7 @@ def test_decode_runs_match_step_by_step(
         record = fast.records[i]
         assert record.num_output_tokens == r.max_tokens
         assert list(record.chunk_times_s) == _approx(stepwise[str(i)])
+    assert fast.summary.engine is not None
     assert fast.summary.engine.prefix_hit_rate == pytest.approx(
         _hit_rate(trace, config, num_blocks)
     )
