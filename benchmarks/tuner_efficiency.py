@@ -12,8 +12,9 @@ engine's default configuration as trial 0:
 - ``gp``: Optuna's GPSampler (needs PyTorch; ``--methods tpe,gp,random``);
 - ``random``: random search;
 - ``auto_tune``: vLLM ``auto_tune.sh``-style grid, ``max_num_seqs`` x
-  ``max_num_batched_tokens`` (TensorRT-LLM: ``max_batch_size`` x ``max_num_tokens``) in the
-  script's nested-loop order, other parameters at their defaults (one order for every seed).
+  ``max_num_batched_tokens`` (TensorRT-LLM: ``max_batch_size`` x ``max_num_tokens``; SGLang:
+  ``max_running_requests`` x ``chunked_prefill_size``) in the script's nested-loop order,
+  other parameters at their defaults (one order for every seed).
 
 Reported per scenario: the oracle, the default's capacity, and over ``--seeds`` seeds the
 median number of trials (trial 0 included) until the best feasible value found is within 3 %
@@ -168,6 +169,29 @@ SCENARIOS = (
     ),
 )
 
+SGLANG_SCENARIOS = (
+    Scenario(
+        "sglang-8b-h100-azure-conv",
+        "llama-3.1-8b",
+        "h100-sxm",
+        "azure-conv",
+        ("ttft:p99<=500ms", "itl:p99<=50ms"),
+        150,
+        engine=Engine.SGLANG,
+    ),
+    Scenario(
+        "sglang-70b-tp4-h100-azure-code",
+        "llama-3.1-70b",
+        "h100-sxm",
+        "azure-code",
+        ("ttft:p99<=2s", "itl:p99<=100ms"),
+        150,
+        tensor_parallel_size=4,
+        engine=Engine.SGLANG,
+    ),
+)
+SCENARIOS = SCENARIOS + SGLANG_SCENARIOS
+
 # The discretised space (every method searches exactly these values).
 BENCH_SPACE: dict[str, Any] = {
     "max_num_seqs": [16, 32, 64, 128, 256, 512, 1024],
@@ -190,13 +214,39 @@ TRTLLM_BENCH_SPACE: dict[str, Any] = {
 }
 
 
+# SGLang's default space at grid points (the defaults, 2048 running and 8192-token chunks,
+# among them, and every point the auto_tune order visits), two conservativeness levels; the
+# memory fraction and prefill budget at their defaults.
+SGLANG_BENCH_SPACE: dict[str, Any] = {
+    "max_running_requests": [32, 128, 256, 1024, 2048],
+    "chunked_prefill_size": [-1, 512, 1024, 2048, 4096, 8192],
+    "max_prefill_tokens": None,
+    "mem_fraction_static": None,
+    "schedule_policy": ["fcfs", "lpm"],
+    "schedule_conservativeness": [0.3, 1.0],
+    "disable_radix_cache": [False, True],
+    "enable_mixed_chunk": [False, True],
+}
+
+BENCH_SPACES = {
+    Engine.VLLM: BENCH_SPACE,
+    Engine.TRTLLM: TRTLLM_BENCH_SPACE,
+    Engine.SGLANG: SGLANG_BENCH_SPACE,
+}
+# Each engine's tensor-parallel parameter.
+TP_PARAMS = {
+    Engine.VLLM: "tensor_parallel_size",
+    Engine.TRTLLM: "tensor_parallel_size",
+    Engine.SGLANG: "tp_size",
+}
+
+
 def space_of(sc: Scenario) -> SearchSpace:
     defaults = engine_defaults(sc.engine, sc.model, sc.gpu, max_model_len=sc.max_model_len)
     space = default_space(sc.engine, defaults, max_model_len=sc.max_model_len)
-    grid = BENCH_SPACE if sc.engine is Engine.VLLM else TRTLLM_BENCH_SPACE
     narrower = {k: list(v) for k, v in sc.narrower}
     return space.with_overrides(
-        {**grid, **narrower, "tensor_parallel_size": sc.tensor_parallel_size}
+        {**BENCH_SPACES[sc.engine], **narrower, TP_PARAMS[sc.engine]: sc.tensor_parallel_size}
     )
 
 
@@ -236,7 +286,13 @@ def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, Row], dict[str, float
     if path.exists():
         data = json.loads(path.read_text())
         return {k: (v[0], v[1], v[2]) for k, v in data["table"].items()}, data["timing"]
-    configs = space_of(sc).grid()
+    space = space_of(sc)
+    configs = space.grid()
+    # The default itself, where it lies off the grid (SGLang's running limit is unset: the
+    # engine derives it from its KV pool).
+    default = space.repair(dict(space.defaults))
+    if key_of(default) not in {key_of(c) for c in configs}:
+        configs.append(default)
     # Without prefix identity in the trace (Azure's), the prefix cache never hits: the two
     # settings of its flag are one simulation, measured once.
     same = _prefix_twin if not _has_prefix_ids(sc) else (lambda c: c)
@@ -256,7 +312,15 @@ def grid_table(sc: Scenario, jobs: int) -> tuple[dict[str, Row], dict[str, float
     return table, timing
 
 
-_PREFIX_FLAGS = ("enable_prefix_caching", "kv_cache_config.enable_block_reuse")
+# Settings that change nothing without prefix identity, and the one each stands for: the
+# prefix cache flags, and SGLang's lpm (every cached prefix is empty, so it keeps arrival
+# order like fcfs).
+_PREFIX_TWINS: dict[str, Any] = {
+    "enable_prefix_caching": True,
+    "kv_cache_config.enable_block_reuse": True,
+    "disable_radix_cache": False,
+    "schedule_policy": "fcfs",
+}
 
 
 def _has_prefix_ids(sc: Scenario) -> bool:
@@ -264,7 +328,7 @@ def _has_prefix_ids(sc: Scenario) -> bool:
 
 
 def _prefix_twin(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: (True if k in _PREFIX_FLAGS else v) for k, v in config.items()}
+    return {k: _PREFIX_TWINS.get(k, v) for k, v in config.items()}
 
 
 def trials_to_reach(values: list[float], oracle: float) -> int | None:
@@ -296,7 +360,9 @@ def run_sampler(
     found: list[float] = []
 
     def objective(trial: optuna.Trial) -> float:
-        value, ok, constraints = table[key_of(space.suggest(trial))]
+        # Trial 0 is the default, with the values the space cannot propose as they are.
+        forced = space.forced_defaults() if trial.number == 0 else None
+        value, ok, constraints = table[key_of(space.suggest(trial, forced))]
         for name, c in constraints.items():
             trial.set_constraint(name, c)
         found.append(value if ok else 0.0)
@@ -312,6 +378,7 @@ def run_sampler(
 AUTO_TUNE_PARAMS = {
     Engine.VLLM: ("max_num_seqs", "max_num_batched_tokens"),
     Engine.TRTLLM: ("max_batch_size", "max_num_tokens"),
+    Engine.SGLANG: ("max_running_requests", "chunked_prefill_size"),
 }
 
 
@@ -374,7 +441,7 @@ def live_first_feasible(
         None,
         sc.slos,
         num_requests=num_requests,
-        space={"tensor_parallel_size": sc.tensor_parallel_size},
+        space={TP_PARAMS[sc.engine]: sc.tensor_parallel_size},
     )
     plan = load_plan(spec)
     space = build_space(spec, plan)
