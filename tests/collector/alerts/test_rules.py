@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -98,17 +99,13 @@ def test_slo_rule_fires_and_a_failing_rule_does_not_stop_the_others(store: Store
     save_slo_rules(store, slos)
     save_alert_rule(store, parse_rule("kv_usage > 0.9", name="kv").to_info())
     broken = parse_rule("up == 0", name="broken").to_info()
-    save_alert_rule(store, type(broken)(**{**_fields(broken), "metric": "nonsense"}))
+    save_alert_rule(store, replace(broken, metric="nonsense"))
     found = {s.rule: s for s in evaluate_all(store, T0 + 7200, record=True)}
     assert found["chat-ttft:page"].state is RuleState.FIRING
     assert found["chat-ttft:page"].value == pytest.approx(30.0)
     assert found["chat-ttft:ticket"].state is RuleState.FIRING
     assert found["broken"].state is RuleState.ERROR
     assert "unknown metric 'nonsense'" in found["broken"].message
-
-
-def _fields(obj: object) -> dict[str, object]:
-    return {f: getattr(obj, f) for f in obj.__slots__}  # type: ignore[attr-defined]
 
 
 def test_the_loop_survives_an_unreachable_store(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from emulate_helpers import MAX_MODEL_LEN, MODEL, RunningEmulator, stream
 
@@ -130,7 +132,7 @@ def test_prompt_token_ids_and_equal_prompts_give_equal_outputs(
     assert a["choices"][0]["text"] == b["choices"][0]["text"]
 
 
-def _error(r: httpx.Response) -> dict[str, object]:
+def _error(r: httpx.Response) -> dict[str, Any]:
     body = r.json()
     assert set(body) == {"error"}
     return body["error"]

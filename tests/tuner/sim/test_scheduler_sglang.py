@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from slotune.tuner.sim.block_manager import BlockManager
@@ -116,7 +118,7 @@ def test_max_running_requests_caps_admission() -> None:
     assert set(_tokens(_step(s))) == {"r0", "r1"}  # decode: nobody else admitted
 
 
-def _with_cached_prefix(policy: str, **overrides: object) -> SglangScheduler:
+def _with_cached_prefix(policy: str, **overrides: Any) -> SglangScheduler:
     s = _scheduler(schedule_policy=policy, **overrides)
     s.add(_state("warm", 640, max_tokens=1, prefix=7))
     _step(s)  # prefilled and finished: its blocks stay cached
