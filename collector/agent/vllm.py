@@ -11,7 +11,7 @@ V1 labels every series with ``model_name`` and, for data-parallel deployments, `
   always observed the gap between consecutive output tokens, i.e. ITL; the per-request TPOT
   is ``vllm:request_time_per_output_token_seconds``.
 
-``vllm:iteration_tokens_total`` is a histogram despite its ``_total``; it stays a raw series.
+``vllm:iteration_tokens_total`` is a histogram despite its ``_total``: ``iteration_tokens``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ VLLM_RULES: tuple[Rule, ...] = (
     Rule("vllm:prompt_tokens_total", "prompt_tokens"),
     Rule("vllm:generation_tokens_total", "generation_tokens"),
     Rule("vllm:request_success_total", "requests_finished"),
+    Rule("vllm:iteration_tokens_total", "iteration_tokens"),
 )
 
 

@@ -7,7 +7,7 @@ the GPU targets (DCGM exporter, NVML) on the same node:
   active, raw ``DCGM_FI_PROF_SM_ACTIVE``, ``tensor_active``, ``dram_active``, PCIe bytes/s),
   or NVML utilisation when DCGM is absent;
 - the engine's split: mean queue / prefill / decode time per request (histogram sums over
-  counts), tokens per step (vLLM's ``iteration_tokens`` histogram);
+  counts), tokens per step (``iteration_tokens``, from an engine that exports it: vLLM);
 - KV usage, waiting and running requests (window averages), preemptions per minute, prefix
   hit rate.
 
@@ -37,8 +37,8 @@ from slotune.collector.vocabulary import SourceKind
 from slotune.tuner.diagnose._engine_rules import EngineFigures, engine_findings
 from slotune.tuner.diagnose._findings import Finding, TuneContext
 
-_GPU_KINDS = frozenset(k.value for k in SourceKind if k.is_gpu)
-_ENGINE_KINDS = frozenset(k.value for k in SourceKind if k.is_engine)
+_GPU_KINDS = tuple(k.value for k in SourceKind if k.is_gpu)
+_ENGINE_KINDS = tuple(k.value for k in SourceKind if k.is_engine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +142,8 @@ def _select(targets: list[TargetInfo], name: str | None, pool: str | None) -> li
         return chosen
     if not engines:
         raise ConfigError(
-            "no engine targets in the store: start `slotune agent` with a vllm=, sglang= or "
-            "trtllm= target first"
+            "no engine targets in the store: start `slotune agent` with an engine target "
+            f"({', '.join(f'{k}=URL' for k in _ENGINE_KINDS)}) first"
         )
     return engines
 
@@ -169,7 +169,7 @@ def _engine_figures(store: Store, name: str, start: float, end: float) -> Engine
         queue_s=mean("queue_time"),
         prefill_s=mean("prefill_time"),
         decode_s=mean("decode_time"),
-        iteration_tokens=mean("vllm:iteration_tokens_total"),
+        iteration_tokens=mean("iteration_tokens"),
     )
 
 

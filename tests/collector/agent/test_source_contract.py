@@ -17,7 +17,9 @@ from slotune.collector.agent.canonical import CANONICAL
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.registry import SOURCES, make_source
 from slotune.collector.agent.targets import make_target
+from slotune.collector.alerts.promrules import error_ratio_expr
 from slotune.collector.errors import SourceError
+from slotune.collector.slo import parse_slo
 from slotune.collector.vocabulary import SourceKind
 
 KINDS = list(SOURCES)
@@ -125,3 +127,13 @@ def test_a_federated_kind_reads_text_and_its_prefix_names_its_series(kind: Sourc
     assert issubclass(SOURCES[kind], PromTextSource)
     raw = [collect(SOURCES[kind]([n]), data_text(n)).raw for n in material(kind)]
     assert any(f.name.startswith(kind.federate_prefix) for families in raw for f in families)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k.is_engine], ids=str)
+def test_an_engine_source_says_how_its_requests_end_and_its_rules_export(kind: SourceKind) -> None:
+    source = SOURCES[kind]
+    assert issubclass(source, PromTextSource) and source.outcomes is not None
+    assert all(r.target in CANONICAL for r in source.export_rules())
+    # the error-rate SLI has a Prometheus rule on every engine
+    expr = error_ratio_expr(parse_slo("error_rate<=1%"), kind.value, 300)
+    assert source.outcomes.finished in expr

@@ -76,7 +76,7 @@ EXPECTED_CANONICAL = {
         "requests_finished",
     },
     "trtllm_prometheus_pr5785_excerpt.prom": {"requests_finished"},
-    "vllm_usage_doc_iteration_tokens_excerpt.prom": set(),  # a histogram kept raw only
+    "vllm_usage_doc_iteration_tokens_excerpt.prom": {"iteration_tokens"},
     "vllm_v0_issue8819_ttft_excerpt.prom": {"ttft"},
     "vllm_v1_design_doc_example.prom": {
         "ttft",
