@@ -13,6 +13,8 @@ from typing import Any
 
 import optuna
 
+from slotune.tuner.space import Value
+
 ROBUSTNESS_ATTR = "robustness"
 DEFAULT_REPEATS_ATTR = "default_repeats"
 
@@ -30,8 +32,8 @@ class Recheck:
     """
 
     number: int
-    params: dict[str, Any]
-    config: dict[str, Any]
+    params: dict[str, Value]
+    config: dict[str, Value]
     values_by_seed: dict[str, float]
     worst_value: float
     feasible: bool

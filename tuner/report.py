@@ -48,7 +48,7 @@ from slotune.tuner.rechecks import (
     stored_default_repeats,
     stored_rechecks,
 )
-from slotune.tuner.space import SearchSpace
+from slotune.tuner.space import SearchSpace, Value
 from slotune.tuner.study import (
     CONFIG_ATTR,
     FORCED_ATTR,
@@ -75,8 +75,8 @@ class TrialReport:
     number: int
     state: str
     source: str
-    params: dict[str, Any]
-    config: dict[str, Any]
+    params: dict[str, Value]
+    config: dict[str, Value]
     values: list[float | None] | None
     feasible: bool
     constraints: dict[str, float]
@@ -117,8 +117,8 @@ class BestTrial:
     """The best feasible configuration (``robust``: its value is the worst over re-runs)."""
 
     number: int
-    params: dict[str, Any]
-    config: dict[str, Any]
+    params: dict[str, Value]
+    config: dict[str, Value]
     value: float
     robust: bool
     values_by_seed: dict[str, float] | None = None
@@ -129,8 +129,8 @@ class DefaultTrial:
     """Trial 0: the engine's default configuration."""
 
     number: int
-    params: dict[str, Any]
-    config: dict[str, Any]
+    params: dict[str, Value]
+    config: dict[str, Value]
     value: float | None
     feasible: bool
     failure: str | None
@@ -174,6 +174,15 @@ class Infeasibility:
     rate: float | None
     slos: tuple[SloShortfall, ...]
     movers: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class ParetoPoint:
+    """A feasible trial no other beats on both objectives."""
+
+    number: int
+    params: dict[str, Value]
+    values: list[float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +236,7 @@ class StudyReport:
     prescreen: dict[str, Any] | None
     importance: dict[str, float]
     infeasibility: Infeasibility | None = None
-    pareto_front: list[dict[str, Any]] | None = None
+    pareto_front: list[ParetoPoint] | None = None
     trial_details: list[TrialReport] = field(default_factory=list)
 
     def to_dict(self, *, details: bool = True) -> dict[str, Any]:
@@ -241,7 +250,7 @@ class StudyReport:
         return out
 
 
-def trial_params(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Any]:
+def trial_params(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Value]:
     """The parameters as the engine got them: the configuration's values for the searched
     names (an ordered choice is an index to Optuna), plus values passed outside the space.
 
@@ -258,7 +267,7 @@ def _measurement(t: FrozenTrial) -> Measurement:
     return Measurement.from_attrs(t.user_attrs.get(MEASUREMENT_ATTR) or {}, values, t.constraints)
 
 
-def run_config(t: FrozenTrial) -> dict[str, Any]:
+def run_config(t: FrozenTrial) -> dict[str, Value]:
     """The configuration the engine ran: what the trial started it with, or for an attached
     server what it was read to run (parameters that could not be read keep the assumed
     value and are listed in ``engine.server_config.unknown``)."""
@@ -481,8 +490,7 @@ def study_report(study: optuna.Study, spec: StudySpec, *, details: bool = True) 
         else {},
         infeasibility=_infeasibility(study, done) if done and not num_feasible else None,
         pareto_front=[
-            {"number": t.number, "params": trial_params(t), "values": list(t.values)}
-            for t in _pareto_front(done)
+            ParetoPoint(t.number, trial_params(t), list(t.values)) for t in _pareto_front(done)
         ]
         if spec.objective is ObjectiveKind.PARETO
         else None,
