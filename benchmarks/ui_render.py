@@ -225,26 +225,24 @@ def seed_results(store: Store, url: str, args: argparse.Namespace, now: float) -
         )
         save_bench_run(store, meta, records, summarize(records, slos[:2]).to_dict())
     from slotune.tuner import RunOptions, tune_study
-    from slotune.tuner.worker import StudyForm, spec_of_form
+    from slotune.tuner.new_study import new_study_spec
 
     for k in range(args.studies):
-        spec = spec_of_form(
-            StudyForm(
-                name=f"study-{k:02d}",
-                backend="sim",
-                engine="vllm",
-                model="llama-3.1-8b",
-                gpu="h100-sxm",
-                workload="azure-conv",
-                trace_file=None,
-                slos=("ttft:p99<=500ms", "itl:p99<=50ms"),
-                objective="goodput",
-                trials=args.trials,
-                rate=4.0,
-                num_requests=60,
-                seed=k,
-                recheck_k=0,
-            )
+        spec = new_study_spec(
+            name=f"study-{k:02d}",
+            backend="sim",
+            engine="vllm",
+            model="llama-3.1-8b",
+            gpu="h100-sxm",
+            workload="azure-conv",
+            trace_file=None,
+            slos=("ttft:p99<=500ms", "itl:p99<=50ms"),
+            objective="goodput",
+            trials=args.trials,
+            rate=4.0,
+            num_requests=60,
+            seed=k,
+            recheck_k=0,
         )
         tune_study(spec, url, RunOptions())
 

@@ -22,10 +22,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from slotune.collector.errors import ConfigError, SlotuneError
 from slotune.collector.store import (
@@ -80,69 +78,6 @@ def worker_view(info: WorkerInfo, *, now: float | None = None) -> WorkerView:
     return WorkerView(info, info.state.value, True)
 
 
-@dataclass(frozen=True, slots=True)
-class StudyForm:
-    """What the dashboard's study form asks (the fields of ``slotune tune``)."""
-
-    name: str
-    backend: str
-    engine: str
-    model: str
-    gpu: str
-    workload: str | None
-    trace_file: str | None
-    slos: tuple[str, ...]
-    objective: str
-    trials: int
-    rate: float | None = None
-    num_requests: int | None = None
-    seed: int = 0
-    recheck_k: int = 3
-    command: str | None = None
-    endpoint: str | None = None
-
-
-def spec_of_form(form: StudyForm) -> StudySpec:
-    """The study spec of a form, checked like ``slotune tune`` checks its options.
-
-    Raises:
-        ConfigError: naming the field and what it takes.
-    """
-    from slotune.tuner import BackendKind, Engine, ObjectiveKind
-
-    def choice(field_name: str, value: str, kind: type[StrEnum]) -> Any:
-        try:
-            return kind(value)
-        except ValueError:
-            allowed = ", ".join(k.value for k in kind)
-            raise ConfigError(f"{field_name} {value!r} is unknown; use one of {allowed}") from None
-
-    if not NAME_RE.match(form.name):
-        raise ConfigError(
-            f"study name {form.name!r}: use letters, digits and '-_.' (at most 200 characters)"
-        )
-    spec = StudySpec(
-        name=form.name,
-        backend=choice("backend", form.backend, BackendKind),
-        engine=choice("engine", form.engine, Engine),
-        model=form.model,
-        gpu=form.gpu,
-        workload=form.workload,
-        trace_file=form.trace_file,
-        slos=form.slos,
-        objective=choice("objective", form.objective, ObjectiveKind),
-        trials=form.trials,
-        rate=form.rate,
-        num_requests=form.num_requests,
-        seed=form.seed,
-        recheck_k=form.recheck_k,
-        command=form.command,
-        endpoint=form.endpoint,
-    )
-    spec.validate()
-    return spec
-
-
 def save_trace_upload(filename: str, data: bytes, directory: Path) -> Path:
     """Keep an uploaded trace file for a study, if it parses as a trace.
 
@@ -177,8 +112,12 @@ def start_worker(spec: StudySpec, url: str | None) -> WorkerInfo:
         The worker as recorded.
 
     Raises:
-        ConfigError: a bad spec, or a study of that name exists already.
+        ConfigError: a bad name or spec, or a study of that name exists already.
     """
+    if not NAME_RE.match(spec.name):
+        raise ConfigError(
+            f"study name {spec.name!r}: use letters, digits and '-_.' (at most 200 characters)"
+        )
     spec.validate()
     with open_store(url) as store:
         if get_study(store, spec.name) is not None or get_worker(store, spec.name) is not None:

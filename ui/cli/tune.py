@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,8 @@ from slotune.ui.cli._common import (
 )
 from slotune.ui.cli._options import (
     EngineOption,
+    GpuOption,
+    ModelOption,
     NumRequestsOption,
     RateOption,
     SeedOption,
@@ -83,8 +84,8 @@ def tune_command(
     ctx: typer.Context,
     backend: Annotated[BackendKind, typer.Option(help="Where trials run.")] = BackendKind.SIM,
     engine: EngineOption = Engine.VLLM,
-    model: Annotated[str, typer.Option(help="Catalog model id.")] = "llama-3.1-8b",
-    gpu: Annotated[str, typer.Option(help="Catalog GPU id.")] = "h100-sxm",
+    model: ModelOption = "llama-3.1-8b",
+    gpu: GpuOption = "h100-sxm",
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     rate: RateOption = None,
@@ -151,39 +152,29 @@ def tune_command(
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slotune.tuner import (
-        BackendKind,
-        Engine,
-        ObjectiveKind,
-        RunOptions,
-        SamplerKind,
-        StudySpec,
-        check_study,
-        space_overrides,
-        tune_study,
-    )
+    from slotune.tuner import RunOptions, check_study, tune_study
+    from slotune.tuner.new_study import new_study_spec
 
-    engine_kind = Engine(engine)
-    name = study or f"{engine}-{model}-{gpu}-{time.strftime('%Y%m%d-%H%M%S')}"
-    spec = StudySpec(
-        name=name,
-        backend=BackendKind(backend),
-        engine=engine_kind,
+    spec = new_study_spec(
+        name=study,
+        backend=backend,
+        engine=engine,
         model=model,
         gpu=gpu,
         workload=workload,
-        trace_file=str(trace.resolve()) if trace else None,
-        slos=tuple(slo or ()),
-        objective=ObjectiveKind(objective),
+        trace_file=trace,
+        slos=slo or (),
+        objective=objective,
         trials=trials,
         rate=rate,
         num_requests=num_requests,
         command=command,
         endpoint=endpoint,
         speedup=speedup,
-        space=space_overrides(engine_kind, space, param or ()),
+        space_file=space,
+        params=param or (),
         seed=seed,
-        sampler=SamplerKind(sampler),
+        sampler=sampler,
         heartbeat_s=heartbeat,
         recheck_k=recheck,
         startup_timeout_s=startup_timeout,
@@ -191,7 +182,7 @@ def tune_command(
     options = RunOptions(workers=workers, prescreen_k=prescreen_k if prescreen else 0)
     check_study(spec, options)  # before the progress bar: a bad input is one line
     if calibrate_from is not None:
-        overlay = _calibration(ctx, calibrate_from, engine, model, gpu, name, as_json)
+        overlay = _calibration(ctx, calibrate_from, engine, model, gpu, spec.name, as_json)
         spec = dataclasses.replace(spec, catalog=(overlay,))
     with _progress(not as_json) as (on_progress, on_phase):
         report = tune_study(spec, db_url(ctx), options, on_progress, on_phase)

@@ -20,13 +20,12 @@ from slotune.tuner.dashboard import (
     trial_rows,
 )
 from slotune.tuner.engines.registry import adapter_for, engines
+from slotune.tuner.new_study import new_study_spec
 from slotune.tuner.report import StudyListing
 from slotune.tuner.worker import (
-    StudyForm,
     WorkerView,
     cancel_worker,
     save_trace_upload,
-    spec_of_form,
     start_worker,
     worker_view,
 )
@@ -148,25 +147,23 @@ def _start_form() -> None:
                 rate_value = float(rate) if rate.strip() else None
             except ValueError:
                 raise ValueError(f"rate {rate!r} is not a number of requests per second") from None
-            spec = spec_of_form(
-                StudyForm(
-                    name=name.strip(),
-                    backend=backend,
-                    engine=engine,
-                    model=model,
-                    gpu=gpu,
-                    workload=None if trace_file else workload,
-                    trace_file=trace_file,
-                    slos=tuple(x.strip() for x in slos.splitlines() if x.strip()),
-                    objective=objective,
-                    trials=int(trials),
-                    rate=rate_value,
-                    num_requests=int(num_requests) or None,
-                    seed=int(seed),
-                    recheck_k=int(recheck),
-                    command=command.strip() or None,
-                    endpoint=endpoint.strip() or None,
-                )
+            spec = new_study_spec(
+                name=name.strip(),
+                backend=backend,
+                engine=engine,
+                model=model,
+                gpu=gpu,
+                workload=None if trace_file else workload,
+                trace_file=trace_file,
+                slos=tuple(x.strip() for x in slos.splitlines() if x.strip()),
+                objective=objective,
+                trials=int(trials),
+                rate=rate_value,
+                num_requests=int(num_requests) or None,
+                seed=int(seed),
+                recheck_k=int(recheck),
+                command=command.strip() or None,
+                endpoint=endpoint.strip() or None,
             )
             start_worker(spec, db_url())
         except ValueError as e:
