@@ -65,8 +65,19 @@ from slotune.tuner.sim.scheduler_sglang import (
 from slotune.tuner.space import Param, ParamKind, Value, choice, powers_of_two
 
 SGLANG_SCHEDULE_POLICIES = ("lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key")
-SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
-"""The ``--kv-cache-dtype`` choices the simulator sizes (SGLang also has fp4/mxfp8 ones)."""
+SGLANG_KV_CACHE_DTYPES = (
+    "auto",
+    "fp8_e5m2",
+    "fp8_e4m3",
+    "mxfp8",
+    "bf16",
+    "bfloat16",
+    "nvfp4",
+    "fp4_mx_block16",
+    "fp4_e2m1",
+)
+SIM_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
+"""The ``--kv-cache-dtype`` values the simulator sizes and prices."""
 SIM_PAGE_TOKENS = 16
 """KV granularity of the simulation when SGLang's page is smaller (see docs/sglang.md)."""
 _MIB = 1 << 20
@@ -215,8 +226,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
 
     Raises:
         ConfigError: unknown GPU or model id.
-        EngineConfigError: a combination SGLang refuses at start (or one the simulator
-            cannot run: ``--dp-size`` above 1, a policy it does not schedule).
+        EngineConfigError: a combination SGLang refuses at start.
     """
     model = get_model(config.model)
     gpu = get_gpu(config.gpu)
@@ -282,7 +292,9 @@ def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
             f"--chunked-prefill-size must be positive or -1 (off), got {c.chunked_prefill_size}",
         ),
         (
-            r.chunked_prefill_size > 0 and r.chunked_prefill_size % r.page_size != 0,
+            r.page_size >= 1
+            and r.chunked_prefill_size > 0
+            and r.chunked_prefill_size % r.page_size != 0,
             f"chunked_prefill_size ({r.chunked_prefill_size}) must be divisible by page_size "
             f"({r.page_size})",
         ),
@@ -300,11 +312,6 @@ def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
             f"{', '.join(repr(p) for p in SGLANG_SCHEDULE_POLICIES)})",
         ),
         (
-            r.schedule_policy not in SCHEDULE_POLICIES,
-            f"--schedule-policy {r.schedule_policy} is not simulated; use one of "
-            f"{', '.join(SCHEDULE_POLICIES)}",
-        ),
-        (
             not math.isfinite(r.schedule_conservativeness) or r.schedule_conservativeness <= 0,
             f"--schedule-conservativeness must be a positive number, got "
             f"{r.schedule_conservativeness}",
@@ -316,18 +323,13 @@ def _validate(r: ResolvedSglang, c: SglangConfig) -> None:
         (r.page_size < 1, f"--page-size must be at least 1, got {r.page_size}"),
         (
             r.kv_cache_dtype not in SGLANG_KV_CACHE_DTYPES,
-            f"--kv-cache-dtype {r.kv_cache_dtype!r} is not simulated; use one of "
-            f"{', '.join(SGLANG_KV_CACHE_DTYPES)}",
+            f"argument --kv-cache-dtype: invalid choice: '{r.kv_cache_dtype}' (choose from "
+            f"{', '.join(repr(d) for d in SGLANG_KV_CACHE_DTYPES)})",
         ),
         (r.dp_size < 1, f"--dp-size must be at least 1, got {r.dp_size}"),
-        (
-            r.dp_size > 1,
-            f"--dp-size {r.dp_size}: the simulator models one data-parallel replica; simulate "
-            "several with slotune fleet simulate, or leave --dp-size at 1",
-        ),
         (r.tp_size < 1, f"--tp-size must be at least 1, got {r.tp_size}"),
         (
-            r.model.num_heads % r.tp_size != 0,
+            r.tp_size >= 1 and r.model.num_heads % r.tp_size != 0,
             f"Total number of attention heads ({r.model.num_heads}) must be divisible by tp "
             f"size ({r.tp_size}).",
         ),
@@ -346,10 +348,12 @@ def kv_capacity(r: ResolvedSglang) -> KvCapacity:
     graphs. The simulation holds it in blocks of ``max(page_size, 16)`` tokens.
 
     Raises:
-        EngineConfigError: the weights do not fit, or nothing is left for the pool.
+        EngineConfigError: the weights do not fit, nothing is left for the pool, or the
+            configuration asks for what the simulator does not model (``--dp-size`` above 1,
+            the ``priority`` / ``routing-key`` policies, fp4 / mxfp8 caches).
     """
-    pool = _pool(r)
-    weights, non_torch, per_token, available, num_tokens = pool
+    _check_simulated(r)
+    weights, non_torch, per_token, available, num_tokens = _pool(r)
     block = sim_block_size(r)
     num_blocks = num_tokens // block
     return KvCapacity(
@@ -366,6 +370,30 @@ def kv_capacity(r: ResolvedSglang) -> KvCapacity:
         max_model_len=r.context_length,
         engine="vllm",
     )
+
+
+def _check_simulated(r: ResolvedSglang) -> None:
+    """Refuse what SGLang runs but the simulator does not model (a real engine takes it)."""
+    checks: list[tuple[bool, str]] = [
+        (
+            r.schedule_policy not in SCHEDULE_POLICIES,
+            f"--schedule-policy {r.schedule_policy} is not simulated; use one of "
+            f"{', '.join(SCHEDULE_POLICIES)}",
+        ),
+        (
+            r.kv_cache_dtype not in SIM_KV_CACHE_DTYPES,
+            f"--kv-cache-dtype {r.kv_cache_dtype} is not simulated; use one of "
+            f"{', '.join(SIM_KV_CACHE_DTYPES)}",
+        ),
+        (
+            r.dp_size > 1,
+            f"--dp-size {r.dp_size}: the simulator models one data-parallel replica; simulate "
+            "several with slotune fleet simulate, or leave --dp-size at 1",
+        ),
+    ]
+    for failed, message in checks:
+        if failed:
+            raise EngineConfigError(message)
 
 
 def _pool(r: ResolvedSglang) -> tuple[int, int, int, int, int]:

@@ -92,18 +92,35 @@ def test_a_pool_with_no_room_is_refused_with_sglang_words() -> None:
     [
         ({"context_length": 1 << 20}, "greater than the derived context_length"),
         ({"schedule_policy": "nope"}, "invalid choice: 'nope'"),
-        ({"schedule_policy": "priority"}, "is not simulated"),
         ({"mem_fraction_static": 1.2}, "--mem-fraction-static must be in"),
         ({"chunked_prefill_size": 1000, "page_size": 64}, "divisible by page_size"),
         ({"chunked_prefill_size": 0}, "positive or -1"),
         ({"tp_size": 3}, "must be divisible by tp size"),
-        ({"dp_size": 2}, "one data-parallel replica"),
+        ({"kv_cache_dtype": "int4"}, "invalid choice: 'int4'"),
+        ({"page_size": 0}, "--page-size must be at least 1"),
+        ({"tp_size": 0}, "--tp-size must be at least 1"),
         ({"schedule_conservativeness": 0.0}, "positive number"),
     ],
 )
 def test_bad_arguments_are_refused(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(EngineConfigError, match=message):
         resolve(SglangConfig("llama-3.1-8b", "h100-sxm", **overrides))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"schedule_policy": "priority"}, "is not simulated"),
+        ({"kv_cache_dtype": "nvfp4"}, "is not simulated"),
+        ({"dp_size": 2}, "one data-parallel replica"),
+    ],
+)
+def test_what_sglang_runs_but_the_simulator_does_not_is_refused_at_sizing(
+    overrides: dict[str, object], message: str
+) -> None:
+    r = resolve(SglangConfig("llama-3.1-8b", "h100-sxm", **overrides))  # type: ignore[arg-type]
+    with pytest.raises(EngineConfigError, match=message):
+        kv_capacity(r)
 
 
 def test_flags_round_trip() -> None:
