@@ -48,7 +48,7 @@ def test_a_runs_figures_come_from_sglangs_names_and_are_its_own_deltas() -> None
     assert run.deltas["requests_finished"] == 5.0
     assert run.kv_usage_max == 0.62
     assert run.waiting_max == 3.0 and run.running_max == 8.0
-    # SGLang 0.5.23 exports no num_retracted_requests_total: no preemption figure, not 0.
+    # No retraction yet (SGLang creates that counter's series at the first): no figure.
     assert "preemptions" not in run.deltas
     assert run.errors == ()
 
