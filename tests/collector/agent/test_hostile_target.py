@@ -12,7 +12,8 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,10 @@ def redos_line(n: int) -> str:
     return f"a{n}{spaces}1{spaces}1{spaces}{{"
 
 
+def _busy_exposition(waiting: Iterator[int]) -> str:
+    return vllm_exposition([1, 0, 0, 0, 0, 0, 0], waiting=next(waiting))
+
+
 def healthy_servers(metrics_server: Server, num: int = NUM_HEALTHY) -> list[MetricsServer]:
     servers = []
     for i in range(num):
@@ -50,10 +55,8 @@ def healthy_servers(metrics_server: Server, num: int = NUM_HEALTHY) -> list[Metr
         servers.append(
             metrics_server(
                 {
-                    "/metrics": lambda w=waiting: vllm_exposition(
-                        [1, 0, 0, 0, 0, 0, 0], waiting=next(w)
-                    ),
-                    "/v1/models": lambda i=i: models_json(f"model-{i}"),
+                    "/metrics": partial(_busy_exposition, waiting),
+                    "/v1/models": partial(models_json, f"model-{i}"),
                 }
             )
         )

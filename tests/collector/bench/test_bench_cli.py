@@ -12,7 +12,7 @@ import pytest
 from _tools import SLOTUNE, running_emulator
 from bench_fakes import FakeEngine
 
-from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.bench import ArrivalSpec, BenchConfig, Endpoint, run_benchmark
 from slotune.collector.store import upgrade
 
 REPO = Path(__file__).resolve().parents[3]
@@ -140,7 +140,7 @@ def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path
         input_len="256",
         output_len="uniform:8,24",
         num_requests=12,
-        endpoint="chat",
+        endpoint=Endpoint.CHAT,
     )
     result = run_benchmark(config)
     assert result.summary.num_errors == 0
@@ -151,6 +151,7 @@ def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path
         assert sum(r.chunk_tokens) == r.output_tokens
         assert r.input_tokens == t["prompt_tokens"]
         # causality on one clock: the client sends before and receives after the engine
+        assert r.first_token_s is not None and result.wall_offset_s is not None
         assert r.send_s + result.wall_offset_s <= t["arrival_s"] + 0.002
         assert r.first_token_s + result.wall_offset_s >= t["first_token_s"] - 0.002
 
