@@ -1,7 +1,12 @@
-"""Trial backends: ``sim`` (simulator), ``launch`` (engine subprocess), ``attach`` (endpoint)."""
+"""Trial backends: ``sim`` (simulator), ``launch`` (engine subprocess), ``attach`` (endpoint).
+
+Adding a backend is its module plus one factory line in :data:`BACKENDS`; each factory
+imports its module on first use, so importing this package loads no backend's libraries.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from slotune.collector.errors import ConfigError
@@ -13,31 +18,49 @@ if TYPE_CHECKING:
     from slotune.tuner.study import StudySpec
 
 
+def _sim(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+    from slotune.tuner.backends.sim import SimBackend
+
+    return SimBackend(spec.engine, spec.model, spec.gpu)
+
+
+def _launch(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+    from slotune.tuner.backends.launch import LaunchBackend
+
+    return LaunchBackend(
+        spec.launch_command,
+        engine=spec.engine,
+        model=spec.model,
+        gpu=spec.gpu,
+        speedup=spec.speedup,
+        slot=slot or GpuSlot(()),
+        startup_timeout_s=spec.startup_timeout_s,
+    )
+
+
+def _attach(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+    from slotune.tuner.backends.attach import AttachBackend
+
+    if spec.endpoint is None:
+        raise ConfigError("--backend attach needs --endpoint http://host:port")
+    return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model, gpu=spec.gpu)
+
+
+# kind -> builds the backend of a study's spec for one worker (its GPU slot)
+BACKENDS: dict[BackendKind, Callable[[StudySpec, GpuSlot | None], Backend]] = {
+    BackendKind.SIM: _sim,
+    BackendKind.LAUNCH: _launch,
+    BackendKind.ATTACH: _attach,
+}
+
+
 def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
     """The backend a study's spec names, for one worker (``slot``: its GPUs)."""
-    if spec.backend is BackendKind.SIM:
-        from slotune.tuner.backends.sim import SimBackend
-
-        return SimBackend(spec.engine, spec.model, spec.gpu)
-    if spec.backend is BackendKind.LAUNCH:
-        from slotune.tuner.backends.launch import LaunchBackend
-
-        return LaunchBackend(
-            spec.launch_command,
-            engine=spec.engine,
-            model=spec.model,
-            gpu=spec.gpu,
-            speedup=spec.speedup,
-            slot=slot or GpuSlot(()),
-            startup_timeout_s=spec.startup_timeout_s,
-        )
-    if spec.backend is BackendKind.ATTACH:
-        from slotune.tuner.backends.attach import AttachBackend
-
-        assert spec.endpoint is not None
-        return AttachBackend(spec.endpoint, engine=spec.engine, model=spec.model, gpu=spec.gpu)
-    names = ", ".join(b.value for b in BackendKind)
-    raise ConfigError(f"--backend {spec.backend!r}: use one of {names}")
+    factory = BACKENDS.get(spec.backend)
+    if factory is None:
+        names = ", ".join(b.value for b in BACKENDS)
+        raise ConfigError(f"--backend {spec.backend!r}: use one of {names}")
+    return factory(spec, slot)
 
 
-__all__ = ["Backend", "BackendKind", "EngineSession", "TrialFailed", "make_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendKind", "EngineSession", "TrialFailed", "make_backend"]
