@@ -4,6 +4,7 @@ log lines and serves its routes."""
 
 from __future__ import annotations
 
+import shlex
 import socket
 import sys
 from pathlib import Path
@@ -13,7 +14,14 @@ import pytest
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
 from slotune.tuner.backends.base import TrialFailed
-from slotune.tuner.backends.launch import EndpointSession, EngineProcess, free_port
+from slotune.tuner.backends.launch import (
+    EndpointSession,
+    EngineProcess,
+    LaunchBackend,
+    default_command,
+    free_port,
+)
+from slotune.tuner.backends.server_config import read_server_config
 
 FAKE = Path(__file__).parent / "fake_sglang"
 STARTUP_TIMEOUT_S = 120.0  # generous: the stand-in is up in a second on an idle machine
@@ -127,3 +135,34 @@ def test_an_engine_dying_mid_run_fails_the_trial_with_its_signal(tmp_path: Path)
     message = str(e.value)
     assert message.startswith("engine died during the run (was killed by SIGSEGV): ")
     assert "Fatal Python error: Segmentation fault" in message
+
+
+def test_the_adapters_flags_start_sglang_with_that_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(FAKE))
+    command = shlex.split(default_command("sglang", "llama-3.1-8b", "h100-sxm"))
+    assert command[:3] == ["python", "-m", "sglang.launch_server"]
+    template = shlex.join([sys.executable, *command[1:-1]]) + " {engine_args}"
+    backend = LaunchBackend(
+        template, engine="sglang", model="llama-3.1-8b", gpu="h100-sxm", log_root=tmp_path
+    )
+    config = {
+        "max_running_requests": 64,
+        "chunked_prefill_size": 4096,
+        "max_prefill_tokens": 8192,
+        "mem_fraction_static": 0.85,
+        "schedule_policy": "lpm",
+        "schedule_conservativeness": 0.8,
+        "disable_radix_cache": True,
+        "enable_mixed_chunk": True,
+    }
+    port = free_port()
+    engine = EngineProcess(backend.argv(config, port, tmp_path), tmp_path / "engine.log", {}, port)
+    try:
+        engine.wait_healthy(STARTUP_TIMEOUT_S)
+        server = read_server_config(engine.url, tuple(config))
+    finally:
+        engine.stop()
+    # SGLang's own argument parser took every flag, and the server runs those values.
+    assert {k: server.values.get(k) for k in config} == config
