@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from slotune.collector.bench.maxrate import find_max_rate
@@ -13,7 +15,7 @@ from slotune.collector.summary import Summary, summarize
 SLOS = parse_slos(["ttft:p90<=100ms"])
 
 
-def _queue_like(threshold_rate: float) -> tuple[list[float], object]:
+def _queue_like(threshold_rate: float) -> tuple[list[float], Callable[[float], Summary]]:
     """TTFT 50 ms below the threshold rate, 500 ms above it; records every call."""
     calls: list[float] = []
 

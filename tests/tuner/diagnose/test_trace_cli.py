@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from trace_builder import TraceBuilder
@@ -24,7 +26,7 @@ def db(sqlite_url: str) -> str:
     return sqlite_url
 
 
-def _stored(db: str) -> list[dict[str, object]]:
+def _stored(db: str) -> list[Mapping[str, Any]]:
     with open_store(db) as store:
         return [d.result for d in list_diagnoses(store, kind="trace")]
 
