@@ -214,11 +214,11 @@ TRTLLM_BENCH_SPACE: dict[str, Any] = {
 }
 
 
-# SGLang's default space at grid points (the defaults, 2048 running and 8192-token chunks,
-# among them, and every point the auto_tune order visits), two conservativeness levels; the
-# memory fraction and prefill budget at their defaults.
+# SGLang's default space at grid points (the defaults at an 8192-token context, 4096 running
+# and 8192-token chunks, among them, and every point the auto_tune order visits), two
+# conservativeness levels; the memory fraction and prefill budget at their defaults.
 SGLANG_BENCH_SPACE: dict[str, Any] = {
-    "max_running_requests": [32, 128, 256, 1024, 2048],
+    "max_running_requests": [32, 128, 256, 1024, 4096],
     "chunked_prefill_size": [-1, 512, 1024, 2048, 4096, 8192],
     "max_prefill_tokens": None,
     "mem_fraction_static": None,

@@ -123,10 +123,10 @@ class SglangConfig(EngineConfig):
 class ResolvedSglang(ResolvedConfig):
     """An SGLang configuration with every default filled in and validated.
 
-    ``max_running_requests`` stays None when unset: SGLang derives the limit from the KV
-    pool at start (:func:`max_running_requests`; the simulator's view holds it), and the pool
-    depends on the tensor-parallel size a study may set later. ``chunked_prefill_size`` is
-    -1 when chunked prefill is off.
+    ``max_running_requests``, when unset, is the limit SGLang derives from the KV pool
+    (:func:`max_running_requests`), or None where the pool cannot be sized here (weights that
+    need a larger tensor-parallel size, which a study sets after resolving its defaults; a
+    cache dtype the simulator does not size); the simulator's view derives it at start. ``chunked_prefill_size`` is -1 when chunked prefill is off.
     """
 
     engine: ClassVar[Engine] = Engine.SGLANG
@@ -269,7 +269,15 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
         enable_mixed_chunk=config.enable_mixed_chunk,
     )
     _validate(r, config)
-    return r
+    if r.max_running_requests is not None or r.kv_cache_dtype not in SIM_KV_CACHE_DTYPES:
+        return r
+    try:
+        pool_tokens = _pool(r)[4]
+    except EngineConfigError:
+        # Weights that need more GPUs than given: the limit waits for the pool at start.
+        return r
+    limit = max_running_requests(None, r.context_length, pool_tokens)
+    return dataclasses.replace(r, max_running_requests=limit)
 
 
 def _validate(r: ResolvedSglang, c: SglangConfig) -> None:

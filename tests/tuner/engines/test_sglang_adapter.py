@@ -50,14 +50,15 @@ def test_export_is_the_launch_server_command() -> None:
 
 def test_the_default_running_limit_is_derived_from_the_pool() -> None:
     r = ADAPTER.resolve(SglangConfig("llama-3.1-8b", "h100-sxm"))
-    assert r.to_dict()["max_running_requests"] is None  # unset, as SGLang's argument
     # 415k tokens / 131,072 x 512 = 1,623 slots, raised to SGLang's 2,048 floor.
+    assert r.to_dict()["max_running_requests"] == 2048
     assert ADAPTER.sim_view(r, ADAPTER.kv_capacity(r)).max_running == 2048
 
 
 def test_a_model_too_big_for_one_gpu_resolves_and_fails_at_start() -> None:
     # A study resolves the defaults before it sets the tensor-parallel size.
     r = ADAPTER.resolve(SglangConfig("llama-3.1-70b", "h100-sxm"))
+    assert r.max_running_requests is None
     with pytest.raises(EngineConfigError, match="Raise --tp-size"):
         ADAPTER.kv_capacity(r)
     assert ADAPTER.kv_capacity(

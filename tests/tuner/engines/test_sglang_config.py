@@ -49,7 +49,7 @@ def test_fixed_defaults() -> None:
     assert (r.page_size, r.tp_size, r.dp_size, r.kv_cache_dtype) == (1, 1, 1, "auto")
     assert r.context_length == 131072
     assert not r.disable_radix_cache and not r.enable_mixed_chunk
-    assert r.max_running_requests is None  # derived from the pool at start
+    assert r.max_running_requests == 2048  # half the pool, capped by the request slots
 
 
 def test_chunking_off_reserves_for_max_prefill_tokens() -> None:
