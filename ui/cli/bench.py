@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-import json as jsonlib
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -29,7 +28,7 @@ from slotune.ui.cli._options import (
 )
 
 if TYPE_CHECKING:
-    from slotune.collector.bench import BenchConfig, BenchResult
+    from slotune.collector.bench import BenchResult
 
 # collector.bench is imported inside the commands: building the CLI (every slotune run, shell
 # completion) must not load aiohttp, the store (SQLAlchemy, Alembic) or numpy. So --endpoint
@@ -173,11 +172,10 @@ def bench(
         BenchConfig,
         Endpoint,
         arrival_from_flags,
-        check_store,
-        run_benchmark,
+        max_rate_table,
         run_failure,
-        save_run,
     )
+    from slotune.collector.bench.session import Outputs, measure, measure_max_rate
     from slotune.collector.slo import parse_slos
 
     arrival = arrival_from_flags(
@@ -211,55 +209,28 @@ def bench(
         ignore_eos=ignore_eos,
         name=name,
     )
-    if not no_store:
-        check_store(db_url(ctx))
+    outputs = Outputs(db_url(ctx), not no_store, save, requests_out)
     if find_max_rate:
-        _max_rate(ctx, config, max_rate_tolerance, max_rate_steps, no_store, save, json)
+        found = measure_max_rate(
+            config,
+            outputs,
+            rel_tolerance=max_rate_tolerance,
+            max_steps=max_rate_steps,
+            progress=not json,
+        )
+        if json:
+            print_json(found.to_dict())
+        else:
+            console.print(max_rate_table(found.found.result))
         return
-    result = run_benchmark(config, progress=not json, refuse_over_context=True)
-    run_id = None if no_store else save_run(db_url(ctx), result, name)
-    _emit(result.to_dict(with_records=True), save)
-    if requests_out is not None:
-        from slotune.collector.observed import write_observed
-
-        write_observed(result.records, requests_out)
+    measured = measure(config, outputs, progress=not json)
     if json:
-        print_json({**result.to_dict(), "run_id": run_id})
+        print_json(measured.to_dict())
     else:
-        _print_run(result, run_id)
-    failure = run_failure(result.summary, fail_on_slo=fail_on_slo)
+        _print_run(measured.result, measured.run_id)
+    failure = run_failure(measured.result.summary, fail_on_slo=fail_on_slo)
     if failure is not None:
         fail(*failure)
-
-
-def _max_rate(
-    ctx: typer.Context,
-    config: BenchConfig,
-    tolerance: float,
-    steps: int,
-    no_store: bool,
-    save: Path | None,
-    json: bool,
-) -> None:
-    from slotune.collector.bench import max_rate_table, run_name, save_run, search_max_rate
-
-    found = search_max_rate(config, rel_tolerance=tolerance, max_steps=steps, progress=not json)
-    run_ids = (
-        []
-        if no_store
-        else [save_run(db_url(ctx), r, f"{run_name(r)} (max-rate)") for r in found.runs]
-    )
-    out = {**found.result.to_dict(), "config": config.to_dict(), "run_ids": run_ids}
-    _emit(out, save)
-    if json:
-        print_json(out)
-    else:
-        console.print(max_rate_table(found.result))
-
-
-def _emit(data: dict[str, Any], save: Path | None) -> None:
-    if save is not None:
-        save.write_text(jsonlib.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def _print_run(result: BenchResult, run_id: int | None) -> None:
