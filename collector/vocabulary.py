@@ -140,6 +140,18 @@ class ObjectiveKind(StrEnum):
         return (0.0, float("inf")) if self is ObjectiveKind.PARETO else (0.0,)
 
 
+class PolicyKind(StrEnum):
+    """The fleet's routing policies (``tuner.fleet.registry`` builds each from its spec)."""
+
+    ROUND_ROBIN = "round-robin"
+    LEAST_REQUESTS = "least-requests"
+    LEAST_KV = "least-kv"
+    LENGTH_POOLS = "length-pools"
+    PREFIX_AFFINITY = "prefix-affinity"
+    SCORE = "score"
+    SLO_AWARE = "slo-aware"  # admission on top of another policy
+
+
 class SamplerKind(StrEnum):
     """The samplers a study can use (``benchmarks/tuner_efficiency.py`` compares them)."""
 

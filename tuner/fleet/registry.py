@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import PolicyKind
 from slotune.tuner.fleet.least_kv import LeastKv
 from slotune.tuner.fleet.least_requests import LeastRequests
 from slotune.tuner.fleet.length_pools import LengthPools
@@ -32,7 +33,7 @@ from slotune.tuner.fleet.round_robin import RoundRobin
 from slotune.tuner.fleet.score import DEFAULT_WEIGHTS, Score
 from slotune.tuner.fleet.slo_aware import DEFAULT_MARGIN, SloAware
 
-SLO_AWARE = "slo-aware"
+SLO_AWARE = PolicyKind.SLO_AWARE.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +100,16 @@ def _score(spec: str, params: dict[str, str], ctx: PolicyContext) -> RoutingPoli
     )
 
 
+# Adding a policy is its module, its PolicyKind and one line here (slo-aware wraps the others).
 _BUILDERS: Mapping[str, Callable[[str, dict[str, str], PolicyContext], RoutingPolicy]] = {
-    "round-robin": lambda spec, params, ctx: RoundRobin(),
-    "least-requests": lambda spec, params, ctx: LeastRequests(),
-    "least-kv": lambda spec, params, ctx: LeastKv(),
-    "length-pools": _length_pools,
-    "prefix-affinity": _prefix_affinity,
-    "score": _score,
+    PolicyKind.ROUND_ROBIN: lambda spec, params, ctx: RoundRobin(),
+    PolicyKind.LEAST_REQUESTS: lambda spec, params, ctx: LeastRequests(),
+    PolicyKind.LEAST_KV: lambda spec, params, ctx: LeastKv(),
+    PolicyKind.LENGTH_POOLS: _length_pools,
+    PolicyKind.PREFIX_AFFINITY: _prefix_affinity,
+    PolicyKind.SCORE: _score,
 }
-POLICY_NAMES: tuple[str, ...] = (*_BUILDERS, SLO_AWARE)
+POLICY_NAMES: tuple[str, ...] = tuple(k.value for k in PolicyKind)
 
 
 def policy_from_name(spec: str, context: PolicyContext | None = None) -> RoutingPolicy:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import Engine, PolicyKind
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
     KnownOutputOption,
@@ -45,8 +45,8 @@ PolicyOption = Annotated[
     str,
     typer.Option(
         "--policy",
-        help="P[,P…] or all: round-robin, least-requests, least-kv, length-pools, "
-        "prefix-affinity, score, slo-aware[:INNER]; keys as score:prefix=3:queue=1:kv=1.",
+        help=f"P[,P…] or all: {', '.join(PolicyKind)}[:INNER]; keys as "
+        "score:prefix=3:queue=1:kv=1.",
     ),
 ]
 
