@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -60,7 +59,8 @@ class SlotuneGroup(TyperGroup):
     exits 130. Other exceptions are bugs and keep their traceback.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    # Typer hands its own Context; the base class names the click it vendors (private).
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except SlotuneError as e:

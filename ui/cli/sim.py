@@ -6,7 +6,6 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -50,11 +49,13 @@ class _SimGroup(TyperGroup):
     simulator only when the help shows it (Typer builds every command on each slotune run).
     """
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # Typer hands its own Context; the base class names the click it vendors (private).
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
         if any(a in self.commands for a in args):
             return super().parse_args(ctx, args)
         ctx.allow_interspersed_args = True
-        return click.Command.parse_args(self, ctx, args)
+        # the plain command's parsing (TyperGroup's base): every extra argument in ctx.args
+        return super(TyperGroup, self).parse_args(ctx, args)
 
     @property
     def epilog(self) -> str | None:
