@@ -147,7 +147,7 @@ def test_the_adapters_flags_start_sglang_with_that_configuration(
     backend = LaunchBackend(
         template, engine="sglang", model="llama-3.1-8b", gpu="h100-sxm", log_root=tmp_path
     )
-    config = {
+    config: dict[str, int | float | bool | str] = {
         "max_running_requests": 64,
         "chunked_prefill_size": 4096,
         "max_prefill_tokens": 8192,

@@ -46,7 +46,7 @@ def adapter(request: pytest.FixtureRequest) -> EngineAdapter:
     return adapter_for(request.param)
 
 
-def _defaults(adapter: EngineAdapter) -> dict[str, object]:
+def _defaults(adapter: EngineAdapter) -> dict[str, int | float | bool | str]:
     return engine_defaults(adapter.engine, MODEL, GPU, max_model_len=MAX_LEN)
 
 
