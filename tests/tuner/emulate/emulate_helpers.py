@@ -12,6 +12,7 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ class FakeCore:
 def new_request(
     request_id: str,
     arrival_s: float,
-    prompt_token_ids: tuple[int, ...],
+    prompt_token_ids: Sequence[int],
     max_tokens: int,
     min_tokens: int,
 ) -> SimRequest:
