@@ -69,7 +69,7 @@ def _scenario(
             f"{r.policy:26} {s.ttft_ms.mean or 0:9.0f} {s.ttft_ms.percentiles[50.0] or 0:9.0f} "
             f"{s.ttft_ms.percentiles[90.0] or 0:9.0f} "
             f"{s.ttft_ms.percentiles[99.0] or 0:9.0f} {s.tpot_ms.percentiles[99.0] or 0:9.1f} "
-            f"{s.goodput:8.2f} {s.extra['prefix_hit_rate']:10.1%} {s.extra['shed_share']:6.1%}"
+            f"{s.goodput:8.2f} {r.figures.prefix_hit_rate:10.1%} {r.figures.shed_share:6.1%}"
         )
     return {r.policy: r for r in results}
 
@@ -107,7 +107,8 @@ def _ratio(results: dict[str, FleetResult], a: str, b: str) -> str:
 def _versus_round_robin(results: dict[str, FleetResult], policy: str) -> str:
     """A prefix-aware policy against round-robin: hit rate and TTFT mean / p90 / p99."""
     a, b = results[policy].summary, results["round-robin"].summary
-    hit_a, hit_b = a.extra["prefix_hit_rate"], b.extra["prefix_hit_rate"]
+    hit_a = results[policy].figures.prefix_hit_rate
+    hit_b = results["round-robin"].figures.prefix_hit_rate
     parts = [f"hit {hit_a:.1%} vs {hit_b:.1%} ({'win' if hit_a > hit_b else 'LOSS'})"]
     for label, x, y in (
         ("mean", a.ttft_ms.mean or 0.0, b.ttft_ms.mean or 0.0),
