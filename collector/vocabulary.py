@@ -19,6 +19,17 @@ def choices(enum: type[StrEnum]) -> str:
     return " | ".join(m.value for m in enum)
 
 
+class Endpoint(StrEnum):
+    """The OpenAI-compatible API a load run calls."""
+
+    COMPLETIONS = "completions"
+    CHAT = "chat"
+
+    @property
+    def path(self) -> str:
+        return "/v1/completions" if self is Endpoint.COMPLETIONS else "/v1/chat/completions"
+
+
 class Engine(StrEnum):
     """The serving engines slotune models and tunes (one enum for the whole product)."""
 

@@ -27,20 +27,12 @@ from slotune.collector.bench.sse import DONE, Chunk, ProtocolError, SSEDecoder, 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import UNTIMED_GAP_BOUNDS_S, RequestRecord, untimed_gap_bucket
 from slotune.collector.redact import redact_url
+from slotune.collector.vocabulary import Endpoint as Endpoint
 from slotune.collector.workload.tokens import count_tokens
 
 # A 16k-token output streamed one token per chunk is timed whole; past it chunks are only
 # counted, so a stream without end costs bounded memory and a bounded parse (~0.2 s here).
 DEFAULT_MAX_TIMED_CHUNKS = 16_384
-
-
-class Endpoint(StrEnum):
-    COMPLETIONS = "completions"
-    CHAT = "chat"
-
-    @property
-    def path(self) -> str:
-        return "/v1/completions" if self is Endpoint.COMPLETIONS else "/v1/chat/completions"
 
 
 class ErrorKind(StrEnum):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import get_args
 
 import pytest
 
@@ -70,10 +69,3 @@ def test_building_the_cli_loads_no_heavy_library(argv: list[str]) -> None:
     report = json.loads(result.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, result.stdout
     assert report["loaded"] == [], f"`slotune {' '.join(argv)}` imported {report['loaded']}"
-
-
-def test_bench_endpoint_choices_match_the_library() -> None:
-    from slotune.collector.bench import Endpoint
-    from slotune.ui.cli.bench import EndpointName
-
-    assert get_args(EndpointName) == tuple(e.value for e in Endpoint)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from slotune.collector.vocabulary import Endpoint
 from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json
 from slotune.ui.cli._options import (
     InputLenOption,
@@ -31,10 +32,7 @@ if TYPE_CHECKING:
     from slotune.collector.bench import BenchResult
 
 # collector.bench is imported inside the commands: building the CLI (every slotune run, shell
-# completion) must not load aiohttp, the store (SQLAlchemy, Alembic) or numpy. So --endpoint
-# takes the values of collector.bench.Endpoint spelled out here (tests/ui/test_cli_imports.py
-# checks that they match).
-EndpointName = Literal["completions", "chat"]
+# completion) must not load aiohttp, the store (SQLAlchemy, Alembic) or numpy.
 
 bench_app = typer.Typer(
     invoke_without_command=True,
@@ -74,7 +72,7 @@ def bench(
             "--model", hidden=True, callback=deprecated_alias("--model", "--served-model-name")
         ),
     ] = None,
-    endpoint: Annotated[EndpointName, typer.Option(help="API to call.")] = "completions",
+    endpoint: Annotated[Endpoint, typer.Option(help="API to call.")] = Endpoint.COMPLETIONS,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,
@@ -170,7 +168,6 @@ def bench(
         raise typer.Exit(code=2)
     from slotune.collector.bench import (
         BenchConfig,
-        Endpoint,
         arrival_from_flags,
         max_rate_table,
         run_failure,
@@ -189,7 +186,7 @@ def bench(
         url=url,
         arrival=arrival,
         model=served_model_name or old_model,
-        endpoint=Endpoint(endpoint),
+        endpoint=endpoint,
         workload=workload,
         trace_file=str(trace) if trace else None,
         input_len=input_len,
