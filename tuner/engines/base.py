@@ -153,6 +153,31 @@ class SimView:
 _T = TypeVar("_T")
 
 
+def fields_from_params(
+    engine: Engine, params: Mapping[str, Any], fields_by_name: Mapping[str, str]
+) -> dict[str, Any]:
+    """Config-field keyword arguments from parameters by the engine's own names.
+
+    Args:
+        engine: whose parameters, for the message.
+        params: parameter name -> value.
+        fields_by_name: every name the engine takes (aliases included) -> its config field.
+
+    Raises:
+        ConfigError: a name the engine (as simulated) does not have, listing the known ones.
+    """
+    kwargs: dict[str, Any] = {}
+    for key, value in params.items():
+        field = fields_by_name.get(key)
+        if field is None:
+            raise ConfigError(
+                f"{key!r} is not a {engine} parameter the simulator knows; "
+                f"known: {', '.join(fields_by_name)}"
+            )
+        kwargs[field] = value
+    return kwargs
+
+
 def narrow(value: EngineConfig | ResolvedConfig, cls: type[_T]) -> _T:
     """``value`` as the adapter's own config class ``cls``.
 

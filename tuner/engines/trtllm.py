@@ -40,6 +40,7 @@ from slotune.tuner.engines.base import (
     PrefixCache,
     ResolvedConfig,
     SimView,
+    fields_from_params,
     narrow,
 )
 from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
@@ -370,15 +371,7 @@ class TrtllmAdapter(EngineAdapter):
     export_language = "yaml"
 
     def config_from_params(self, model: str, gpu: str, params: Mapping[str, Any]) -> TrtllmConfig:
-        kwargs: dict[str, Any] = {}
-        for key, value in params.items():
-            field = _FIELDS_BY_NAME.get(key)
-            if field is None:
-                raise ConfigError(
-                    f"{key!r} is not a trtllm parameter the simulator knows; "
-                    f"known: {', '.join(_FIELDS_BY_NAME)}"
-                )
-            kwargs[field] = value
+        kwargs = fields_from_params(self.engine, params, _FIELDS_BY_NAME)
         return TrtllmConfig(model=model, gpu=gpu, **kwargs)
 
     def resolve(self, config: EngineConfig) -> ResolvedTrtllm:

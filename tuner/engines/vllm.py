@@ -39,6 +39,7 @@ from slotune.tuner.engines.base import (
     PrefixCache,
     ResolvedConfig,
     SimView,
+    fields_from_params,
     narrow,
 )
 from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
@@ -453,9 +454,9 @@ def vllm_release(version: str) -> tuple[int, ...]:
 
 
 # the adapter
-_PARAM_NAMES = tuple(
-    f.name for f in dataclasses.fields(VllmConfig) if f.name not in ("model", "gpu")
-)
+_FIELDS_BY_NAME = {
+    f.name: f.name for f in dataclasses.fields(VllmConfig) if f.name not in ("model", "gpu")
+}
 
 
 class VllmAdapter(EngineAdapter):
@@ -483,14 +484,7 @@ class VllmAdapter(EngineAdapter):
     kv_budget = KvBudget.SHARE_OF_TOTAL
 
     def config_from_params(self, model: str, gpu: str, params: Mapping[str, Any]) -> VllmConfig:
-        kwargs: dict[str, Any] = {}
-        for key, value in params.items():
-            if key not in _PARAM_NAMES:
-                raise ConfigError(
-                    f"{key!r} is not a vllm parameter the simulator knows; "
-                    f"known: {', '.join(_PARAM_NAMES)}"
-                )
-            kwargs[key] = value
+        kwargs = fields_from_params(self.engine, params, _FIELDS_BY_NAME)
         return VllmConfig(model=model, gpu=gpu, **kwargs)
 
     def resolve(self, config: EngineConfig) -> ResolvedVllm:
