@@ -225,7 +225,7 @@ def run_demo(
         say("starting an agent: scraping the engine's /metrics into the store every second")
         agent = stack.enter_context(
             _process(
-                [*cli, "--db", url, "agent", "--target", f"vllm={engine.url}", "--interval", "1s"],
+                [*cli, "--db", url, "agent", "--scrape", f"vllm={engine.url}", "--interval", "1s"],
                 logs / "agent.log",
                 env,
             )

@@ -4,7 +4,8 @@ Labels such as ``model_name``, ``tp_rank``, ``engine_type`` (and ``name`` on the
 releases) are kept. Older releases export ``sglang:time_per_output_token_seconds`` only and
 observe it once per output token (its count follows ``generation_tokens``): that is ITL.
 Newer ones add ``sglang:inter_token_latency_seconds`` for ITL and observe
-``time_per_output_token`` once per request: that is TPOT. ``sglang:token_usage`` is the KV
+``time_per_output_token`` once per request: that is TPOT; from 0.5 that per-request histogram
+is ``sglang:request_time_per_output_token_seconds``. ``sglang:token_usage`` is the KV
 pool usage (0..1), ``sglang:cache_hit_rate`` the radix-cache hit rate (0..1), and
 ``sglang:num_retracted_requests_total`` (newer) counts the requests SGLang retracted under
 memory pressure, its form of preemption. ``sglang:cached_tokens_total`` counts the prompt
@@ -43,6 +44,8 @@ SGLANG_RULES: tuple[Rule, ...] = (
     Rule("sglang:cached_tokens_total", "prefix_hits"),
     Rule("sglang:generation_tokens_total", "generation_tokens"),
 )
+# The per-request TPOT of releases from 0.5 on, which no longer export time_per_output_token.
+_REQUEST_TPOT = "sglang:request_time_per_output_token_seconds"
 SGLANG_OUTCOMES = RequestOutcomes("sglang:num_requests_total", "sglang:num_aborted_requests_total")
 
 
@@ -64,6 +67,8 @@ class SglangSource(PromTextSource):
 
     def rules_for(self, families: tuple[Family, ...]) -> tuple[Rule, ...]:
         names = {f.name for f in families}
+        if _REQUEST_TPOT in names:
+            return (*self.rules, Rule(_REQUEST_TPOT, "tpot"))
         per_token = "sglang:inter_token_latency_seconds" in names
         tpot_target = "tpot" if per_token else "itl"
         return (*self.rules, Rule("sglang:time_per_output_token_seconds", tpot_target))

@@ -320,6 +320,12 @@ def _dur(seconds: float) -> str:
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
         if seconds >= size and (seconds / size).is_integer():
             return f"{seconds / size:g}{unit}"
+    if seconds >= 60 and float(seconds).is_integer():
+        # An age read a second late is "10m1s", not "601s".
+        hours, rest = divmod(int(seconds), 3600)
+        minutes, secs = divmod(rest, 60)
+        parts = ((hours, "h"), (minutes, "m"), (secs, "s"))
+        return "".join(f"{n}{unit}" for n, unit in parts if n)
     return f"{seconds:g}s"
 
 

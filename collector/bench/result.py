@@ -66,14 +66,14 @@ EXIT_SLO_MISSED = 3
 def run_failure(summary: Summary, *, fail_on_slo: bool = False) -> tuple[int, str] | None:
     """Why a finished run should fail a script that ran it, with the exit status; else None.
 
-    A run in which no measured request completed measured nothing (a wrong ``--model`` gives
+    A run in which no measured request completed measured nothing (a wrong ``--served-model-name`` gives
     100 % HTTP 4xx); with ``fail_on_slo`` a missed SLO fails it too (for CI gates).
     """
     if summary.num_completed == 0:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.errors_by_kind.items()))
         return EXIT_ALL_FAILED, (
             f"every measured request failed ({kinds or 'none was sent'}); check --url, "
-            "--model and the server's log (the records show each error)"
+            "--served-model-name and the server's log (the records show each error)"
         )
     missed = [a for a in summary.slo_attainment if not a.is_met]
     if fail_on_slo and missed:

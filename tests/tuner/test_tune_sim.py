@@ -116,13 +116,19 @@ def test_same_name_twice_is_refused_with_the_fix(db):
     [
         ({"slos": ()}, "--slo"),
         ({"workload": None}, "--workload"),
-        ({"backend": BackendKind.LAUNCH}, "--command"),
         ({"trials": 0}, "--trials"),
     ],
 )
 def test_bad_options_name_the_fix(changes, message):
     with pytest.raises(ConfigError, match=message):
         sim_spec("x", **changes).validate()
+
+
+def test_launch_without_a_command_starts_the_engines_own_server():
+    spec = sim_spec("x", backend=BackendKind.LAUNCH)
+    spec.validate()
+    assert spec.launch_command.startswith("vllm serve ")
+    assert "--port {port}" in spec.launch_command
 
 
 def test_cli_tune_json_show_export_list(db):

@@ -506,6 +506,8 @@ def _parser() -> RaisingParser:
         p.add_argument(*names, dest=field, type=kind, choices=choices, default=None)
     for field, flag in _BOOL_FLAGS:
         p.add_argument(flag, dest=field, action="store_true", default=False)
+    # Serving /metrics changes no scheduling decision: taken, and not part of the config.
+    p.add_argument("--enable-metrics", dest="_metrics", action="store_true")
     return p
 
 
@@ -524,6 +526,7 @@ def parse_flags(
     if extra:
         raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")
     values = vars(ns)
+    values.pop("_metrics")
     model, gpu = require_model_and_gpu(values, model, gpu, model_flag="--model-path")
     return SglangConfig(model=model, gpu=gpu, **values)
 
@@ -542,9 +545,19 @@ def to_argv(config: SglangConfig) -> list[str]:
 
 
 def launch_command(config: SglangConfig) -> list[str]:
-    """``python -m sglang.launch_server --model-path HF_NAME …`` for ``config``."""
+    """``python -m sglang.launch_server --model-path HF_NAME --enable-metrics …`` for
+    ``config`` (SGLang serves ``/metrics`` only with ``--enable-metrics``, and slotune's agent
+    and launch backend read it)."""
     hf_name = get_model(config.model).hf_name
-    return ["python", "-m", "sglang.launch_server", "--model-path", hf_name, *to_argv(config)]
+    return [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        hf_name,
+        "--enable-metrics",
+        *to_argv(config),
+    ]
 
 
 def check_request(r: ResolvedSglang, capacity: KvCapacity, request: SimRequest) -> None:

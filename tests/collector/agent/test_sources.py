@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from agent_helpers import DATA, data_text
@@ -160,6 +161,14 @@ def test_sglang_new_names_keep_tp_rank_and_map_tpot() -> None:
     assert c["itl"].samples[0].label("engine_type") == "unified"
     assert c["tpot"].samples[0].label("tp_rank") == "0"
     assert values(c["preemptions"]) == [3.0]
+
+
+def test_sglang_0_5_request_tpot_is_tpot() -> None:
+    text = Path(__file__).parents[2].joinpath("data/sglang/metrics-0.5.23.txt").read_text()
+    c = canonical(SglangSource().from_families(list(parse_text(text).families)))
+    assert c["tpot"].type is MetricType.HISTOGRAM
+    assert {s.label("model_name") for s in c["tpot"].samples} == {"tiny-llama"}
+    assert "itl" in c and "ttft" in c
 
 
 def test_trtllm_prefixed_and_unprefixed_prometheus_names() -> None:

@@ -46,7 +46,7 @@ def spec(name: str, backend: BackendKind, **fields: object) -> StudySpec:
 def test_without_a_command_the_launch_is_sglangs_own() -> None:
     assert default_command("sglang", "llama-3.1-8b", "h100-sxm") == (
         "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
-        "--host 127.0.0.1 --port {port} {engine_args}"
+        "--enable-metrics --host 127.0.0.1 --port {port} {engine_args}"
     )
 
 

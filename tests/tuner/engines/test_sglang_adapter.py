@@ -33,6 +33,7 @@ def test_export_is_the_launch_server_command() -> None:
         "sglang.launch_server",
         "--model-path",
         "meta-llama/Llama-3.1-8B-Instruct",
+        "--enable-metrics",
         "--max-running-requests",
         "256",
         "--chunked-prefill-size",

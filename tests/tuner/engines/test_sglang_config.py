@@ -175,4 +175,4 @@ def test_launch_command_is_sglangs() -> None:
         "--model-path",
         "meta-llama/Llama-3.1-8B-Instruct",
     ]
-    assert argv[5:] == ["--max-running-requests", "64", "--disable-radix-cache"]
+    assert argv[5:] == ["--enable-metrics", "--max-running-requests", "64", "--disable-radix-cache"]
