@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from _procs import pin
 
-from slotune.tuner.backends.launch import free_port
+from slotune.tuner.tune.backends.launch import free_port
 
 SLOTUNE = str(Path(sys.executable).parent / "slotune")
 MODEL = "llama-3.1-8b"

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from slotune.tuner.backends.launch import free_port
+from slotune.tuner.tune.backends.launch import free_port
 
 BIN = Path(sys.executable).parent
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -37,7 +37,7 @@ from _procs import pin
 
 from slotune.collector.bench import ArrivalSpec, BenchConfig, BenchResult, arun_benchmark
 from slotune.collector.bench.arrivals import ArrivalKind
-from slotune.tuner.backends.launch import free_port
+from slotune.tuner.tune.backends.launch import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SLOTUNE = str(Path(sys.executable).parent / "slotune")

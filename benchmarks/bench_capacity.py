@@ -38,7 +38,7 @@ from slotune.collector.bench.result import BenchResult
 from slotune.collector.bench.runner import arun_benchmark
 from slotune.collector.bench.sse import SSEDecoder
 from slotune.collector.workload.tokens import count_tokens
-from slotune.tuner.backends.launch import free_port
+from slotune.tuner.tune.backends.launch import free_port
 
 TTFT_S = 0.020
 CLIENT_CPU: list[float] = []  # client process CPU / wall time of each measurement

@@ -40,7 +40,7 @@ from slotune.collector.slo import parse_slo
 from slotune.collector.workload.traces import load_trace as load_workload_trace
 from slotune.tuner.diagnose._trace import load_trace as load_profiler_trace
 from slotune.tuner.fleet.route_config import parse_route_config
-from slotune.tuner.space import Engine, space_overrides
+from slotune.tuner.tune.space import Engine, space_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

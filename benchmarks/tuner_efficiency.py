@@ -59,13 +59,13 @@ import platformdirs
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
 from slotune.tuner import sampler as sampler_module
-from slotune.tuner.backends import BackendKind
-from slotune.tuner.backends.sim import SimBackend
-from slotune.tuner.objectives import ObjectiveKind
-from slotune.tuner.sampler import make_sampler
 from slotune.tuner.sim.config import Engine
-from slotune.tuner.space import SearchSpace, default_space, engine_defaults
-from slotune.tuner.study import (
+from slotune.tuner.tune.backends import BackendKind
+from slotune.tuner.tune.backends.sim import SimBackend
+from slotune.tuner.tune.objectives import ObjectiveKind
+from slotune.tuner.tune.sampler import make_sampler
+from slotune.tuner.tune.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.tune.study import (
     FORCED_ATTR,
     StudySpec,
     build_space,
@@ -73,7 +73,7 @@ from slotune.tuner.study import (
     load_plan,
     objective_fn,
 )
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 WITHIN = 0.03
 CACHE = Path(platformdirs.user_cache_dir("slotune")) / "tuner_efficiency"
@@ -483,7 +483,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--scenario", action="append", help="only these scenario names")
-    # Names of tuner.sampler.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
+    # Names of tuner.tune.sampler.make_sampler: "tpe" is what `slotune tune` uses. GPSampler needs
     # PyTorch, which slotune does not depend on: add "gp" where it is installed.
     ap.add_argument("--methods", default="tpe,optuna-tpe,random")
     ap.add_argument(
@@ -581,7 +581,7 @@ _INTRO = """\
 # slotune's sampler against its peers
 
 Written by `benchmarks/tuner_efficiency.py` from its own output; do not edit (run the command
-at the end to regenerate it). The sampler itself is described in `tuner/sampler.py` and
+at the end to regenerate it). The sampler itself is described in `tuner/tune/sampler.py` and
 `docs/tune.md`.
 
 For each scenario the simulator measured the capacity (the highest request rate with every

@@ -225,7 +225,7 @@ def seed_results(store: Store, url: str, args: argparse.Namespace, now: float) -
         )
         save_bench_run(store, meta, records, summarize(records, slos[:2]).to_dict())
     from slotune.tuner import RunOptions, tune_study
-    from slotune.tuner.new_study import new_study_spec
+    from slotune.tuner.tune.new_study import new_study_spec
 
     for k in range(args.studies):
         spec = new_study_spec(

@@ -97,7 +97,7 @@ class Summary:
     Beside the latencies, each kind of run carries its own figures (:mod:`collector.run_figures`):
     ``load`` a benchmark's, ``engine`` a simulated engine's, ``fleet`` a simulated fleet's,
     ``scraped`` a real engine's metrics over the run; ``queue_growth`` is the steady-state
-    check's figure (:mod:`tuner.steady`). The JSON holds them flat, as it always has.
+    check's figure (:mod:`tuner.tune.steady`). The JSON holds them flat, as it always has.
     """
 
     duration_s: float

@@ -121,7 +121,7 @@ class BackendKind(StrEnum):
 
 
 class ObjectiveKind(StrEnum):
-    """What a trial maximises (:mod:`tuner.objectives` says how each is measured)."""
+    """What a trial maximises (:mod:`tuner.tune.objectives` says how each is measured)."""
 
     CAPACITY = "capacity"
     GOODPUT = "goodput"

@@ -12,27 +12,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from slotune.tuner.backends import (
+    from slotune.collector.vocabulary import Engine
+    from slotune.tuner.tune.backends import (
         Backend,
         BackendKind,
         EngineSession,
         TrialFailed,
         make_backend,
     )
-    from slotune.tuner.export import export_config
-    from slotune.tuner.objectives import Measurement, ObjectiveKind
-    from slotune.tuner.report import study_report
-    from slotune.tuner.sampler import SamplerKind
-    from slotune.tuner.sim.config import Engine
-    from slotune.tuner.space import (
-        Param,
-        ParamKind,
-        SearchSpace,
-        default_space,
-        engine_defaults,
-        space_overrides,
-    )
-    from slotune.tuner.studies import (
+    from slotune.tuner.tune.export import export_config
+    from slotune.tuner.tune.objectives import Measurement, ObjectiveKind
+    from slotune.tuner.tune.report import study_report
+    from slotune.tuner.tune.run import (
         RunOptions,
         check_study,
         export_study,
@@ -41,37 +32,46 @@ if TYPE_CHECKING:
         show_study,
         tune_study,
     )
-    from slotune.tuner.study import Progress as StudyProgress
-    from slotune.tuner.study import StudySpec
+    from slotune.tuner.tune.sampler import SamplerKind
+    from slotune.tuner.tune.space import (
+        Param,
+        ParamKind,
+        SearchSpace,
+        default_space,
+        engine_defaults,
+        space_overrides,
+    )
+    from slotune.tuner.tune.study import Progress as StudyProgress
+    from slotune.tuner.tune.study import StudySpec
 
 # public name -> (module, attribute)
 _LAZY = {
-    "Backend": ("slotune.tuner.backends", "Backend"),
-    "BackendKind": ("slotune.tuner.backends", "BackendKind"),
-    "EngineSession": ("slotune.tuner.backends", "EngineSession"),
-    "TrialFailed": ("slotune.tuner.backends", "TrialFailed"),
-    "make_backend": ("slotune.tuner.backends", "make_backend"),
-    "export_config": ("slotune.tuner.export", "export_config"),
-    "Measurement": ("slotune.tuner.objectives", "Measurement"),
-    "ObjectiveKind": ("slotune.tuner.objectives", "ObjectiveKind"),
-    "study_report": ("slotune.tuner.report", "study_report"),
-    "SamplerKind": ("slotune.tuner.sampler", "SamplerKind"),
-    "Engine": ("slotune.tuner.sim.config", "Engine"),
-    "Param": ("slotune.tuner.space", "Param"),
-    "ParamKind": ("slotune.tuner.space", "ParamKind"),
-    "SearchSpace": ("slotune.tuner.space", "SearchSpace"),
-    "default_space": ("slotune.tuner.space", "default_space"),
-    "engine_defaults": ("slotune.tuner.space", "engine_defaults"),
-    "space_overrides": ("slotune.tuner.space", "space_overrides"),
-    "StudyProgress": ("slotune.tuner.study", "Progress"),
-    "StudySpec": ("slotune.tuner.study", "StudySpec"),
-    "RunOptions": ("slotune.tuner.studies", "RunOptions"),
-    "tune_study": ("slotune.tuner.studies", "tune_study"),
-    "check_study": ("slotune.tuner.studies", "check_study"),
-    "export_study": ("slotune.tuner.studies", "export_study"),
-    "list_studies_report": ("slotune.tuner.studies", "list_studies_report"),
-    "resume_study": ("slotune.tuner.studies", "resume_study"),
-    "show_study": ("slotune.tuner.studies", "show_study"),
+    "Backend": ("slotune.tuner.tune.backends", "Backend"),
+    "BackendKind": ("slotune.tuner.tune.backends", "BackendKind"),
+    "EngineSession": ("slotune.tuner.tune.backends", "EngineSession"),
+    "TrialFailed": ("slotune.tuner.tune.backends", "TrialFailed"),
+    "make_backend": ("slotune.tuner.tune.backends", "make_backend"),
+    "export_config": ("slotune.tuner.tune.export", "export_config"),
+    "Measurement": ("slotune.tuner.tune.objectives", "Measurement"),
+    "ObjectiveKind": ("slotune.tuner.tune.objectives", "ObjectiveKind"),
+    "study_report": ("slotune.tuner.tune.report", "study_report"),
+    "SamplerKind": ("slotune.tuner.tune.sampler", "SamplerKind"),
+    "Engine": ("slotune.collector.vocabulary", "Engine"),
+    "Param": ("slotune.tuner.tune.space", "Param"),
+    "ParamKind": ("slotune.tuner.tune.space", "ParamKind"),
+    "SearchSpace": ("slotune.tuner.tune.space", "SearchSpace"),
+    "default_space": ("slotune.tuner.tune.space", "default_space"),
+    "engine_defaults": ("slotune.tuner.tune.space", "engine_defaults"),
+    "space_overrides": ("slotune.tuner.tune.space", "space_overrides"),
+    "StudyProgress": ("slotune.tuner.tune.study", "Progress"),
+    "StudySpec": ("slotune.tuner.tune.study", "StudySpec"),
+    "RunOptions": ("slotune.tuner.tune.run", "RunOptions"),
+    "tune_study": ("slotune.tuner.tune.run", "tune_study"),
+    "check_study": ("slotune.tuner.tune.run", "check_study"),
+    "export_study": ("slotune.tuner.tune.run", "export_study"),
+    "list_studies_report": ("slotune.tuner.tune.run", "list_studies_report"),
+    "resume_study": ("slotune.tuner.tune.run", "resume_study"),
+    "show_study": ("slotune.tuner.tune.run", "show_study"),
 }
 
 __all__ = [

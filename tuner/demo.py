@@ -47,16 +47,16 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize
 from slotune.collector.vocabulary import Engine
-from slotune.tuner.backends import BackendKind, make_backend
-from slotune.tuner.backends.base import TrialFailed
-from slotune.tuner.backends.launch import EngineProcess, free_port, scale_record
-from slotune.tuner.backends.sim import SimBackend
-from slotune.tuner.objectives import Measurement, ObjectiveKind
-from slotune.tuner.report import StudyReport
 from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
-from slotune.tuner.studies import RunOptions, tune_study
-from slotune.tuner.study import ProgressFn, StudySpec, load_plan
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.backends import BackendKind, make_backend
+from slotune.tuner.tune.backends.base import TrialFailed
+from slotune.tuner.tune.backends.launch import EngineProcess, free_port, scale_record
+from slotune.tuner.tune.backends.sim import SimBackend
+from slotune.tuner.tune.objectives import Measurement, ObjectiveKind
+from slotune.tuner.tune.report import StudyReport
+from slotune.tuner.tune.run import RunOptions, tune_study
+from slotune.tuner.tune.study import ProgressFn, StudySpec, load_plan
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 # The demo shows vLLM: its space below and the emulated engine speak vLLM's names.
 ENGINE = Engine.VLLM

@@ -14,7 +14,7 @@ from slotune.collector.agent.targets import load_targets_file
 from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.rules import load_rules_file
 from slotune.collector.errors import ConfigError
-from slotune.tuner.space import load_space_file
+from slotune.tuner.tune.space import load_space_file
 
 READERS: dict[str, tuple[Callable[[Path], Any], str]] = {
     "slo apply": (

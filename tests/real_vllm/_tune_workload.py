@@ -10,11 +10,11 @@ from _vllm import vllm_env
 
 from slotune.collector.workload import retime
 from slotune.collector.workload.synthetic import parse_length_spec, synthetic_trace
-from slotune.tuner.backends.launch import write_trace
+from slotune.tuner.tune.backends.launch import write_trace
 
 NUM_REQUESTS = 12
 # Low enough for a loaded 2-core machine to keep up; a run that does not is run again on more
-# requests (tuner.steady), which only lengthens the test.
+# requests (tuner.tune.steady), which only lengthens the test.
 RATE = 1.0
 SLOS = ("ttft:p99<=2s",)
 

@@ -15,10 +15,10 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.store import upgrade
 from slotune.collector.workload.traces import load_trace
 from slotune.tuner import BackendKind, Engine, ObjectiveKind, RunOptions, StudySpec, tune_study
-from slotune.tuner.backends.launch import LaunchBackend
-from slotune.tuner.backends.server_config import read_server_config
-from slotune.tuner.studies import export_study
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.backends.launch import LaunchBackend
+from slotune.tuner.tune.backends.server_config import read_server_config
+from slotune.tuner.tune.run import export_study
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -68,7 +68,7 @@ def test_two_trials_over_two_parameters_then_the_exported_command_serves(
     trials = report["trial_details"]
     assert [t["source"] for t in trials] == ["default", "sampler"]
     for t in trials:
-        # A run that did not keep up is run again on more requests (tuner.steady).
+        # A run that did not keep up is run again on more requests (tuner.tune.steady).
         assert t["failure"] is None and t["measurement"]["num_requests"] >= NUM_REQUESTS
         engine = t["engine"]
         # Sampled while the requests ran: the engine never runs more than it may.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from slotune.tuner.export import export_config
 from slotune.tuner.sim.flags import parse_engine_flags
+from slotune.tuner.tune.export import export_config
 
 
 def _exported(longest: int | None, max_model_len: int = 8192) -> tuple[list[str], int | None]:

@@ -6,8 +6,8 @@ import pytest
 from _summaries import run_summary
 
 from slotune.collector.slo import Attainment, parse_slo
-from slotune.tuner.gain import Limit, are_apart, judge_gain, trial_limit
-from slotune.tuner.objectives import SATURATION_RATE, CurvePoint, Measurement, ObjectiveKind
+from slotune.tuner.tune.gain import Limit, are_apart, judge_gain, trial_limit
+from slotune.tuner.tune.objectives import SATURATION_RATE, CurvePoint, Measurement, ObjectiveKind
 
 
 def run(goodput=2.0, served=2.0, growth=0.0, slos_met=True):

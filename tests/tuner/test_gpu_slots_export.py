@@ -2,8 +2,8 @@ import pytest
 import yaml
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.export import export_config
-from slotune.tuner.gpu_slots import LOCK_DIR_ENV, acquire_slot
+from slotune.tuner.tune.export import export_config
+from slotune.tuner.tune.gpu_slots import LOCK_DIR_ENV, acquire_slot
 
 
 def test_two_workers_never_share_a_gpu(monkeypatch, tmp_path):

@@ -16,20 +16,20 @@ from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import upgrade
 from slotune.collector.workload import named_workload, retime
-from slotune.tuner.backends import BackendKind
-from slotune.tuner.backends.attach import AttachBackend
-from slotune.tuner.backends.base import TrialFailed
-from slotune.tuner.backends.launch import (
+from slotune.tuner.sim.config import Engine
+from slotune.tuner.tune.backends import BackendKind
+from slotune.tuner.tune.backends.attach import AttachBackend
+from slotune.tuner.tune.backends.base import TrialFailed
+from slotune.tuner.tune.backends.launch import (
     EngineProcess,
     LaunchBackend,
     failure_reason,
     free_port,
     render_command,
 )
-from slotune.tuner.objectives import ObjectiveKind
-from slotune.tuner.sim.config import Engine
-from slotune.tuner.studies import RunOptions, export_study, resume_study, show_study
-from slotune.tuner.study import (
+from slotune.tuner.tune.objectives import ObjectiveKind
+from slotune.tuner.tune.run import RunOptions, export_study, resume_study, show_study
+from slotune.tuner.tune.study import (
     StudySpec,
     build_space,
     create,
@@ -37,7 +37,7 @@ from slotune.tuner.study import (
     open_storage,
     quiet_optuna,
 )
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 MARKER_SEED = "97531"  # tags the engines this test starts, to find leftovers
 TEMPLATE = (
@@ -220,7 +220,7 @@ def test_engine_dies_with_a_killed_worker(tmp_path):
             f"""
 import sys, time
 from pathlib import Path
-from slotune.tuner.backends.launch import EngineProcess, free_port
+from slotune.tuner.tune.backends.launch import EngineProcess, free_port
 port = free_port()
 e = EngineProcess({shlex.split(TEMPLATE)!r}[:1] + ["emulate", "--model", "llama-3.1-8b",
                   "--port", str(port), "--seed", "{MARKER_SEED}"],
@@ -248,7 +248,9 @@ time.sleep(600)
 
 
 def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(monkeypatch):
-    monkeypatch.setattr("slotune.tuner.backends.launch.installed_vllm_version", lambda: "0.33.0")
+    monkeypatch.setattr(
+        "slotune.tuner.tune.backends.launch.installed_vllm_version", lambda: "0.33.0"
+    )
     template = "vllm serve {hf_model} --port {port} --max-num-partial-prefills 2 {engine_args}"
     with pytest.raises(EngineConfigError, match="unrecognized arguments: --max-num-partial"):
         render_command(template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args="")
@@ -256,7 +258,9 @@ def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(mon
     with pytest.raises(TrialFailed, match=r"vLLM 0\.33\.0 has no such flag"):
         backend.argv({}, 1, Path("/nonexistent"))
     # the emulated engine and older releases keep the flag
-    monkeypatch.setattr("slotune.tuner.backends.launch.installed_vllm_version", lambda: "0.10.0")
+    monkeypatch.setattr(
+        "slotune.tuner.tune.backends.launch.installed_vllm_version", lambda: "0.10.0"
+    )
     assert "--max-num-partial-prefills" in render_command(
         template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
     )

@@ -5,8 +5,8 @@ import json
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import parse_slos
 from slotune.collector.summary import summarize
-from slotune.tuner.objectives import CurvePoint, Measurement
-from slotune.tuner.rechecks import DefaultRepeats, Recheck
+from slotune.tuner.tune.objectives import CurvePoint, Measurement
+from slotune.tuner.tune.rechecks import DefaultRepeats, Recheck
 
 RECORDS = [
     RequestRecord(

@@ -3,7 +3,7 @@ import math
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import parse_slos
 from slotune.collector.summary import summarize
-from slotune.tuner.objectives import (
+from slotune.tuner.tune.objectives import (
     LAUNCH_CONSTRAINT,
     ObjectiveKind,
     evaluate_objective,
@@ -90,7 +90,7 @@ def test_failed_configuration_is_infeasible_with_reason():
 
 def test_other_seeds_are_other_arrival_orders():
     from slotune.collector.workload import named_workload, retime
-    from slotune.tuner.trial import WorkloadPlan
+    from slotune.tuner.tune.trial import WorkloadPlan
 
     trace = retime(named_workload("azure-code"), num_requests=20)
     own = WorkloadPlan(trace)

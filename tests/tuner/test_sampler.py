@@ -7,8 +7,8 @@ import json
 import optuna
 import pytest
 
-from slotune.tuner.sampler import DistinctTPESampler, make_sampler
-from slotune.tuner.space import SearchSpace, default_space, engine_defaults
+from slotune.tuner.tune.sampler import DistinctTPESampler, make_sampler
+from slotune.tuner.tune.space import SearchSpace, default_space, engine_defaults
 
 SMALL = {
     "max_num_seqs": [64, 128, 256],

@@ -21,7 +21,7 @@ from slotune.collector.slo import SLI, SLO, parse_slo, pooled_itl_gaps
 from slotune.collector.store import SampleIn, Store, open_store, register_target, write_samples
 from slotune.collector.store import upgrade as upgrade_store
 from slotune.collector.summary import summarize
-from slotune.tuner.objectives import LAUNCH_CONSTRAINT, slo_constraints
+from slotune.tuner.tune.objectives import LAUNCH_CONSTRAINT, slo_constraints
 
 T0 = 1_700_000_000.0
 # vLLM-like bucket bounds; each SLO threshold below is one of them, as the export snaps it.

@@ -2,7 +2,7 @@ import optuna
 import pytest
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.space import (
+from slotune.tuner.tune.space import (
     Engine,
     ParamKind,
     default_space,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
-from slotune.tuner.backends.sim import SimBackend
-from slotune.tuner.objectives import ObjectiveKind
 from slotune.tuner.sim.config import Engine
-from slotune.tuner.steady import MAX_QUEUE_GROWTH, queue_growth
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.backends.sim import SimBackend
+from slotune.tuner.tune.objectives import ObjectiveKind
+from slotune.tuner.tune.steady import MAX_QUEUE_GROWTH, queue_growth
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 
 def record(i: int, send_s: float, end_s: float | None) -> RequestRecord:

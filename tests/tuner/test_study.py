@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from slotune.collector.store import upgrade
 from slotune.tuner import resume_study, show_study
-from slotune.tuner.study import open_storage, quiet_optuna
+from slotune.tuner.tune.study import open_storage, quiet_optuna
 
 SIM_ARGS = [
     "--backend",

@@ -22,7 +22,7 @@ from slotune.tuner import (
     show_study,
     tune_study,
 )
-from slotune.tuner.study import open_storage
+from slotune.tuner.tune.study import open_storage
 from slotune.ui.cli import app
 
 

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from slotune.collector.errors import ConfigError
 from slotune.collector.store import upgrade
 from slotune.tuner import Engine, list_studies_report, space_overrides
-from slotune.tuner.backends.launch import render_command
-from slotune.tuner.study import open_storage, study_names
+from slotune.tuner.tune.backends.launch import render_command
+from slotune.tuner.tune.study import open_storage, study_names
 from slotune.ui.cli import app
 
 BASE = [

@@ -14,8 +14,8 @@ from _tools import SLOTUNE
 from slotune.collector.slo import parse_slos
 from slotune.collector.summary import summarize
 from slotune.tuner.demo import CONFIRM_TRIES, confirm
-from slotune.tuner.objectives import Measurement
 from slotune.tuner.sim.emulate.lag import LagReport
+from slotune.tuner.tune.objectives import Measurement
 
 
 def _leftover_processes(marker: str) -> list[str]:

@@ -121,7 +121,7 @@ def finding(
 
 def tune_command(parameters: Sequence[str], context: TuneContext) -> str | None:
     """``slotune tune`` searching only ``parameters`` (None when the tuner can tune none)."""
-    from slotune.tuner.space import default_space
+    from slotune.tuner.tune.space import default_space
 
     # The default space of `slotune tune` for the engine (its ranges; no catalog needed).
     searched = default_space(context.engine, {}, max_model_len=4096).names()

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from slotune.tuner.sim.memory import KvCapacity
     from slotune.tuner.sim.request import SimRequest
     from slotune.tuner.sim.scheduler import Scheduler
-    from slotune.tuner.space import Param, Value
+    from slotune.tuner.tune.space import Param, Value
 
 
 @dataclass(frozen=True, slots=True)

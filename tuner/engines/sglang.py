@@ -62,7 +62,7 @@ from slotune.tuner.sim.scheduler_sglang import (
     SglangSchedule,
     SglangScheduler,
 )
-from slotune.tuner.space import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
 
 SGLANG_SCHEDULE_POLICIES = ("lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key")
 SGLANG_KV_CACHE_DTYPES = (

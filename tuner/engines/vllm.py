@@ -50,7 +50,7 @@ from slotune.tuner.sim.memory import (
     validate_tensor_parallel,
 )
 from slotune.tuner.sim.scheduler_vllm import VllmScheduler
-from slotune.tuner.space import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
 
 if TYPE_CHECKING:
     from slotune.tuner.sim.block_manager import BlockManager

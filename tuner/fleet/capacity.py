@@ -24,8 +24,8 @@ from slotune.collector.slo import SLO
 from slotune.collector.workload import Trace, retime
 from slotune.tuner.fleet.pools import PoolSpec
 from slotune.tuner.fleet.prices import GpuPrices
-from slotune.tuner.objectives import ObjectiveKind, evaluate_objective
 from slotune.tuner.sim import simulate
+from slotune.tuner.tune.objectives import ObjectiveKind, evaluate_objective
 
 DEFAULT_HEADROOM = 0.2
 DEFAULT_SAMPLE_REQUESTS = 1000

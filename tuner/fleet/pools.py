@@ -116,7 +116,7 @@ def pool_from_study(study: str, url: str | None, name: str | None = None) -> Poo
         ConfigError: no such study, or none of its configurations met every SLO.
     """
     from slotune.tuner.sim import config_from_params
-    from slotune.tuner.studies import show_study
+    from slotune.tuner.tune.run import show_study
 
     report = show_study(study, url)
     best = report.best

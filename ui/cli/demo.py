@@ -15,7 +15,7 @@ from slotune.ui.cli._options import NumRequestsOption, RateOption, SpeedupOption
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
     from slotune.tuner.demo import Capacity, DemoResult
-    from slotune.tuner.report import StudyReport
+    from slotune.tuner.tune.report import StudyReport
 
 # The tuner is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load Optuna, SQLAlchemy or numpy.

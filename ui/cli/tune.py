@@ -37,7 +37,7 @@ from slotune.ui.cli._options import (
 
 if TYPE_CHECKING:
     from slotune.tuner import StudyProgress
-    from slotune.tuner.report import Infeasibility, StudyReport, TrialReport
+    from slotune.tuner.tune.report import Infeasibility, StudyReport, TrialReport
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
@@ -139,7 +139,7 @@ def tune_command(
             help="Launch backend: seconds an engine may take to serve (a first vLLM start "
             "compiles for many minutes).",
         ),
-    ] = 3600.0,  # tuner.backends.startup.DEFAULT_STARTUP_TIMEOUT_S (not imported here)
+    ] = 3600.0,  # tuner.tune.backends.startup.DEFAULT_STARTUP_TIMEOUT_S (not imported here)
     calibrate_from: Annotated[
         int | None,
         typer.Option(
@@ -153,7 +153,7 @@ def tune_command(
     if ctx.invoked_subcommand is not None:
         return
     from slotune.tuner import RunOptions, check_study, tune_study
-    from slotune.tuner.new_study import new_study_spec
+    from slotune.tuner.tune.new_study import new_study_spec
 
     spec = new_study_spec(
         name=study,

@@ -1,6 +1,6 @@
-"""The contract of :class:`~tuner.backends.base.Backend`, run on every registered backend.
+"""The contract of :class:`~tuner.tune.backends.base.Backend`, run on every registered backend.
 
-One suite over ``tuner.backends.BACKENDS``: a backend's spec comes from :data:`SPEC_FIELDS`
+One suite over ``tuner.tune.backends.BACKENDS``: a backend's spec comes from :data:`SPEC_FIELDS`
 (what that backend needs to be built), which must name every registered backend.
 """
 
@@ -13,8 +13,8 @@ from _tools import SLOTUNE, free_port
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import BackendKind, Engine
-from slotune.tuner.backends import BACKENDS, Backend, TrialFailed, make_backend
-from slotune.tuner.study import StudySpec
+from slotune.tuner.tune.backends import BACKENDS, Backend, TrialFailed, make_backend
+from slotune.tuner.tune.study import StudySpec
 
 # The emulated engine, started as the launch backend starts a real one.
 EMULATE = f"{SLOTUNE} emulate --model {{model}} --gpu {{gpu}} --port {{port}} --speedup 10 {{engine_args}}"

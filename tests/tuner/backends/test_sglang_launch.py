@@ -13,15 +13,15 @@ import pytest
 
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import named_workload, retime
-from slotune.tuner.backends.base import TrialFailed
-from slotune.tuner.backends.launch import (
+from slotune.tuner.tune.backends.base import TrialFailed
+from slotune.tuner.tune.backends.launch import (
     EndpointSession,
     EngineProcess,
     LaunchBackend,
     default_command,
     free_port,
 )
-from slotune.tuner.backends.server_config import read_server_config
+from slotune.tuner.tune.backends.server_config import read_server_config
 
 FAKE = Path(__file__).parent / "fake_sglang"
 STARTUP_TIMEOUT_S = 120.0  # generous: the stand-in is up in a second on an idle machine

@@ -6,7 +6,7 @@ import json
 
 from _sglang_server import SERVER_INFO, SglangServer, serving
 
-from slotune.tuner.backends.server_config import read_server_config
+from slotune.tuner.tune.backends.server_config import read_server_config
 
 # The launch_server arguments slotune tunes, by SGLang's own names (server_args.py).
 PARAM_NAMES = (

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from slotune.tuner.backends.launch import failure_reason
-from slotune.tuner.backends.startup import LogFollower
+from slotune.tuner.tune.backends.launch import failure_reason
+from slotune.tuner.tune.backends.startup import LogFollower
 
 START_UP = [
     "[2026-12-01 23:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B', ...)",

@@ -12,7 +12,7 @@ from _tools import SLOTUNE
 
 from slotune.collector.store import upgrade
 from slotune.tuner import BackendKind, Engine, ObjectiveKind, RunOptions, StudySpec, tune_study
-from slotune.tuner.backends.launch import EngineProcess, default_command, free_port
+from slotune.tuner.tune.backends.launch import EngineProcess, default_command, free_port
 
 TEMPLATE = (
     f"{SLOTUNE} emulate --engine sglang --model {{model}} --gpu {{gpu}} --port {{port}} "

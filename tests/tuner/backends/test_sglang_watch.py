@@ -6,7 +6,7 @@ import re
 
 from _sglang_server import METRICS_DUMP, SglangServer, serving
 
-from slotune.tuner.backends.watch import MetricsWatch
+from slotune.tuner.tune.backends.watch import MetricsWatch
 
 
 def moved(metrics: str, changes: dict[str, float]) -> str:

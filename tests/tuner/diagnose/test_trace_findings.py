@@ -10,7 +10,7 @@ import pytest
 from trace_builder import TraceBuilder
 
 from slotune.tuner.diagnose import Finding, TuneContext, diagnose_trace
-from slotune.tuner.space import Engine, check_overrides, engine_defaults, space_overrides
+from slotune.tuner.tune.space import Engine, check_overrides, engine_defaults, space_overrides
 
 
 def _codes(findings: tuple[Finding, ...]) -> list[str]:

@@ -21,11 +21,11 @@ from slotune.tuner.engines.base import (
     ResolvedConfig,
 )
 from slotune.tuner.engines.registry import adapter_for, adapters, engines
-from slotune.tuner.export import export_config
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import simulate
-from slotune.tuner.space import default_space, engine_defaults
+from slotune.tuner.tune.export import export_config
+from slotune.tuner.tune.space import default_space, engine_defaults
 
 MODEL, GPU = "llama-3.1-8b", "h100-sxm"
 MAX_LEN = 4096

@@ -23,7 +23,7 @@ from slotune.tuner.sim.catalog import Efficiency, StepTerms
 from slotune.tuner.sim.config import resolve
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import replay
-from slotune.tuner.study import load_spec
+from slotune.tuner.tune.study import load_spec
 
 REPO = Path(__file__).resolve().parents[3]
 # The GPU the run was "measured" on is slower than the bundled entry says.

@@ -8,8 +8,8 @@ import pyarrow
 
 from slotune.collector.store import WorkerInfo, WorkerState, upgrade
 from slotune.tuner import ObjectiveKind, RunOptions, show_study, tune_study
-from slotune.tuner.dashboard import PARAM_PREFIX, study_figures, study_state, trial_rows
-from slotune.tuner.worker import WorkerView
+from slotune.tuner.tune.dashboard import PARAM_PREFIX, study_figures, study_state, trial_rows
+from slotune.tuner.tune.worker import WorkerView
 from tests.tuner.test_tune_sim import sim_spec
 
 

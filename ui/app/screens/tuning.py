@@ -12,17 +12,17 @@ from sqlalchemy.engine import make_url
 
 from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
 from slotune.collector.workload import NAMED_WORKLOADS
-from slotune.tuner.dashboard import (
+from slotune.tuner.engines.registry import adapter_for, engines
+from slotune.tuner.tune.dashboard import (
     StudyFigures,
     axis_name,
     study_figures,
     study_state,
     trial_rows,
 )
-from slotune.tuner.engines.registry import adapter_for, engines
-from slotune.tuner.new_study import new_study_spec
-from slotune.tuner.report import StudyListing
-from slotune.tuner.worker import (
+from slotune.tuner.tune.new_study import new_study_spec
+from slotune.tuner.tune.report import StudyListing
+from slotune.tuner.tune.worker import (
     WorkerView,
     cancel_worker,
     save_trace_upload,

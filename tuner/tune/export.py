@@ -13,7 +13,7 @@ from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import Engine
 from slotune.tuner.engines.registry import adapter_for, engine_names, engines
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.space import Value
+from slotune.tuner.tune.space import Value
 
 
 def context_length_for(longest_tokens: int, model: str) -> int:

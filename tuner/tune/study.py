@@ -41,23 +41,23 @@ from sqlalchemy.pool import NullPool
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_slos
 from slotune.collector.workload import Trace, resolve_workload, retime
-from slotune.tuner.backends import BackendKind, make_backend
-from slotune.tuner.backends.launch import default_command, render_command
-from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
-from slotune.tuner.export import context_length_for
-from slotune.tuner.gpu_slots import GpuSlot, acquire_slot
-from slotune.tuner.objectives import Measurement, ObjectiveKind
-from slotune.tuner.sampler import SamplerKind, make_sampler
 from slotune.tuner.sim.catalog import load_catalog_file
 from slotune.tuner.sim.config import Engine
-from slotune.tuner.space import (
+from slotune.tuner.tune.backends import BackendKind, make_backend
+from slotune.tuner.tune.backends.launch import default_command, render_command
+from slotune.tuner.tune.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
+from slotune.tuner.tune.export import context_length_for
+from slotune.tuner.tune.gpu_slots import GpuSlot, acquire_slot
+from slotune.tuner.tune.objectives import Measurement, ObjectiveKind
+from slotune.tuner.tune.sampler import SamplerKind, make_sampler
+from slotune.tuner.tune.space import (
     SearchSpace,
     canonical_overrides,
     check_overrides,
     default_space,
     engine_defaults,
 )
-from slotune.tuner.trial import TrialRunner, WorkloadPlan
+from slotune.tuner.tune.trial import TrialRunner, WorkloadPlan
 
 SPEC_ATTR = "slotune_spec"
 CONFIG_ATTR = "config"
@@ -91,7 +91,7 @@ class StudySpec:
         speedup: the emulated GPU runs this many times faster than real time (launch backend).
         space: search-space overrides (YAML file / ``--param`` forms, merged), by canonical name.
         seed: sampler and arrival seed.
-        sampler: the sampler (see :func:`tuner.sampler.make_sampler`).
+        sampler: the sampler (see :func:`tuner.tune.sampler.make_sampler`).
         heartbeat_s: worker heartbeat; a trial is stale after 3 missed beats.
         recheck_k: re-measure the best K configurations with other seeds at the end (0: off);
             kept with the study so ``resume`` re-checks as the study was started.
@@ -149,7 +149,7 @@ class StudySpec:
     @property
     def launch_command(self) -> str:
         """The launch backend's command template: ``command``, or the real engine's own
-        (:func:`~tuner.backends.launch.default_command`) when none was given."""
+        (:func:`~tuner.tune.backends.launch.default_command`) when none was given."""
         return self.command or default_command(self.engine, self.model, self.gpu)
 
     @property

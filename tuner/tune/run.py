@@ -22,20 +22,20 @@ from slotune.collector.store import (
     open_store,
     save_study,
 )
-from slotune.tuner.backends import make_backend
-from slotune.tuner.export import export_config
-from slotune.tuner.objectives import ObjectiveKind
-from slotune.tuner.prescreen import (
+from slotune.tuner.tune.backends import make_backend
+from slotune.tuner.tune.export import export_config
+from slotune.tuner.tune.objectives import ObjectiveKind
+from slotune.tuner.tune.prescreen import (
     prescreen_spec,
     record_savings,
     run_prescreen,
     seed_study,
     trials_to_reach,
 )
-from slotune.tuner.repeats import repeat_for_gain
-from slotune.tuner.report import StudyListing, StudyReport, study_report
-from slotune.tuner.robustness import recheck
-from slotune.tuner.study import (
+from slotune.tuner.tune.repeats import repeat_for_gain
+from slotune.tuner.tune.report import StudyListing, StudyReport, study_report
+from slotune.tuner.tune.robustness import recheck
+from slotune.tuner.tune.study import (
     ProgressFn,
     StudySpec,
     build_space,
@@ -47,7 +47,7 @@ from slotune.tuner.study import (
     run_workers,
     study_lock,
 )
-from slotune.tuner.trial import TrialRunner
+from slotune.tuner.tune.trial import TrialRunner
 
 
 @dataclass(frozen=True, slots=True)

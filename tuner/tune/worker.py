@@ -1,6 +1,6 @@
 """A study in its own process, recorded in the store (the dashboard's "Start study").
 
-:func:`start_worker` checks the spec, then starts ``python -m slotune.tuner.worker`` in a new
+:func:`start_worker` checks the spec, then starts ``python -m slotune.tuner.tune.worker`` in a new
 session, so the study outlives the page that started it and a restart of the dashboard. The
 worker records itself in the store (``study_worker``), beats every :data:`HEARTBEAT_S` while
 the study runs and records how it ended: finished, failed (with the error's one line) or
@@ -35,7 +35,7 @@ from slotune.collector.store import (
     save_worker,
     touch_worker,
 )
-from slotune.tuner.study import StudySpec
+from slotune.tuner.tune.study import StudySpec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 HEARTBEAT_S = 2.0
@@ -124,7 +124,7 @@ def start_worker(spec: StudySpec, url: str | None) -> WorkerInfo:
             raise ConfigError(
                 f"a study named {spec.name!r} already exists; pick another study name"
             )
-        argv = [sys.executable, "-m", "slotune.tuner.worker", spec.to_json()]
+        argv = [sys.executable, "-m", "slotune.tuner.tune.worker", spec.to_json()]
         env = {**os.environ, "SLOTUNE_WORKER_DB": url or ""}
         proc = subprocess.Popen(
             argv,

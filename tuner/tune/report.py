@@ -11,7 +11,7 @@ same for ``slotune tune --json``, ``tune show --json``, the store row and the da
   ``value``.
 - ``default``: trial 0, the engine's default configuration; ``gain`` = best / default value,
   claimed only where the default's measurement reached its limit (an SLO broke or the engine
-  saturated) and ``best - default`` exceeds the spread between repeats (:mod:`tuner.gain`);
+  saturated) and ``best - default`` exceeds the spread between repeats (:mod:`tuner.tune.gain`);
   otherwise None and ``gain_note`` says why (``gain_difference``, ``gain_spread``).
 - every trial's ``limit``: what bounded its figure (``slo``, ``saturation``, ``offered_load``:
   the trial could not tell configurations apart, ``not_run``).
@@ -39,17 +39,17 @@ from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.slo import SLI, Attainment
 from slotune.collector.summary import Summary
-from slotune.tuner.backends.server_config import SERVER_CONFIG_KEY
-from slotune.tuner.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
-from slotune.tuner.objectives import LAUNCH_CONSTRAINT, CurvePoint, Measurement, ObjectiveKind
-from slotune.tuner.rechecks import (
+from slotune.tuner.tune.backends.server_config import SERVER_CONFIG_KEY
+from slotune.tuner.tune.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
+from slotune.tuner.tune.objectives import LAUNCH_CONSTRAINT, CurvePoint, Measurement, ObjectiveKind
+from slotune.tuner.tune.rechecks import (
     DefaultRepeats,
     Recheck,
     stored_default_repeats,
     stored_rechecks,
 )
-from slotune.tuner.space import SearchSpace, Value
-from slotune.tuner.study import (
+from slotune.tuner.tune.space import SearchSpace, Value
+from slotune.tuner.tune.study import (
     CONFIG_ATTR,
     FORCED_ATTR,
     MEASUREMENT_ATTR,

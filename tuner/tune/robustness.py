@@ -14,10 +14,10 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
-from slotune.tuner.rechecks import Recheck, store_rechecks
-from slotune.tuner.report import trial_params
-from slotune.tuner.study import CONFIG_ATTR, is_feasible
-from slotune.tuner.trial import TrialRunner
+from slotune.tuner.tune.rechecks import Recheck, store_rechecks
+from slotune.tuner.tune.report import trial_params
+from slotune.tuner.tune.study import CONFIG_ATTR, is_feasible
+from slotune.tuner.tune.trial import TrialRunner
 
 
 def recheck(

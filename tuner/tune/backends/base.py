@@ -27,7 +27,7 @@ from slotune.collector.errors import SlotuneError
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary
 from slotune.collector.workload import Trace
-from slotune.tuner.space import Value
+from slotune.tuner.tune.space import Value
 
 
 class TrialFailed(SlotuneError):
@@ -40,7 +40,7 @@ class EngineSession(ABC):
     @abstractmethod
     def run(self, trace: Trace, slos: Sequence[SLO], seed: int) -> Summary:
         """Serve ``trace`` (arrival times in real-GPU seconds) and summarise it under ``slos``,
-        with the run's queue growth (:func:`tuner.steady.with_queue_growth`) in ``queue_growth``.
+        with the run's queue growth (:func:`tuner.tune.steady.with_queue_growth`) in ``queue_growth``.
 
         Raises:
             TrialFailed: the engine died or stopped answering.

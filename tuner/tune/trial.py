@@ -11,10 +11,10 @@ import numpy as np
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary
 from slotune.collector.workload import Trace, retime
-from slotune.tuner.backends.base import Backend, TrialFailed
-from slotune.tuner.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
-from slotune.tuner.space import Value
-from slotune.tuner.steady import is_steady
+from slotune.tuner.tune.backends.base import Backend, TrialFailed
+from slotune.tuner.tune.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
+from slotune.tuner.tune.space import Value
+from slotune.tuner.tune.steady import is_steady
 
 MAX_EXTENSIONS = 4
 
@@ -83,7 +83,7 @@ class TrialRunner:
     def measure(self, config: Mapping[str, Value], seed: int = 0) -> Measurement:
         """Measure one configuration; a refused or crashed engine is an infeasible result.
 
-        Every run is checked for steady state (:mod:`tuner.steady`); one that is not is run
+        Every run is checked for steady state (:mod:`tuner.tune.steady`); one that is not is run
         again with twice the requests, up to ``MAX_EXTENSIONS`` times (past a rate the engine
         cannot sustain, the queue then grows into the SLOs as it would in production), and the
         rates still

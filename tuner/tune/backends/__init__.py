@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import BackendKind as BackendKind
-from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
-from slotune.tuner.gpu_slots import GpuSlot
+from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.tune.gpu_slots import GpuSlot
 
 if TYPE_CHECKING:
-    from slotune.tuner.study import StudySpec
+    from slotune.tuner.tune.study import StudySpec
 
 
 def _sim(spec: StudySpec, slot: GpuSlot | None) -> Backend:
-    from slotune.tuner.backends.sim import SimBackend
+    from slotune.tuner.tune.backends.sim import SimBackend
 
     return SimBackend(spec.engine, spec.model, spec.gpu)
 
 
 def _launch(spec: StudySpec, slot: GpuSlot | None) -> Backend:
-    from slotune.tuner.backends.launch import LaunchBackend
+    from slotune.tuner.tune.backends.launch import LaunchBackend
 
     return LaunchBackend(
         spec.launch_command,
@@ -39,7 +39,7 @@ def _launch(spec: StudySpec, slot: GpuSlot | None) -> Backend:
 
 
 def _attach(spec: StudySpec, slot: GpuSlot | None) -> Backend:
-    from slotune.tuner.backends.attach import AttachBackend
+    from slotune.tuner.tune.backends.attach import AttachBackend
 
     if spec.endpoint is None:
         raise ConfigError("--backend attach needs --endpoint http://host:port")

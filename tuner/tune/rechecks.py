@@ -1,7 +1,7 @@
 """The re-check runs a study keeps: each re-measured configuration, and the default's repeats.
 
 Both live on the study as user attributes (``robustness`` and ``default_repeats``), written
-by :mod:`tuner.robustness` and :mod:`tuner.repeats` and read by :mod:`tuner.report`. Seeds
+by :mod:`tuner.tune.robustness` and :mod:`tuner.tune.repeats` and read by :mod:`tuner.tune.report`. Seeds
 are keys as Optuna stores them: strings (``"0"`` is the trial's own run).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import optuna
 
-from slotune.tuner.space import Value
+from slotune.tuner.tune.space import Value
 
 ROBUSTNESS_ATTR = "robustness"
 DEFAULT_REPEATS_ATTR = "default_repeats"

@@ -1,11 +1,11 @@
 """Repeat the best and the default configuration until their difference stands out of noise.
 
-After the re-check (:mod:`tuner.robustness`) the best configuration has values from several
+After the re-check (:mod:`tuner.tune.robustness`) the best configuration has values from several
 seeds. The default is measured with the same seeds, and while the best's worst run does not
 beat the default's best run, both are measured once more with a new seed, up to
-:data:`tuner.gain.MAX_EXTRA_ROUNDS` times. The best's extra runs join its re-check entry (its
+:data:`tuner.tune.gain.MAX_EXTRA_ROUNDS` times. The best's extra runs join its re-check entry (its
 value stays the worst of its runs); the default's are kept on the study (user attribute
-``default_repeats``). :func:`tuner.gain.judge_gain` then decides whether the study claims a gain.
+``default_repeats``). :func:`tuner.tune.gain.judge_gain` then decides whether the study claims a gain.
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ from __future__ import annotations
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from slotune.tuner.gain import MAX_EXTRA_ROUNDS, Limit, are_apart, trial_limit
-from slotune.tuner.objectives import Measurement
-from slotune.tuner.rechecks import (
+from slotune.tuner.tune.gain import MAX_EXTRA_ROUNDS, Limit, are_apart, trial_limit
+from slotune.tuner.tune.objectives import Measurement
+from slotune.tuner.tune.rechecks import (
     DEFAULT_REPEATS_ATTR,
     DefaultRepeats,
     Recheck,
     store_rechecks,
     stored_rechecks,
 )
-from slotune.tuner.study import CONFIG_ATTR, MEASUREMENT_ATTR, SOURCE_ATTR, is_feasible
-from slotune.tuner.trial import TrialRunner
+from slotune.tuner.tune.study import CONFIG_ATTR, MEASUREMENT_ATTR, SOURCE_ATTR, is_feasible
+from slotune.tuner.tune.trial import TrialRunner
 
 
 def repeat_for_gain(
     study: optuna.Study, runner: TrialRunner, *, max_extra_rounds: int = MAX_EXTRA_ROUNDS
 ) -> DefaultRepeats | None:
     """Measure the default with the re-checked best's seeds, and both again while their
-    runs overlap (:func:`tuner.gain.are_apart`). Returns what was stored, None when nothing was to do
+    runs overlap (:func:`tuner.tune.gain.are_apart`). Returns what was stored, None when nothing was to do
     (no re-check, no feasible best or default, the default is the best, or the default was
     limited by the offered load, where no gain is claimed whatever the repeats say)."""
     rechecks = stored_rechecks(study)

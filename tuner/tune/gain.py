@@ -4,7 +4,7 @@ Two rules, for every backend:
 
 1. **The measurement must have reached the configuration's limit.** A trial's figure is the
    configuration's only when its runs broke an SLO (capacity: at a rate above the one
-   reported) or the engine stopped keeping up (:mod:`tuner.steady`). Below that, every
+   reported) or the engine stopped keeping up (:mod:`tuner.tune.steady`). Below that, every
    configuration serves the offered load and their goodput or throughput differ only by
    sample noise: the trial is limited by the *offered load* and cannot tell configurations
    apart. No gain is claimed over a default limited by the offered load.
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from slotune.tuner.objectives import SATURATION_RATE, Measurement, ObjectiveKind
-from slotune.tuner.steady import MAX_QUEUE_GROWTH
+from slotune.tuner.tune.objectives import SATURATION_RATE, Measurement, ObjectiveKind
+from slotune.tuner.tune.steady import MAX_QUEUE_GROWTH
 
 MAX_EXTRA_ROUNDS = 2
 # Goodput this far below the served request rate means requests missed their SLO thresholds.

@@ -1,6 +1,6 @@
 """What a trial maximises, and how SLOs become Optuna constraints.
 
-Objectives (all measured on one opened engine, see :mod:`tuner.backends.base`):
+Objectives (all measured on one opened engine, see :mod:`tuner.tune.backends.base`):
 
 - ``capacity`` (default): the highest request rate (req/s) at which every SLO holds, found
   by the max-rate search of ``slotune bench`` (``collector.bench.find_max_rate``). It is what
@@ -62,7 +62,7 @@ class Measurement:
         engine: server-side figures scraped from the engine, when the backend has them, as
             the backend reported them (their keys differ per backend).
         unsteady_rates: rates whose run did not reach steady state even on the longest
-            trace tried (:mod:`tuner.steady`); the figures there understate the queue.
+            trace tried (:mod:`tuner.tune.steady`); the figures there understate the queue.
     """
 
     values: tuple[float, ...]

@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store import StudyStatus, default_db_url
-from slotune.tuner.worker import WorkerView
+from slotune.tuner.tune.worker import WorkerView
 
 # Objective value names (``ObjectiveKind.value_names``) as axis titles, with their units.
 AXIS_NAMES = {

@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import BackendKind, Engine, ObjectiveKind, SamplerKind
-from slotune.tuner.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
-from slotune.tuner.space import space_overrides
-from slotune.tuner.study import DEFAULT_HEARTBEAT_S, StudySpec
+from slotune.tuner.tune.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
+from slotune.tuner.tune.space import space_overrides
+from slotune.tuner.tune.study import DEFAULT_HEARTBEAT_S, StudySpec
 
 K = TypeVar("K", bound=StrEnum)
 

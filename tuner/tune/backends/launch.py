@@ -56,22 +56,22 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
-from slotune.tuner.backends.base import Backend, EngineSession, TrialFailed
-from slotune.tuner.backends.startup import (
+from slotune.tuner.engines.registry import adapter_for
+from slotune.tuner.sim.catalog import get_model
+from slotune.tuner.sim.emulate.lag import fetch_lag
+from slotune.tuner.sim.flags import check_vllm_flags
+from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
+from slotune.tuner.tune.backends.startup import (
     DEFAULT_STARTUP_TIMEOUT_S,
     POLL_S,
     LogFollower,
     StartupProgress,
     last_lines,
 )
-from slotune.tuner.backends.watch import MetricsWatch, RunEngineFigures, merge
-from slotune.tuner.engines.registry import adapter_for
-from slotune.tuner.gpu_slots import GpuSlot
-from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.sim.emulate.lag import fetch_lag
-from slotune.tuner.sim.flags import check_vllm_flags
-from slotune.tuner.space import Value
-from slotune.tuner.steady import with_queue_growth
+from slotune.tuner.tune.backends.watch import MetricsWatch, RunEngineFigures, merge
+from slotune.tuner.tune.gpu_slots import GpuSlot
+from slotune.tuner.tune.space import Value
+from slotune.tuner.tune.steady import with_queue_growth
 
 # A request of the workload may wait behind a long queue at a rate past capacity.
 REQUEST_TIMEOUT_S = 600.0

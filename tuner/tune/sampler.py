@@ -37,7 +37,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import SamplerKind as SamplerKind
-from slotune.tuner.space import Param, ParamKind, SearchSpace, Value
+from slotune.tuner.tune.space import Param, ParamKind, SearchSpace, Value
 
 _CONSTRAINTS_KEY = "constraints"
 _NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter

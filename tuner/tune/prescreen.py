@@ -20,9 +20,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from slotune.tuner.backends import BackendKind
-from slotune.tuner.report import PRESCREEN_ATTR
-from slotune.tuner.study import (
+from slotune.tuner.tune.backends import BackendKind
+from slotune.tuner.tune.report import PRESCREEN_ATTR
+from slotune.tuner.tune.study import (
     CONFIG_ATTR,
     SOURCE_ATTR,
     ProgressFn,
