@@ -8,8 +8,9 @@ load the store, SQLAlchemy and Optuna.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from slotune.tuner._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from slotune.collector.vocabulary import Engine
@@ -21,8 +22,15 @@ if TYPE_CHECKING:
         make_backend,
     )
     from slotune.tuner.tune.export import export_config
+    from slotune.tuner.tune.new_study import new_study_spec
     from slotune.tuner.tune.objectives import Measurement, ObjectiveKind
-    from slotune.tuner.tune.report import study_report
+    from slotune.tuner.tune.report import (
+        Infeasibility,
+        StudyListing,
+        StudyReport,
+        TrialReport,
+        study_report,
+    )
     from slotune.tuner.tune.run import (
         RunOptions,
         check_study,
@@ -44,41 +52,55 @@ if TYPE_CHECKING:
     from slotune.tuner.tune.study import Progress as StudyProgress
     from slotune.tuner.tune.study import StudySpec
 
-# public name -> (module, attribute)
-_LAZY = {
-    "Backend": ("slotune.tuner.tune.backends", "Backend"),
-    "BackendKind": ("slotune.tuner.tune.backends", "BackendKind"),
-    "EngineSession": ("slotune.tuner.tune.backends", "EngineSession"),
-    "TrialFailed": ("slotune.tuner.tune.backends", "TrialFailed"),
-    "make_backend": ("slotune.tuner.tune.backends", "make_backend"),
-    "export_config": ("slotune.tuner.tune.export", "export_config"),
-    "Measurement": ("slotune.tuner.tune.objectives", "Measurement"),
-    "ObjectiveKind": ("slotune.tuner.tune.objectives", "ObjectiveKind"),
-    "study_report": ("slotune.tuner.tune.report", "study_report"),
-    "SamplerKind": ("slotune.tuner.tune.sampler", "SamplerKind"),
-    "Engine": ("slotune.collector.vocabulary", "Engine"),
-    "Param": ("slotune.tuner.tune.space", "Param"),
-    "ParamKind": ("slotune.tuner.tune.space", "ParamKind"),
-    "SearchSpace": ("slotune.tuner.tune.space", "SearchSpace"),
-    "default_space": ("slotune.tuner.tune.space", "default_space"),
-    "engine_defaults": ("slotune.tuner.tune.space", "engine_defaults"),
-    "space_overrides": ("slotune.tuner.tune.space", "space_overrides"),
-    "StudyProgress": ("slotune.tuner.tune.study", "Progress"),
-    "StudySpec": ("slotune.tuner.tune.study", "StudySpec"),
-    "RunOptions": ("slotune.tuner.tune.run", "RunOptions"),
-    "tune_study": ("slotune.tuner.tune.run", "tune_study"),
-    "check_study": ("slotune.tuner.tune.run", "check_study"),
-    "export_study": ("slotune.tuner.tune.run", "export_study"),
-    "list_studies_report": ("slotune.tuner.tune.run", "list_studies_report"),
-    "resume_study": ("slotune.tuner.tune.run", "resume_study"),
-    "show_study": ("slotune.tuner.tune.run", "show_study"),
+# module -> the names it gives this package on first use
+_LAZY: dict[str, tuple[str, ...]] = {
+    "slotune.collector.vocabulary": ("Engine",),
+    "slotune.tuner.tune.backends": (
+        "Backend",
+        "BackendKind",
+        "EngineSession",
+        "TrialFailed",
+        "make_backend",
+    ),
+    "slotune.tuner.tune.export": ("export_config",),
+    "slotune.tuner.tune.new_study": ("new_study_spec",),
+    "slotune.tuner.tune.objectives": ("Measurement", "ObjectiveKind"),
+    "slotune.tuner.tune.report": (
+        "Infeasibility",
+        "StudyListing",
+        "StudyReport",
+        "TrialReport",
+        "study_report",
+    ),
+    "slotune.tuner.tune.run": (
+        "RunOptions",
+        "check_study",
+        "export_study",
+        "list_studies_report",
+        "resume_study",
+        "show_study",
+        "tune_study",
+    ),
+    "slotune.tuner.tune.sampler": ("SamplerKind",),
+    "slotune.tuner.tune.space": (
+        "Param",
+        "ParamKind",
+        "SearchSpace",
+        "default_space",
+        "engine_defaults",
+        "space_overrides",
+    ),
+    "slotune.tuner.tune.study": ("StudyProgress", "StudySpec"),
 }
+# the study module's own name, where this package gives it a clearer one
+_RENAMED = {"StudyProgress": "Progress"}
 
 __all__ = [
     "Backend",
     "BackendKind",
     "Engine",
     "EngineSession",
+    "Infeasibility",
     "Measurement",
     "ObjectiveKind",
     "Param",
@@ -86,9 +108,12 @@ __all__ = [
     "RunOptions",
     "SamplerKind",
     "SearchSpace",
+    "StudyListing",
     "StudyProgress",
+    "StudyReport",
     "StudySpec",
     "TrialFailed",
+    "TrialReport",
     "check_study",
     "default_space",
     "engine_defaults",
@@ -96,6 +121,7 @@ __all__ = [
     "export_study",
     "list_studies_report",
     "make_backend",
+    "new_study_spec",
     "resume_study",
     "show_study",
     "space_overrides",
@@ -103,12 +129,6 @@ __all__ = [
     "tune_study",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'slotune.tuner' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
+# type checkers see only the names imported above, so a misspelt one is an error
+if not TYPE_CHECKING:
+    __getattr__ = _lazy_names(__name__, _LAZY, _RENAMED)

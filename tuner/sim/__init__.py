@@ -9,8 +9,9 @@ those must not import every adapter through here.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from slotune.tuner._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from slotune.collector.run_figures import StepBreakdown
@@ -25,38 +26,39 @@ if TYPE_CHECKING:
         parse_engine_flags,
         to_argv,
     )
+    from slotune.tuner.sim.replay import WorkloadChoice, simulate_flags
     from slotune.tuner.sim.request import RequestRejected, SimRequest
     from slotune.tuner.sim.results import EngineSeries, RequestTiming, SimResult
-    from slotune.tuner.sim.simulator import simulate, trace_requests
+    from slotune.tuner.sim.simulator import (
+        ProgressCallback,
+        load_workload,
+        simulate,
+        trace_requests,
+    )
 
-# public name -> module
-_LAZY = {
-    "StepBreakdown": "slotune.collector.run_figures",
-    "EngineConfig": "slotune.tuner.engines.base",
-    "ResolvedConfig": "slotune.tuner.engines.base",
-    "TRTLLM_FLAGS_HELP": "slotune.tuner.engines.trtllm",
-    "ResolvedTrtllm": "slotune.tuner.engines.trtllm",
-    "TrtllmConfig": "slotune.tuner.engines.trtllm",
-    "VLLM_FLAGS_HELP": "slotune.tuner.engines.vllm",
-    "ResolvedVllm": "slotune.tuner.engines.vllm",
-    "VllmConfig": "slotune.tuner.engines.vllm",
-    "Engine": "slotune.tuner.sim.config",
-    "config_from_params": "slotune.tuner.sim.config",
-    "resolve": "slotune.tuner.sim.config",
-    "EngineCore": "slotune.tuner.sim.engine",
-    "EngineStats": "slotune.tuner.sim.engine",
-    "StepResult": "slotune.tuner.sim.engine",
-    "extra_llm_api_options": "slotune.tuner.sim.flags",
-    "launch_command": "slotune.tuner.sim.flags",
-    "parse_engine_flags": "slotune.tuner.sim.flags",
-    "to_argv": "slotune.tuner.sim.flags",
-    "RequestRejected": "slotune.tuner.sim.request",
-    "SimRequest": "slotune.tuner.sim.request",
-    "EngineSeries": "slotune.tuner.sim.results",
-    "RequestTiming": "slotune.tuner.sim.results",
-    "SimResult": "slotune.tuner.sim.results",
-    "simulate": "slotune.tuner.sim.simulator",
-    "trace_requests": "slotune.tuner.sim.simulator",
+# module -> the names it gives this package on first use
+_LAZY: dict[str, tuple[str, ...]] = {
+    "slotune.collector.run_figures": ("StepBreakdown",),
+    "slotune.tuner.engines.base": ("EngineConfig", "ResolvedConfig"),
+    "slotune.tuner.engines.trtllm": ("TRTLLM_FLAGS_HELP", "ResolvedTrtllm", "TrtllmConfig"),
+    "slotune.tuner.engines.vllm": ("VLLM_FLAGS_HELP", "ResolvedVllm", "VllmConfig"),
+    "slotune.tuner.sim.config": ("Engine", "config_from_params", "resolve"),
+    "slotune.tuner.sim.engine": ("EngineCore", "EngineStats", "StepResult"),
+    "slotune.tuner.sim.flags": (
+        "extra_llm_api_options",
+        "launch_command",
+        "parse_engine_flags",
+        "to_argv",
+    ),
+    "slotune.tuner.sim.replay": ("WorkloadChoice", "simulate_flags"),
+    "slotune.tuner.sim.request": ("RequestRejected", "SimRequest"),
+    "slotune.tuner.sim.results": ("EngineSeries", "RequestTiming", "SimResult"),
+    "slotune.tuner.sim.simulator": (
+        "ProgressCallback",
+        "load_workload",
+        "simulate",
+        "trace_requests",
+    ),
 }
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "EngineCore",
     "EngineSeries",
     "EngineStats",
+    "ProgressCallback",
     "RequestRejected",
     "RequestTiming",
     "ResolvedConfig",
@@ -78,21 +81,19 @@ __all__ = [
     "StepResult",
     "TrtllmConfig",
     "VllmConfig",
+    "WorkloadChoice",
     "config_from_params",
     "extra_llm_api_options",
     "launch_command",
+    "load_workload",
     "parse_engine_flags",
     "resolve",
     "simulate",
+    "simulate_flags",
     "to_argv",
     "trace_requests",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# type checkers see only the names imported above, so a misspelt one is an error
+if not TYPE_CHECKING:
+    __getattr__ = _lazy_names(__name__, _LAZY)
