@@ -14,12 +14,19 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.canonical import CANONICAL, CanonicalMetric
+from slotune.collector.agent.fetch import HttpFetcher
 from slotune.collector.agent.nvml import FakeGpu, FakeNvml
 from slotune.collector.agent.promtext import ParseResult, parse_text
+from slotune.collector.agent.registry import make_source
 from slotune.collector.agent.service import AgentConfig, build_agent, run_agent
 from slotune.collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
 from slotune.collector.agent.summary import TargetMetricsSummary, summarize_metrics
-from slotune.collector.agent.targets import TargetSpec, load_targets_file, parse_target_arg
+from slotune.collector.agent.targets import (
+    TargetSpec,
+    load_targets_file,
+    make_target,
+    parse_target_arg,
+)
 
 __all__ = [
     "CANONICAL",
@@ -30,6 +37,7 @@ __all__ = [
     "FakeNvml",
     "Family",
     "HistogramSnapshot",
+    "HttpFetcher",
     "MetricType",
     "ParseResult",
     "Sample",
@@ -41,6 +49,8 @@ __all__ = [
     "TargetSpec",
     "build_agent",
     "load_targets_file",
+    "make_source",
+    "make_target",
     "parse_target_arg",
     "parse_text",
     "run_agent",

@@ -23,18 +23,38 @@ the store's delivery outbox), ``promrules`` (Prometheus rule export), ``openslo`
 (OpenSLO v1 import), ``history`` (OpenMetrics history import).
 """
 
-from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all, run_loop
+from slotune.collector.alerts.dispatch import Dispatcher, DispatchReport
+from slotune.collector.alerts.evaluator import (
+    RuleState,
+    RuleStatus,
+    evaluate_all,
+    open_when_reachable,
+    run_loop,
+)
+from slotune.collector.alerts.history import import_openmetrics
+from slotune.collector.alerts.notify import make_notifier, test_alerts
+from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.policy import SRE_WORKBOOK, burn_rate, burn_windows, error_budget
-from slotune.collector.alerts.rules import ThresholdRule, parse_rule
+from slotune.collector.alerts.promrules import export_prometheus
+from slotune.collector.alerts.rules import (
+    SHORTHAND_FORM,
+    ThresholdRule,
+    delete_threshold_rule,
+    load_rules_file,
+    parse_rule,
+)
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
-from slotune.collector.alerts.slo_rules import apply_slos, load_slos
+from slotune.collector.alerts.slo_rules import apply_slos, delete_slo_and_rules, load_slos
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
 
 __all__ = [
+    "SHORTHAND_FORM",
     "SRE_WORKBOOK",
     "BoundaryNote",
     "ConditionStatus",
     "Counts",
+    "DispatchReport",
+    "Dispatcher",
     "RuleState",
     "RuleStatus",
     "SliCounts",
@@ -46,10 +66,19 @@ __all__ = [
     "bench_counts",
     "burn_rate",
     "burn_windows",
+    "delete_slo_and_rules",
+    "delete_threshold_rule",
     "error_budget",
     "evaluate_all",
+    "export_prometheus",
+    "import_openmetrics",
+    "load_rules_file",
+    "load_slo_documents",
     "load_slos",
+    "make_notifier",
+    "open_when_reachable",
     "parse_rule",
     "run_loop",
     "slo_status",
+    "test_alerts",
 ]

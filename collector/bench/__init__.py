@@ -34,6 +34,7 @@ from slotune.collector.bench.render import (
 from slotune.collector.bench.result import BenchResult, run_failure
 from slotune.collector.bench.runner import arun_benchmark, run_benchmark
 from slotune.collector.bench.search import search_max_rate
+from slotune.collector.bench.session import Outputs, measure, measure_max_rate
 
 __all__ = [
     "ArrivalKind",
@@ -43,6 +44,7 @@ __all__ = [
     "Endpoint",
     "ErrorKind",
     "MaxRateResult",
+    "Outputs",
     "RatePoint",
     "RunRef",
     "arrival_from_flags",
@@ -53,6 +55,8 @@ __all__ = [
     "find_max_rate",
     "list_runs",
     "max_rate_table",
+    "measure",
+    "measure_max_rate",
     "resolve_run",
     "run_benchmark",
     "run_failure",

@@ -1,6 +1,7 @@
 """Workloads: real and synthetic request traces in one canonical form."""
 
 from slotune.collector.workload.traces import (
+    MOONCAKE_BLOCK_SIZE,
     NAMED_WORKLOADS,
     Trace,
     TraceRequest,
@@ -11,6 +12,7 @@ from slotune.collector.workload.traces import (
 )
 
 __all__ = [
+    "MOONCAKE_BLOCK_SIZE",
     "NAMED_WORKLOADS",
     "Trace",
     "TraceRequest",

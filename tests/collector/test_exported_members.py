@@ -12,9 +12,11 @@ import pytest
 
 PACKAGES = [
     "slotune.collector.agent",
+    "slotune.collector.alerts",
     "slotune.collector.bench",
     "slotune.collector.slo",
     "slotune.collector.store",
+    "slotune.collector.views",
     "slotune.collector.workload",
 ]
 

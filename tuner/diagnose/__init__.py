@@ -16,6 +16,7 @@ from slotune.tuner.diagnose._findings import DEFAULT_TUNE_SLOS, Finding, Severit
 from slotune.tuner.diagnose._reader import TraceFileError
 from slotune.tuner.diagnose._runs import bench_run_trace
 from slotune.tuner.diagnose._settings import SimTarget
+from slotune.tuner.diagnose._split import TimeSplit
 from slotune.tuner.diagnose.html import trace_html
 from slotune.tuner.diagnose.live import LiveDiagnosis, diagnose_live
 from slotune.tuner.diagnose.simulated import SimDiagnosis, diagnose_simulated
@@ -30,6 +31,7 @@ __all__ = [
     "Severity",
     "SimDiagnosis",
     "SimTarget",
+    "TimeSplit",
     "TraceDiagnosis",
     "TraceFileError",
     "TuneContext",

@@ -14,6 +14,7 @@ def test_public_names() -> None:
         "Severity",
         "SimDiagnosis",
         "SimTarget",
+        "TimeSplit",
         "TraceDiagnosis",
         "TraceFileError",
         "TuneContext",
