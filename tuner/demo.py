@@ -40,9 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from slotune.collector.bench.arrivals import ArrivalSpec
-from slotune.collector.bench.config import BenchConfig
-from slotune.collector.bench.runner import run_benchmark
+from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from slotune.collector.workload.traces import TraceRequest
+from slotune.collector.workload import TraceRequest
 
 WORKING_SET_HIT_FRACTION = 0.9
 SYSTEM_PROMPT_MIN_SHARE = 0.05  # a first block shared by this share of requests is a fixed prompt

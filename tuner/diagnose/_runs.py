@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from slotune.collector.workload.traces import NAMED_WORKLOADS, Trace, TraceRequest, named_workload
+from slotune.collector.workload import NAMED_WORKLOADS, Trace, TraceRequest, named_workload
 from slotune.tuner.diagnose._reader import TraceFileError
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slotune.collector.workload.traces import Trace
+from slotune.collector.workload import Trace
 from slotune.tuner.sim import simulate
 from slotune.tuner.sim.config import config_from_params
 

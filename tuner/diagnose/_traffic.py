@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from slotune.collector.workload.traces import TraceRequest
+from slotune.collector.workload import TraceRequest
 
 F64 = np.ndarray[Any, np.dtype[np.float64]]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from slotune.collector.workload.traces import Trace
+from slotune.collector.workload import Trace
 from slotune.tuner.diagnose._engine_rules import EngineFigures, engine_findings
 from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext
 from slotune.tuner.diagnose._split import TimeSplit

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slotune.collector.workload.traces import MOONCAKE_BLOCK_SIZE, Trace, retime
+from slotune.collector.workload import MOONCAKE_BLOCK_SIZE, Trace, retime
 from slotune.tuner.diagnose._findings import Finding, Severity, TuneContext, finding
 from slotune.tuner.diagnose._prefix import PrefixReuse, prefix_reuse
 from slotune.tuner.diagnose._settings import SettingRun, SimTarget, run_setting

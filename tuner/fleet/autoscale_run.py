@@ -10,7 +10,7 @@ from typing import Any
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.slo import SLO
 from slotune.collector.stored_results import store_result
-from slotune.collector.views.fleet_plans import FLEET_AUTOSCALE
+from slotune.collector.views import FLEET_AUTOSCALE
 from slotune.collector.workload import Trace
 from slotune.tuner.fleet.autoscale import ScalingPolicy, ScalingSettings
 from slotune.tuner.fleet.autoscale_plan import AutoscalePlan, plan_autoscale

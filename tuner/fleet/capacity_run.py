@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.stored_results import store_result
-from slotune.collector.views.fleet_plans import FLEET_PLAN
+from slotune.collector.views import FLEET_PLAN
 from slotune.tuner.fleet.capacity import (
     DEFAULT_HEADROOM,
     DEFAULT_SAMPLE_REQUESTS,

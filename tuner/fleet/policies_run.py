@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from slotune.collector.stored_results import store_result
-from slotune.collector.views.fleet_plans import FLEET_SIM
+from slotune.collector.views import FLEET_SIM
 from slotune.tuner.fleet.inputs import FleetInputs, HealthInputs
 from slotune.tuner.fleet.simulator import FleetResult, compare_policies
 

@@ -25,10 +25,7 @@ import asyncio
 import logging
 import time
 
-from slotune.collector.agent.base import Scrape
-from slotune.collector.agent.fetch import HttpFetcher
-from slotune.collector.agent.registry import make_source
-from slotune.collector.agent.targets import make_target
+from slotune.collector.agent import HttpFetcher, Scrape, make_source, make_target
 from slotune.collector.errors import SourceError
 from slotune.tuner.fleet.policy import ReplicaState
 from slotune.tuner.fleet.route_breaker import BreakerState, CircuitBreaker

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, overload
 from urllib.parse import urlsplit
 
-from slotune.collector.agent.base import SourceKind
+from slotune.collector.agent import SourceKind
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import ConfigError, SLOSpecError
 from slotune.collector.textfile import read_text

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from slotune.tuner.fleet.inputs import FleetInputs, HealthInputs
+    from slotune.tuner.fleet import FleetInputs, HealthInputs
 
 PoolOption = Annotated[
     list[str] | None,
@@ -66,8 +66,8 @@ def fleet_inputs(
     seed: int,
 ) -> FleetInputs:
     """The pools, workload and SLOs the shared fleet flags name (parsed when loaded)."""
-    from slotune.tuner.fleet.inputs import FleetInputs
-    from slotune.tuner.sim.replay import WorkloadChoice
+    from slotune.tuner.fleet import FleetInputs
+    from slotune.tuner.sim import WorkloadChoice
 
     choice = WorkloadChoice(
         workload, trace, input_len, output_len, rate, time_scale, num_requests, seed
@@ -79,6 +79,6 @@ def health_inputs(
     outage: list[str] | None, route_config: Path | None, no_circuit_breaker: bool
 ) -> HealthInputs:
     """The outages and breaker flags (parsed when loaded)."""
-    from slotune.tuner.fleet.inputs import HealthInputs
+    from slotune.tuner.fleet import HealthInputs
 
     return HealthInputs(tuple(outage or ()), route_config, not no_circuit_breaker)

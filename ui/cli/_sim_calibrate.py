@@ -23,8 +23,7 @@ from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import MaybeGpuOption, MaybeModelOption
 
 if TYPE_CHECKING:
-    from slotune.tuner.sim.calibration.measured import CalibrationReport
-    from slotune.tuner.sim.calibration.objective import Errors
+    from slotune.tuner.sim.calibration import CalibrationReport, Errors
 
 USAGE = (
     "slotune sim calibrate --model M --gpu G [engine flags] (--observed FILE | --run ID) "
@@ -71,7 +70,7 @@ def calibrate_command(
 
     Exit codes: 0 better (written with --out), 3 not better (nothing written), 4 not better but written (--force), 1 bad input.
     """
-    from slotune.tuner.sim.calibration.overlay import CalibrationRequest, calibrate_overlay
+    from slotune.tuner.sim.calibration import CalibrationRequest, calibrate_overlay
     from slotune.tuner.sim.catalog import load_catalog_file
 
     sim: dict[str, Any] = ctx.parent.params if ctx.parent is not None else {}

@@ -13,8 +13,7 @@ from rich.table import Table
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 
 if TYPE_CHECKING:
-    from slotune.collector.alerts.dispatch import DispatchReport
-    from slotune.collector.alerts.evaluator import RuleStatus
+    from slotune.collector.alerts import DispatchReport, RuleStatus
 
 # Library modules are imported inside the commands: building the CLI must not load the store.
 
@@ -79,7 +78,7 @@ def apply_cmd(
     json: JsonOption = False,
 ) -> None:
     """Create or replace the threshold rules of a YAML file (all of them or none)."""
-    from slotune.collector.alerts.rules import load_rules_file
+    from slotune.collector.alerts import load_rules_file
     from slotune.collector.store import open_store, save_alert_rule
 
     rules = load_rules_file(file)
@@ -100,7 +99,7 @@ def add_cmd(
     severity: Annotated[str, typer.Option(help="page, ticket, warning ...")] = "warning",
 ) -> None:
     """Create or replace one threshold rule from the shorthand."""
-    from slotune.collector.alerts.rules import parse_rule
+    from slotune.collector.alerts import parse_rule
     from slotune.collector.store import open_store, save_alert_rule
 
     rule = parse_rule(expr, name=name, severity=severity)
@@ -115,7 +114,7 @@ def delete_cmd(
     name: Annotated[str, typer.Argument(help="Threshold rule name (see `slotune alerts list`).")],
 ) -> None:
     """Delete a threshold rule and its events (an SLO's rules go with `slotune slo delete`)."""
-    from slotune.collector.alerts.rules import delete_threshold_rule
+    from slotune.collector.alerts import delete_threshold_rule
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
@@ -184,7 +183,7 @@ def evaluate_cmd(
     json: JsonOption = False,
 ) -> None:
     """The state of every rule at a time: firing / pending / ok / error, value, burn rates."""
-    from slotune.collector.alerts.evaluator import evaluate_all
+    from slotune.collector.alerts import evaluate_all
     from slotune.collector.store import open_store
 
     at_ts = _parse_time(at)
@@ -202,7 +201,7 @@ def _print_round(statuses: list[RuleStatus], report: DispatchReport) -> None:
     import time
     from collections import Counter
 
-    from slotune.collector.alerts.evaluator import RuleState
+    from slotune.collector.alerts import RuleState
 
     states = Counter(s.state for s in statuses)
     order = (RuleState.FIRING, RuleState.PENDING, RuleState.NO_DATA, RuleState.ERROR, RuleState.OK)
@@ -241,9 +240,7 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Evaluate every rule in a loop, store state changes, notify; never stops on a failure."""
-    from slotune.collector.alerts.dispatch import Dispatcher
-    from slotune.collector.alerts.evaluator import open_when_reachable, run_loop
-    from slotune.collector.alerts.notify import make_notifier
+    from slotune.collector.alerts import Dispatcher, make_notifier, open_when_reachable, run_loop
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     notifiers = [make_notifier(spec) for spec in notify]
@@ -341,7 +338,7 @@ def ack_cmd(
 @alerts_app.command("test-notify")
 def test_notify_cmd(notify: NotifyOption = ["log"]) -> None:  # noqa: B006
     """Send a test alert (firing, then resolved) to each receiver."""
-    from slotune.collector.alerts.notify import make_notifier, test_alerts
+    from slotune.collector.alerts import make_notifier, test_alerts
 
     failures = 0
     for spec in notify:

@@ -168,11 +168,13 @@ def bench(
         raise typer.Exit(code=2)
     from slotune.collector.bench import (
         BenchConfig,
+        Outputs,
         arrival_from_flags,
         max_rate_table,
+        measure,
+        measure_max_rate,
         run_failure,
     )
-    from slotune.collector.bench.session import Outputs, measure, measure_max_rate
     from slotune.collector.slo import parse_slos
 
     arrival = arrival_from_flags(

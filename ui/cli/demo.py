@@ -13,9 +13,8 @@ from slotune.ui.cli._common import JsonOption, console, db_url, err_console, pri
 from slotune.ui.cli._options import NumRequestsOption, RateOption, SpeedupOption
 
 if TYPE_CHECKING:
-    from slotune.tuner import StudyProgress
+    from slotune.tuner import StudyProgress, StudyReport
     from slotune.tuner.demo import Capacity, DemoResult
-    from slotune.tuner.tune.report import StudyReport
 
 # The tuner is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load Optuna, SQLAlchemy or numpy.

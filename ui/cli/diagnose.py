@@ -30,15 +30,15 @@ from slotune.ui.cli._options import (
 )
 
 if TYPE_CHECKING:
-    from slotune.collector.workload.traces import Trace
+    from slotune.collector.workload import Trace
     from slotune.tuner.diagnose import (
         Finding,
         SimDiagnosis,
+        TimeSplit,
         TraceDiagnosis,
         TuneContext,
         WorkloadDiagnosis,
     )
-    from slotune.tuner.diagnose._split import TimeSplit
 
 diagnose_app = typer.Typer(
     help="Explain where GPU time goes (profiler traces, live metrics, the simulator) and "
@@ -186,8 +186,7 @@ def sim(
     `slotune sim` and `vllm serve` take them.
     """
     from slotune.tuner.diagnose import TuneContext, diagnose_simulated
-    from slotune.tuner.sim import parse_engine_flags
-    from slotune.tuner.sim.simulator import load_workload
+    from slotune.tuner.sim import load_workload, parse_engine_flags
 
     config = parse_engine_flags(ctx.args, engine=engine, model=model, gpu=gpu)
     requests = load_workload(
@@ -310,7 +309,7 @@ def _workload_input(
     """The requests to diagnose and the tune flags that name them."""
     from slotune.collector.errors import ConfigError
     from slotune.collector.store import load_bench_run, open_store
-    from slotune.collector.workload.traces import load_trace, named_workload
+    from slotune.collector.workload import load_trace, named_workload
     from slotune.tuner.diagnose import bench_run_trace
 
     given = [x for x in (trace, workload_name, run_id) if x is not None]
@@ -328,7 +327,7 @@ def _workload_input(
 
 
 def _replay_flags(workload_name: str) -> tuple[str, ...]:
-    from slotune.collector.workload.traces import NAMED_WORKLOADS
+    from slotune.collector.workload import NAMED_WORKLOADS
 
     return ("--workload", workload_name) if workload_name in NAMED_WORKLOADS else ()
 

@@ -33,7 +33,7 @@ from slotune.ui.cli._options import (
 )
 
 if TYPE_CHECKING:
-    from slotune.tuner.fleet.simulator import FleetResult
+    from slotune.tuner.fleet import FleetResult
 
 fleet_app = typer.Typer(
     help="Simulate a fleet of replicas behind a router and compare routing policies on your "
@@ -84,7 +84,7 @@ def simulate(
     mooncake-conversation --num-requests 2000 --policy round-robin,prefix-affinity,score
     --slo ttft:p99<=2s
     """
-    from slotune.tuner.fleet.policies_run import run_policy_comparison
+    from slotune.tuner.fleet import run_policy_comparison
 
     inputs = fleet_inputs(
         pool,

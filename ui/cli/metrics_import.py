@@ -35,7 +35,7 @@ def import_cmd(
     json: JsonOption = False,
 ) -> None:
     """Load a past incident (metrics with timestamps) as scrapes of one target."""
-    from slotune.collector.alerts.history import import_openmetrics
+    from slotune.collector.alerts import import_openmetrics
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:

@@ -37,7 +37,7 @@ from slotune.ui.cli._options import (
 
 if TYPE_CHECKING:
     from slotune.collector.plans import AutoscalePlan, CapacityPlan, SheddingPlan
-    from slotune.tuner.fleet.simulator import ReplayProgress
+    from slotune.tuner.fleet import ReplayProgress
 
 plan_app = typer.Typer(
     help="Plan a fleet: replicas and GPUs per pool for a trace's peak under the SLOs, and "
@@ -102,7 +102,7 @@ def capacity(
     slotune plan capacity --model llama-3.1-8b --gpu h100-sxm --workload azure-conv
     --slo ttft:p99<=500ms --slo tpot:p99<=50ms --max-num-seqs 128
     """
-    from slotune.tuner.fleet.capacity_run import CapacityRequest, run_capacity_plan
+    from slotune.tuner.fleet import CapacityRequest, run_capacity_plan
 
     inputs = fleet_inputs(
         pool,
@@ -246,7 +246,7 @@ def autoscale(
     Example: slotune plan autoscale --pool a:2:llama-3.1-8b:h100-sxm --workload azure-conv
     --time-scale 0.25 --days 2 --diurnal 0.6 --flash-crowd 1300:60:3 --slo ttft:p99<=1s
     """
-    from slotune.tuner.fleet.autoscale_run import AutoscaleRequest, run_autoscale_plan
+    from slotune.tuner.fleet import AutoscaleRequest, run_autoscale_plan
 
     inputs = fleet_inputs(
         pool,

@@ -28,6 +28,6 @@ def register(app: typer.Typer) -> None:
         and exposes its own Prometheus metrics at /metrics. Example: slotune route --config
         examples/fleet.yaml --port 8080
         """
-        from slotune.tuner.fleet.route_server import serve
+        from slotune.tuner.fleet import serve
 
         serve(config, host, port)

@@ -31,8 +31,7 @@ from slotune.ui.cli._options import (
 from slotune.ui.cli._sim_calibrate import calibrate_command
 
 if TYPE_CHECKING:
-    from slotune.tuner.sim import SimResult
-    from slotune.tuner.sim.simulator import ProgressCallback
+    from slotune.tuner.sim import ProgressCallback, SimResult
 
 # The simulator is imported inside the command: importing tuner.sim loads numpy and the
 # catalogs, which building the CLI (every slotune run, shell completion) must not do.
@@ -132,8 +131,8 @@ def sim(
     --no-enable-prefix-caching. `slotune sim calibrate` fits the simulator to measured
     requests.
     """
+    from slotune.tuner.sim import WorkloadChoice, simulate_flags
     from slotune.tuner.sim.catalog import load_catalog_file
-    from slotune.tuner.sim.replay import WorkloadChoice, simulate_flags
 
     for path in catalog or ():
         load_catalog_file(path)
@@ -197,7 +196,7 @@ class _ProgressBar:
 
 
 def _render(result: SimResult) -> None:
-    from slotune.collector.bench.render import summary_table
+    from slotune.collector.bench import summary_table
 
     for line in result.kv_log:
         console.print(f"[dim]{line}[/]", highlight=False)

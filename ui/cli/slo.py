@@ -49,8 +49,7 @@ def apply_cmd(
     json: JsonOption = False,
 ) -> None:
     """Create or replace the SLOs of a YAML file and their alerts (all of them or none)."""
-    from slotune.collector.alerts.openslo import load_slo_documents
-    from slotune.collector.alerts.slo_rules import apply_slos
+    from slotune.collector.alerts import apply_slos, load_slo_documents
     from slotune.collector.durations import parse_duration_s
     from slotune.collector.store import open_store
 
@@ -109,7 +108,7 @@ def delete_cmd(
     name: Annotated[str, typer.Argument(help="Name of the SLO to delete.")],
 ) -> None:
     """Delete one SLO by name, with its alert rules."""
-    from slotune.collector.alerts.slo_rules import delete_slo_and_rules
+    from slotune.collector.alerts import delete_slo_and_rules
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
@@ -130,7 +129,7 @@ def export_cmd(
     ] = None,
 ) -> None:
     """Write the stored SLOs as Prometheus recording and burn-rate alerting rules."""
-    from slotune.collector.alerts.promrules import export_prometheus
+    from slotune.collector.alerts import export_prometheus
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:

@@ -36,8 +36,7 @@ from slotune.ui.cli._options import (
 )
 
 if TYPE_CHECKING:
-    from slotune.tuner import StudyProgress
-    from slotune.tuner.tune.report import Infeasibility, StudyReport, TrialReport
+    from slotune.tuner import Infeasibility, StudyProgress, StudyReport, TrialReport
 
 # The tuner is imported inside the commands: building the CLI (every slotune run, each
 # `slotune emulate` a trial launches, shell completion) must not load Optuna, SQLAlchemy or numpy.
@@ -152,8 +151,7 @@ def tune_command(
     """Run a tuning study (subcommands: resume, show, export, list)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slotune.tuner import RunOptions, check_study, tune_study
-    from slotune.tuner.tune.new_study import new_study_spec
+    from slotune.tuner import RunOptions, check_study, new_study_spec, tune_study
 
     spec = new_study_spec(
         name=study,
@@ -193,7 +191,7 @@ def _calibration(
     ctx: typer.Context, run_id: int, engine: str, model: str, gpu: str, study: str, as_json: bool
 ) -> str:
     """The overlay ``--calibrate-from`` fits, for the study's catalog."""
-    from slotune.tuner.sim.calibration.overlay import calibrate_for_study
+    from slotune.tuner.sim.calibration import calibrate_for_study
 
     path, report = calibrate_for_study(
         db_url(ctx), run_id, engine=engine, model=model, gpu=gpu, study=study

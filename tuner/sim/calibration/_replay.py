@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from slotune.collector.observed import ObservedRequest
-from slotune.collector.workload import Trace
-from slotune.collector.workload.traces import TraceRequest
+from slotune.collector.workload import Trace, TraceRequest
 from slotune.tuner.sim.catalog import StepTerms
 from slotune.tuner.sim.config import ResolvedConfig
 from slotune.tuner.sim.engine import EngineCore

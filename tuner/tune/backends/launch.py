@@ -48,9 +48,7 @@ from typing import IO, Any
 import httpx
 import yaml
 
-from slotune.collector.bench.arrivals import ArrivalKind, ArrivalSpec
-from slotune.collector.bench.config import BenchConfig
-from slotune.collector.bench.runner import run_benchmark
+from slotune.collector.bench import ArrivalKind, ArrivalSpec, BenchConfig, run_benchmark
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from slotune.collector.agent.snapshot import EngineSnapshot, scrape_snapshot
+from slotune.collector.agent import EngineSnapshot, scrape_snapshot
 from slotune.collector.errors import SourceError
 from slotune.collector.run_figures import ScrapedEngineFigures
 

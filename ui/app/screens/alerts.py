@@ -8,9 +8,14 @@ import time
 
 import streamlit as st
 
-from slotune.collector.alerts.evaluator import RuleStatus, evaluate_all
-from slotune.collector.alerts.notify import make_notifier, test_alerts
-from slotune.collector.alerts.rules import SHORTHAND_FORM, parse_rule
+from slotune.collector.alerts import (
+    SHORTHAND_FORM,
+    RuleStatus,
+    evaluate_all,
+    make_notifier,
+    parse_rule,
+    test_alerts,
+)
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.store import (
     AlertHistoryEntry,
@@ -21,7 +26,7 @@ from slotune.collector.store import (
     save_alert_rule,
     silence_rule,
 )
-from slotune.collector.views.alerts import ackable, by_severity, severity_rank
+from slotune.collector.views import ackable, by_severity, severity_rank
 from slotune.ui.app._common import (
     LIVE_S,
     RANGES,

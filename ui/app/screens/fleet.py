@@ -12,8 +12,7 @@ import streamlit as st
 
 from slotune.collector.agent import TargetMetricsSummary
 from slotune.collector.store import Store
-from slotune.collector.views import FleetTable, fleet_table
-from slotune.collector.views.fleet import fleet_timeseries_by_target, outlier
+from slotune.collector.views import FleetTable, fleet_table, fleet_timeseries_by_target, outlier
 from slotune.ui.app._common import (
     LIVE_S,
     RANGES,

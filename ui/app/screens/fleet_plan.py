@@ -8,7 +8,7 @@ import streamlit as st
 
 from slotune.collector.plans import CapacityPlan, SheddingPlan
 from slotune.collector.store import DiagnosisInfo, Store
-from slotune.collector.views.fleet_plans import (
+from slotune.collector.views import (
     FLEET_AUTOSCALE,
     FLEET_PLAN,
     PolicyResult,

@@ -9,7 +9,7 @@ import streamlit as st
 
 from slotune.collector.store import Store
 from slotune.collector.views import Overview, SLOState, overview
-from slotune.tuner.tune.report import StudyListing
+from slotune.tuner import StudyListing
 from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
 

@@ -9,13 +9,18 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from slotune.collector.alerts.slo_rules import apply_slos
+from slotune.collector.alerts import apply_slos
 from slotune.collector.slo import SLO
 from slotune.collector.store import Store, delete_slo, list_slos
-from slotune.collector.views import SLOStatus, slo_statuses
-from slotune.collector.views.forms import FORM_SOURCE, slo_from_fields
-from slotune.collector.views.slo_history import SLOHistory, slo_history
-from slotune.collector.views.slo_status import window_label
+from slotune.collector.views import (
+    FORM_SOURCE,
+    SLOHistory,
+    SLOStatus,
+    slo_from_fields,
+    slo_history,
+    slo_statuses,
+    window_label,
+)
 from slotune.ui.app._common import (
     LIVE_S,
     TTL_S,

@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 
 from slotune.collector.store import Store, WorkerInfo, default_db_url, list_workers
 from slotune.collector.workload import NAMED_WORKLOADS
+from slotune.tuner import StudyListing, new_study_spec
 from slotune.tuner.engines.registry import adapter_for, engines
 from slotune.tuner.tune.dashboard import (
     StudyFigures,
@@ -20,8 +21,6 @@ from slotune.tuner.tune.dashboard import (
     study_state,
     trial_rows,
 )
-from slotune.tuner.tune.new_study import new_study_spec
-from slotune.tuner.tune.report import StudyListing
 from slotune.tuner.tune.worker import (
     WorkerView,
     cancel_worker,
