@@ -66,9 +66,8 @@ def test_event_families_appear_with_sglangs_labels(sglang_emulator: RunningEmula
 
 
 # SGLang's documentation example (docs/references/production_metrics.md), a scrape of an
-# early release; the shared data folder sits beside the repository.
-DOC_SCRAPE = DUMP.parents[3].parent / "shared" / "data" / "metrics"
-DOC_SCRAPE /= "sglang_production_metrics_doc.prom"
+# early release, kept with the agent's test data (tests/collector/agent/data/NOTICE.md).
+DOC_SCRAPE = DUMP.parents[2] / "collector" / "agent" / "data" / "sglang_production_metrics_doc.prom"
 # What the current release did with the families of that scrape it no longer serves.
 _GONE_SINCE_THE_DOC = {
     # split into sglang:inter_token_latency_seconds (every token gap) and
