@@ -248,9 +248,7 @@ time.sleep(600)
 
 
 def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(monkeypatch):
-    monkeypatch.setattr(
-        "slotune.tuner.tune.backends.launch.installed_vllm_version", lambda: "0.33.0"
-    )
+    monkeypatch.setattr("slotune.tuner.engines.vllm.installed_vllm_version", lambda: "0.33.0")
     template = "vllm serve {hf_model} --port {port} --max-num-partial-prefills 2 {engine_args}"
     with pytest.raises(EngineConfigError, match="unrecognized arguments: --max-num-partial"):
         render_command(template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args="")
@@ -258,9 +256,7 @@ def test_a_flag_the_installed_vllm_lacks_is_refused_before_the_engine_starts(mon
     with pytest.raises(TrialFailed, match=r"vLLM 0\.33\.0 has no such flag"):
         backend.argv({}, 1, Path("/nonexistent"))
     # the emulated engine and older releases keep the flag
-    monkeypatch.setattr(
-        "slotune.tuner.tune.backends.launch.installed_vllm_version", lambda: "0.10.0"
-    )
+    monkeypatch.setattr("slotune.tuner.engines.vllm.installed_vllm_version", lambda: "0.10.0")
     assert "--max-num-partial-prefills" in render_command(
         template, model="llama-3.1-8b", gpu="h100-sxm", port=1, engine_args=""
     )

@@ -274,6 +274,15 @@ class EngineAdapter(ABC):
     def launch_command(self, config: EngineConfig, *, options_path: str) -> list[str]:
         """The real engine's launch command for ``config`` (model by its Hugging Face name)."""
 
+    def check_command(self, argv: Sequence[str]) -> None:
+        """Refuse, before anything starts, what the release of this engine installed here
+        would refuse in ``argv``, when ``argv`` runs this engine; nothing to check by default.
+
+        Raises:
+            EngineConfigError: in the engine's words.
+        """
+        return None
+
     def launch_files(self, config: EngineConfig) -> dict[str, Any]:
         """The content of the options file the launch command reads; empty when none."""
         return {}

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from slotune.collector.errors import ConfigError, EngineConfigError
@@ -459,6 +461,14 @@ _FIELDS_BY_NAME = {
 }
 
 
+def installed_vllm_version() -> str | None:
+    """The release of the vLLM installed beside slotune, None when there is none."""
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 class VllmAdapter(EngineAdapter):
     """vLLM's V1 engine behind ``vllm serve``."""
 
@@ -482,6 +492,12 @@ class VllmAdapter(EngineAdapter):
     }
     kv_room_knobs = "raise gpu_memory_utilization or lower max_num_batched_tokens"
     kv_budget = KvBudget.SHARE_OF_TOTAL
+
+    def check_command(self, argv: Sequence[str]) -> None:
+        if argv and Path(argv[0]).name == "vllm":
+            version = installed_vllm_version()
+            if version is not None:
+                check_vllm_flags(argv[1:], version)
 
     def config_from_params(self, model: str, gpu: str, params: Mapping[str, Any]) -> VllmConfig:
         kwargs = fields_from_params(self.engine, params, _FIELDS_BY_NAME)

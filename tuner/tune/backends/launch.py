@@ -29,7 +29,6 @@ summary is in real-GPU seconds and comparable to the SLOs and to the simulator.
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata
 import json
 import os
 import re
@@ -54,10 +53,9 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
-from slotune.tuner.engines.registry import adapter_for
+from slotune.tuner.engines.registry import adapter_for, adapters
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.emulate.lag import fetch_lag
-from slotune.tuner.sim.flags import check_vllm_flags
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.tune.backends.startup import (
     DEFAULT_STARTUP_TIMEOUT_S,
@@ -197,10 +195,8 @@ def render_command(
             "--command must pass {port} to the engine (e.g. '--port {port}'): each trial's "
             "engine gets a free port of its own"
         )
-    if Path(argv[0]).name == "vllm":
-        vllm_version = installed_vllm_version()
-        if vllm_version is not None:
-            check_vllm_flags(argv[1:], vllm_version)
+    for adapter in adapters():
+        adapter.check_command(argv)
     return argv
 
 
@@ -218,14 +214,6 @@ def default_command(engine: str, model: str, gpu: str) -> str:
         adapter.config_from_params(model, gpu, {}), options_path=OPTIONS_FILE
     )
     return f"{shlex.join(command)} --host 127.0.0.1 --port {{port}} {{engine_args}}"
-
-
-def installed_vllm_version() -> str | None:
-    """The release of the vLLM installed beside slotune, None when there is none."""
-    try:
-        return importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def write_trace(trace: Trace, path: Path) -> None:
