@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 
 def choices(enum: type[StrEnum]) -> str:
@@ -36,6 +36,10 @@ class Engine(StrEnum):
     VLLM = "vllm"
     TRTLLM = "trtllm"
     SGLANG = "sglang"
+
+
+DEFAULT_ENGINE: Final = Engine.VLLM
+"""The engine a command or a call means when it names none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Final
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
 from slotune.tuner.engines.base import EngineAdapter
 
-DEFAULT_ENGINE: Final = Engine.VLLM
-"""The engine a command or a call means when it names none."""
+__all__ = ["DEFAULT_ENGINE", "adapter_for", "adapters", "engine_names", "engines"]
 
 # Engine -> the module whose ``ADAPTER`` serves it.
 _ADAPTERS: dict[Engine, str] = {

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from slotune.collector.stored_results import store_result
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import DEFAULT_ENGINE
 from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import (
     EngineOption,
@@ -76,7 +76,7 @@ def trace(
     html: Annotated[
         Path | None, typer.Option(help="Also write a standalone HTML report with a timeline.")
     ] = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
@@ -119,7 +119,7 @@ def live(
     end: Annotated[
         float | None, typer.Option(help="Window end, epoch seconds (default: now).")
     ] = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     tune_workload: TuneWorkloadOption = DEFAULT_TUNE_WORKLOAD,
@@ -173,7 +173,7 @@ def sim(
     rate: RateOption = None,
     time_scale: TimeScaleOption = None,
     num_requests: NumRequestsOption = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     slo: SloOption = None,
@@ -257,7 +257,7 @@ def workload(
     run_id: Annotated[
         int | None, typer.Option("--run", help="A stored slotune bench run, by id.")
     ] = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     sim_requests: Annotated[

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.collector.vocabulary import Engine, PolicyKind
+from slotune.collector.vocabulary import DEFAULT_ENGINE, PolicyKind
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
     KnownOutputOption,
@@ -60,7 +60,7 @@ def simulate(
     ctx: typer.Context,
     pool: PoolOption = None,
     policy: PolicyOption = "all",
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,

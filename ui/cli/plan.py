@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import DEFAULT_ENGINE
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 from slotune.ui.cli._fleet import (
     NoBreakerOption,
@@ -69,7 +69,7 @@ def capacity(
     study: Annotated[
         str | None, typer.Option(help="Plan with this study's best configuration.")
     ] = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,
@@ -219,7 +219,7 @@ def autoscale(
         bool, typer.Option(help="Also find the load-shedding margin (needs a TTFT SLO).")
     ] = True,
     burst: Annotated[str, typer.Option(help="Burst length of the shedding analysis.")] = "120s",
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,

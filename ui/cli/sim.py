@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import DEFAULT_ENGINE
 from slotune.ui.cli._common import JsonOption, console, err_console, print_json
 from slotune.ui.cli._options import (
     WORKLOAD_PANEL,
@@ -86,7 +86,7 @@ def sim(
     ctx: typer.Context,
     model: MaybeModelOption = None,
     gpu: MaybeGpuOption = None,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     workload: WorkloadOption = None,
     trace: TraceOption = None,
     input_len: InputLenOption = None,

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.collector.vocabulary import Engine
+from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
 from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
 
 if TYPE_CHECKING:
@@ -123,7 +123,9 @@ def export_cmd(
     format_: Annotated[
         ExportFormat, typer.Option("--format", help="Output format: a Prometheus rule file.")
     ] = ExportFormat.PROMETHEUS,
-    engine: Annotated[Engine, typer.Option(help="Whose metric names the rules use.")] = Engine.VLLM,
+    engine: Annotated[
+        Engine, typer.Option(help="Whose metric names the rules use.")
+    ] = DEFAULT_ENGINE,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,

@@ -14,7 +14,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from slotune.collector.figures import figure
-from slotune.collector.vocabulary import BackendKind, Engine, ObjectiveKind, SamplerKind
+from slotune.collector.vocabulary import (
+    DEFAULT_ENGINE,
+    BackendKind,
+    Engine,
+    ObjectiveKind,
+    SamplerKind,
+)
 from slotune.ui.cli._common import (
     JsonOption,
     console,
@@ -82,7 +88,7 @@ def _progress(
 def tune_command(
     ctx: typer.Context,
     backend: Annotated[BackendKind, typer.Option(help="Where trials run.")] = BackendKind.SIM,
-    engine: EngineOption = Engine.VLLM,
+    engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
     gpu: GpuOption = "h100-sxm",
     workload: WorkloadOption = None,
@@ -250,7 +256,7 @@ def export_command(
     name: Name,
     fmt: Annotated[
         Engine, typer.Option("--format", help="The engine whose launch format to print.")
-    ] = Engine.VLLM,
+    ] = DEFAULT_ENGINE,
 ) -> None:
     """Print the best configuration as a `vllm serve` command or `trtllm-serve` YAML."""
     from slotune.tuner import export_study
