@@ -213,6 +213,9 @@ class EngineAdapter(ABC):
     """What to turn when the KV cache holds too few requests (``raise X or lower Y``)."""
     export_language: ClassVar[str] = "bash"
     """The language :meth:`export`'s text is in, for highlighting (``bash``, ``yaml``)."""
+    walks_token_budget: ClassVar[bool] = True
+    """Whether slotune's sampler starts by walking the token budget (``knob_names``'
+    ``TOKEN_BUDGET``) down from the default, the order vLLM's ``auto_tune.sh`` takes."""
     kv_budget: ClassVar[KvBudget | None] = None
     """The rule :func:`tuner.sim.memory.kv_capacity` sizes the cache by for this engine;
     None when the adapter's :meth:`kv_capacity` sizes it another way."""

@@ -647,6 +647,9 @@ class SglangAdapter(EngineAdapter):
         }
     )
     kv_room_knobs = "raise --mem-fraction-static or lower --chunked-prefill-size"
+    # The chunk size is also SGLang's chunking switch (-1: off); walking it down first found
+    # the best later than the sampler's model alone (benchmarks/tuner_efficiency.py).
+    walks_token_budget = False
 
     def knob_params(self, knob: Knob, value: Value) -> dict[str, Value]:
         # RadixAttention is turned off, and chunked prefill off by -1 and on by a size.

@@ -37,6 +37,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import SamplerKind as SamplerKind
+from slotune.tuner.engines.base import Knob
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.tune.space import Param, ParamKind, SearchSpace, Value
 
 _CONSTRAINTS_KEY = "constraints"
@@ -48,9 +50,6 @@ _DEFAULT_PRIOR_WIDTH = 4.0
 _DEFAULT_PRIOR_MATCH = 0.6
 # While nothing is feasible, a shortfall above this share of the worst one is the plateau.
 _PLATEAU = 0.9
-# The engines' names for the per-step token budget (the ladder's parameter).
-_TOKEN_BUDGETS = ("max_num_batched_tokens", "max_num_tokens")
-_CHUNKED = "enable_chunked_prefill"
 
 
 def make_sampler(
@@ -222,7 +221,11 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         not search a budget or the default lies outside the searched ranges.
         """
         space = self._space
-        param = next((p for p in self._searched if p.name in _TOKEN_BUDGETS), None)
+        adapter = adapter_for(space.engine)
+        names = adapter.knob_names
+        budget_name = names.get(Knob.TOKEN_BUDGET) if adapter.walks_token_budget else None
+        chunked_name = names.get(Knob.CHUNKED_PREFILL)
+        param = next((p for p in self._searched if p.name == budget_name), None)
         if param is None or param.kind is ParamKind.INT or space.forced_defaults():
             return []
         default = space.repair(dict(space.defaults))
@@ -230,7 +233,10 @@ class DistinctTPESampler(optuna.samplers.BaseSampler):
         if not isinstance(budget, int):
             return []
         # a budget below the context length needs chunked prefill (the repair rule says so)
-        chunking = {_CHUNKED: True} if any(p.name == _CHUNKED for p in self._searched) else {}
+        searched = {p.name for p in self._searched}
+        chunking: dict[str, Value] = (
+            {chunked_name: True} if chunked_name is not None and chunked_name in searched else {}
+        )
         out = []
         for value in sorted(v for v in param.choices if isinstance(v, int) and v < budget):
             config = space.repair({**default, param.name: value})
