@@ -65,6 +65,9 @@ def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
             sqlite_url,
             "tune",
             *SIM_ARGS,
+            # trials long enough that one read as running is still running at the kill
+            "--num-requests",
+            "500",
             "--trials",
             "6",
             "--study",
