@@ -3,8 +3,9 @@ there long past Alertmanager's ``resolve_timeout``, and resolves once the incide
 
 Alertmanager resolves an alert without ``endsAt`` that is not re-sent within its
 ``resolve_timeout`` (5 minutes by default). To compress time, the test's Alertmanager has a
-2-second ``resolve_timeout`` and the evaluator re-sends every 5 s (``endsAt`` then 20 s
-ahead): the alert must still be firing after fifteen resolve timeouts. Every time asserted
+1-second ``resolve_timeout`` and the evaluator re-sends every 2 s (``endsAt`` then 8 s
+ahead): the alert must still be firing after fifteen resolve timeouts, well past the first
+``endsAt``. Every time asserted
 on is one recorded on the way (the first notification's arrival, the stored events).
 """
 
@@ -36,7 +37,7 @@ from slotune.collector.store import (
     write_samples,
 )
 
-RESOLVE_TIMEOUT_S = 2.0
+RESOLVE_TIMEOUT_S = 1.0
 WATCH_S = 15 * RESOLVE_TIMEOUT_S
 WAIT_S = 300.0  # the most any step may take on a loaded machine; never reached when healthy
 LABELS = {"alertname": ALERT_NAME, "slo": "chat-ttft", "severity": "page"}
@@ -46,7 +47,7 @@ def wait_for(what: str, found: Callable[[], Any]) -> Any:
     deadline = time.monotonic() + WAIT_S
     while (value := found()) is None:
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.2)
+        time.sleep(0.05)
     return value
 
 
@@ -89,7 +90,7 @@ def test_alertmanager_keeps_the_alert_firing_and_resolves_it_after_the_fix(
                     "--interval",
                     "1s",
                     "--resend",
-                    "5s",
+                    "2s",
                     "--scrape-interval",
                     "1s",
                     "--notify",
@@ -102,7 +103,7 @@ def test_alertmanager_keeps_the_alert_firing_and_resolves_it_after_the_fix(
                 wait_for("the firing notification", lambda: notifications(hook) or None)
                 first_at = time.monotonic()
                 while time.monotonic() - first_at < WATCH_S:
-                    time.sleep(0.5)
+                    time.sleep(0.1)
                 (held,) = [a for a in am.alerts() if a["labels"] == LABELS]
                 assert held["status"]["state"] == "active"
                 assert all(status == "firing" for status, _ in notifications(hook))
