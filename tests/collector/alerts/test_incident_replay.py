@@ -2,8 +2,8 @@
 
 Two emulated engines serve one fleet; the agent scrapes both every 0.5 s into the store.
 `slotune bench` loads the fast engine, then (the regression) the slow one, then the fast one
-again. The SLO ``ttft:p99<=40ms`` over a 6-hour window gets the SRE workbook's windows
-scaled by 6h / 30d (page: 30 s & 2.5 s over 14.4x, 3 min & 15 s over 6x). The evaluator is
+again. The SLO ``ttft:p99<=40ms`` over a 3-hour window gets the SRE workbook's windows
+scaled by 3h / 30d (page: 15 s & 1.25 s over 14.4x, 90 s & 7.5 s over 6x). The evaluator is
 replayed over the incident every half second.
 
 When it should fire and resolve is worked out from what was recorded, never from the wall
@@ -41,10 +41,10 @@ from slotune.collector.store import (
 )
 
 SCRAPE_S = 0.5
-PAGE = ((30.0, 2.5, 14.4), (180.0, 15.0, 6.0))  # (long, short, factor) scaled by 6h / 30d
+PAGE = ((15.0, 1.25, 14.4), (90.0, 7.5, 6.0))  # (long, short, factor) scaled by 3h / 30d
 BUDGET = 0.01
 THRESHOLD_S = 0.040
-SLOS = "slos:\n  - name: fleet-ttft\n    spec: ttft:p99<=40ms\n    window: 6h\n"
+SLOS = "slos:\n  - name: fleet-ttft\n    spec: ttft:p99<=40ms\n    window: 3h\n"
 
 
 def bench(url: str, seconds: float, db: str) -> None:
@@ -103,9 +103,9 @@ def test_ttft_regression_pages_and_resolves_when_the_request_records_say(
         )
         try:
             time.sleep(2 * SCRAPE_S)
-            bench(fast, 6, sqlite_url)
-            bench(slow, 8, sqlite_url)
-            bench(fast, 22, sqlite_url)
+            bench(fast, 3, sqlite_url)
+            bench(slow, 4, sqlite_url)
+            bench(fast, 11, sqlite_url)
             time.sleep(3 * SCRAPE_S)
             end = time.time()
         finally:
