@@ -247,7 +247,11 @@ class Agent:
             helpers.extend(asyncio.create_task(self._push_loop(e)) for e in self.exporters)
             try:
                 if duration_s is None:
-                    await asyncio.gather(*scrapers)
+                    # wait, not gather: a cancelled gather waits for its children, and a child
+                    # that misses the cancel (wait_for's race in 3.11) would keep it forever;
+                    # here the cancel reaches this frame and ``stop`` ends every loop.
+                    if scrapers:
+                        await asyncio.wait(scrapers, return_when=asyncio.FIRST_EXCEPTION)
                 else:
                     await asyncio.sleep(duration_s)
             finally:

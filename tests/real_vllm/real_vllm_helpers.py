@@ -83,7 +83,8 @@ def agent_running(targets: Sequence[TargetSpec], db: str, spool: Path) -> Iterat
 
         asyncio.run(until_stopped())
 
-    runner = threading.Thread(target=run)
+    # daemon: an agent that failed to stop must not keep the test run from exiting
+    runner = threading.Thread(target=run, daemon=True)
     runner.start()
     try:
         time.sleep(SETTLE_S)
