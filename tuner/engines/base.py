@@ -136,6 +136,7 @@ class SimView:
         kv_cache_dtype: ``auto`` or an fp8 spelling the cost model knows.
         memory_fraction: the engine's memory-fraction setting, as the engine means it.
         enforce_eager: no CUDA graphs.
+        quantization: the weights' quantization (``fp8``); None: the model's dtype.
     """
 
     max_running: int
@@ -148,6 +149,7 @@ class SimView:
     kv_cache_dtype: str
     memory_fraction: float
     enforce_eager: bool
+    quantization: str | None = None
 
 
 _T = TypeVar("_T")

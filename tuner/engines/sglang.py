@@ -51,7 +51,7 @@ from slotune.tuner.engines.base import (
     SimView,
 )
 from slotune.tuner.sim.block_manager import BlockManager
-from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.sim.cost_coeffs import GIB, OverheadKnobs, load_calibration
 from slotune.tuner.sim.memory import KvCapacity, kv_bytes_per_token
@@ -117,6 +117,7 @@ class SglangConfig(EngineConfig):
     kv_cache_dtype: str | None = None
     context_length: int | None = None
     enable_mixed_chunk: bool = False
+    quantization: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +147,7 @@ class ResolvedSglang(ResolvedConfig):
     kv_cache_dtype: str
     context_length: int
     enable_mixed_chunk: bool
+    quantization: str | None
 
     def to_dict(self) -> dict[str, Any]:
         """Arguments by SGLang's names, plus ``engine``, ``model`` and ``gpu`` ids."""
@@ -267,6 +269,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
         kv_cache_dtype=config.kv_cache_dtype or "auto",
         context_length=config.context_length or model.max_position_embeddings,
         enable_mixed_chunk=config.enable_mixed_chunk,
+        quantization=config.quantization,
     )
     _validate(r, config)
     if r.max_running_requests is not None or r.kv_cache_dtype not in SIM_KV_CACHE_DTYPES:
@@ -394,6 +397,11 @@ def _check_simulated(r: ResolvedSglang) -> None:
             f"{', '.join(SIM_KV_CACHE_DTYPES)}",
         ),
         (
+            r.quantization is not None and r.quantization not in QUANTIZATIONS,
+            f"--quantization {r.quantization} is not simulated; use one of "
+            f"{', '.join(QUANTIZATIONS)} or leave it unset",
+        ),
+        (
             r.dp_size > 1,
             f"--dp-size {r.dp_size}: the simulator models one data-parallel replica; simulate "
             "several with slotune fleet simulate, or leave --dp-size at 1",
@@ -408,7 +416,7 @@ def _pool(r: ResolvedSglang) -> tuple[int, int, int, int, int]:
     """(weights, memory outside PyTorch, KV bytes per token, pool bytes, pool tokens)."""
     knobs = load_calibration().memory
     tp = r.tp_size
-    weights = r.model.weight_bytes // tp
+    weights = r.model.weight_bytes_at(r.quantization) // tp
     non_torch = knobs.non_torch_bytes + (tp - 1) * knobs.non_torch_per_extra_rank_bytes
     if weights + non_torch > r.gpu.mem_bytes:
         raise EngineConfigError(
@@ -468,6 +476,7 @@ def schedule_of(r: ResolvedSglang, max_running: int, *, seed: int = 0) -> Sglang
 _VALUE_FLAGS: tuple[tuple[str, str, Any], ...] = (
     ("context_length", "--context-length", int),
     ("kv_cache_dtype", "--kv-cache-dtype", str),
+    ("quantization", "--quantization", str),
     ("mem_fraction_static", "--mem-fraction-static", float),
     ("max_running_requests", "--max-running-requests", int),
     ("chunked_prefill_size", "--chunked-prefill-size", int),
@@ -489,7 +498,7 @@ FLAGS_HELP = (
     "--max-running-requests N, --chunked-prefill-size N (-1: off), --max-prefill-tokens N, "
     "--mem-fraction-static F, --schedule-policy lpm|fcfs|lof|random|dfs-weight, "
     "--schedule-conservativeness F, --disable-radix-cache, --enable-mixed-chunk, "
-    "--cuda-graph-max-bs N, --page-size N, --tp-size N, --kv-cache-dtype auto|fp8_e4m3|fp8_e5m2, "
+    "--cuda-graph-max-bs N, --page-size N, --tp-size N, --kv-cache-dtype auto|fp8_e4m3|fp8_e5m2, --quantization fp8, "
     "--context-length N."
 )
 
@@ -701,6 +710,7 @@ class SglangAdapter(EngineAdapter):
             kv_cache_dtype=kv_dtype_for_cost(r.kv_cache_dtype),
             memory_fraction=r.mem_fraction_static,
             enforce_eager=False,
+            quantization=r.quantization,
         )
 
     def scheduler(

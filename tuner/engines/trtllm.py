@@ -43,7 +43,7 @@ from slotune.tuner.engines.base import (
     fields_from_params,
     narrow,
 )
-from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.memory import KvCapacity, gib_text, kv_capacity, validate_tensor_parallel
 from slotune.tuner.sim.request import RequestRejected
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
@@ -76,6 +76,7 @@ class TrtllmConfig(EngineConfig):
     tokens_per_block: int | None = None
     kv_cache_dtype: str | None = None
     capacity_scheduler_policy: str | None = None
+    quantization: str | None = None
 
 
 TRTLLM_PARAM_NAMES = {
@@ -89,6 +90,7 @@ TRTLLM_PARAM_NAMES = {
     "tokens_per_block": "kv_cache_config.tokens_per_block",
     "kv_cache_dtype": "kv_cache_config.dtype",
     "capacity_scheduler_policy": "scheduler_config.capacity_scheduler_policy",
+    "quantization": "quantization",
 }
 """Config field -> its LLM API name (dotted for nested options)."""
 
@@ -110,6 +112,7 @@ class ResolvedTrtllm(ResolvedConfig):
     tokens_per_block: int
     kv_cache_dtype: str
     capacity_scheduler_policy: str
+    quantization: str | None
 
     def to_dict(self) -> dict[str, Any]:
         """Engine parameters by TensorRT-LLM's (dotted LLM API) names."""
@@ -145,6 +148,7 @@ def resolve_trtllm(c: TrtllmConfig) -> ResolvedTrtllm:
         tokens_per_block=c.tokens_per_block if c.tokens_per_block is not None else 32,
         kv_cache_dtype=c.kv_cache_dtype or "auto",
         capacity_scheduler_policy=c.capacity_scheduler_policy or "GUARANTEED_NO_EVICT",
+        quantization=c.quantization,
     )
     checks: list[tuple[bool, str]] = [
         (r.max_batch_size < 1, f"max_batch_size must be at least 1, got {r.max_batch_size}"),
@@ -235,6 +239,9 @@ def parse_trtllm_flags(
     for field, flag, typ in _FLAGS:
         p.add_argument(flag, dest=field, type=arg_type(typ), default=None)
     p.add_argument("--extra_llm_api_options", default=None)
+    # Not a trtllm-serve flag: TensorRT-LLM reads the weights' precision from the checkpoint,
+    # so --quantization fp8 stands for serving an FP8 checkpoint of the model.
+    p.add_argument("--quantization", choices=QUANTIZATIONS, default=None)
     try:
         ns, extra = p.parse_known_args(rest)
     except argparse.ArgumentError as e:
@@ -418,9 +425,15 @@ class TrtllmAdapter(EngineAdapter):
     def export(self, config: EngineConfig) -> str:
         command = shlex.join(self.launch_command(config, options_path=TRTLLM_OPTIONS_FILE))
         options = yaml.safe_dump(self.launch_files(config), sort_keys=False)
+        checkpoint = narrow(config, TrtllmConfig).quantization
+        note = (
+            f"# serve a {checkpoint} checkpoint of the model in place of the name below\n"
+            if checkpoint
+            else ""
+        )
         return (
             f"# {TRTLLM_OPTIONS_FILE}\n{options}---\n"
-            f"# launch (with {TRTLLM_OPTIONS_FILE} in the working directory):\n# {command}\n"
+            f"# launch (with {TRTLLM_OPTIONS_FILE} in the working directory):\n{note}# {command}\n"
         )
 
     def kv_capacity(self, resolved: ResolvedConfig) -> KvCapacity:
@@ -434,6 +447,7 @@ class TrtllmAdapter(EngineAdapter):
             budget=self.kv_budget,
             block_size=r.tokens_per_block,
             kv_cache_dtype=r.kv_cache_dtype,
+            quantization=r.quantization,
             max_model_len=r.max_seq_len,
             max_num_seqs=r.max_batch_size,
             max_num_batched_tokens=r.max_num_tokens,
@@ -453,6 +467,7 @@ class TrtllmAdapter(EngineAdapter):
             kv_cache_dtype=r.kv_cache_dtype,
             memory_fraction=r.free_gpu_memory_fraction,
             enforce_eager=False,
+            quantization=r.quantization,
         )
 
     def scheduler(

@@ -44,7 +44,7 @@ from slotune.tuner.engines.base import (
     fields_from_params,
     narrow,
 )
-from slotune.tuner.sim.catalog import GPU, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.memory import (
     KvCapacity,
     gib_text,
@@ -83,6 +83,7 @@ class VllmConfig(EngineConfig):
     gpu_memory_utilization: float | None = None
     tensor_parallel_size: int | None = None
     kv_cache_dtype: str | None = None
+    quantization: str | None = None
     enforce_eager: bool = False
     scheduling_policy: str | None = None
     served_model_name: str | None = None
@@ -107,6 +108,7 @@ class ResolvedVllm(ResolvedConfig):
     gpu_memory_utilization: float
     tensor_parallel_size: int
     kv_cache_dtype: str
+    quantization: str | None
     enforce_eager: bool
     scheduling_policy: str
     served_model_name: str
@@ -176,6 +178,7 @@ def resolve_vllm(c: VllmConfig) -> ResolvedVllm:
         ),
         tensor_parallel_size=c.tensor_parallel_size or 1,
         kv_cache_dtype=c.kv_cache_dtype or "auto",
+        quantization=c.quantization,
         enforce_eager=c.enforce_eager,
         scheduling_policy=c.scheduling_policy or "fcfs",
         served_model_name=c.served_model_name or model.hf_name,
@@ -269,6 +272,7 @@ _VALUE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
         "fraction of GPU memory for the engine (default 0.9)",
     ),
     ("kv_cache_dtype", "--kv-cache-dtype", str, "auto or fp8 (default auto)"),
+    ("quantization", "--quantization", str, "weight quantization: fp8 (default: none)"),
     ("tensor_parallel_size", "--tensor-parallel-size", int, "GPUs per replica (default 1)"),
     ("max_num_batched_tokens", "--max-num-batched-tokens", int, "token budget per scheduler step"),
     ("max_num_seqs", "--max-num-seqs", int, "max running requests"),
@@ -300,8 +304,10 @@ _BOOL_FLAGS = (
 _CHOICES: dict[str, Sequence[Any]] = {
     "block_size": VLLM_BLOCK_SIZES,
     "kv_cache_dtype": VLLM_KV_CACHE_DTYPES,
+    "quantization": QUANTIZATIONS,
     "scheduling_policy": VLLM_SCHEDULING_POLICIES,
 }
+_SHORT_FLAGS = {"tensor_parallel_size": ("-tp",), "quantization": ("-q",)}
 # 0 is vLLM's "off" for these, not an unset count.
 _ZERO_MEANS_OFF = {"long_prefill_token_threshold"}
 
@@ -310,7 +316,7 @@ VLLM_FLAGS_HELP = (
     "--max-model-len N, --enable-chunked-prefill / --no-enable-chunked-prefill, "
     "--enable-prefix-caching / --no-enable-prefix-caching, --long-prefill-token-threshold N, "
     "--max-num-partial-prefills N, --max-long-partial-prefills N, --block-size N, "
-    "--gpu-memory-utilization F, --tensor-parallel-size/-tp N, --kv-cache-dtype auto|fp8, "
+    "--gpu-memory-utilization F, --tensor-parallel-size/-tp N, --kv-cache-dtype auto|fp8, --quantization fp8, "
     "--scheduling-policy fcfs|priority, --enforce-eager."
 )
 
@@ -320,7 +326,7 @@ def _parser() -> RaisingParser:
     p.add_argument("--model", default=None)
     p.add_argument("--gpu", default=None)
     for field, flag, typ, text in _VALUE_FLAGS:
-        names = [flag, "-tp"] if field == "tensor_parallel_size" else [flag]
+        names = [flag, *_SHORT_FLAGS.get(field, ())]
         p.add_argument(
             *names,
             dest=field,
@@ -576,6 +582,7 @@ class VllmAdapter(EngineAdapter):
             budget=self.kv_budget,
             block_size=r.block_size,
             kv_cache_dtype=r.kv_cache_dtype,
+            quantization=r.quantization,
             max_model_len=r.max_model_len,
             max_num_seqs=r.max_num_seqs,
             max_num_batched_tokens=r.max_num_batched_tokens,
@@ -595,6 +602,7 @@ class VllmAdapter(EngineAdapter):
             kv_cache_dtype=r.kv_cache_dtype,
             memory_fraction=r.gpu_memory_utilization,
             enforce_eager=r.enforce_eager,
+            quantization=r.quantization,
         )
 
     def scheduler(

@@ -2,7 +2,9 @@
 
 A step is described by its aggregate shape (:class:`StepShape`); its time is
 
-* linear layers (QKV, output, gate/up, down; routed experts for MoE) by a fitted roofline,
+* linear layers (QKV, output, gate/up, down; routed experts for MoE) by a fitted roofline;
+  with fp8 weights (``quantization``) at the GPU's fp8 tensor-core rate and one byte per
+  weight (the LM head stays 16-bit, as vLLM, SGLang and TensorRT-LLM keep it),
 * memory-bound kernels (norms, RoPE, activation, residual add, embedding) at a fitted bandwidth,
 * attention: prefill FLOPs over the causal context, decode K/V bytes read (halved with an fp8
   KV cache),
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from slotune.collector.errors import ConfigError
 from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
-from slotune.tuner.sim.catalog import GPU, ModelSpec, StepTerms
+from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, StepTerms
 from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
     Calibration,
@@ -109,13 +112,14 @@ class CostModel:
         tensor_parallel_size: GPUs the model is sharded over.
         kv_cache_dtype: ``"auto"`` (the model's dtype) or ``"fp8"`` (also ``fp8_e4m3``,
             ``fp8_e5m2``).
+        quantization: the weights' quantization (``"fp8"``); None: the model's dtype.
         enforce_eager: run without CUDA graphs (one kernel launch at a time).
         calibration: coefficients; the bundled fitted ones by default.
         engine: whose per-step host time applies (an engine with an adapter).
 
     Raises:
         EngineConfigError: the tensor-parallel size does not divide the model's heads.
-        ConfigError: an unknown ``kv_cache_dtype``.
+        ConfigError: an unknown ``kv_cache_dtype`` or ``quantization``.
     """
 
     def __init__(
@@ -125,11 +129,17 @@ class CostModel:
         *,
         tensor_parallel_size: int = 1,
         kv_cache_dtype: str = "auto",
+        quantization: str | None = None,
         enforce_eager: bool = False,
         calibration: Calibration | None = None,
         engine: str = DEFAULT_ENGINE,
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
+        if quantization is not None and quantization not in QUANTIZATIONS:
+            raise ConfigError(
+                f"quantization {quantization!r} is not simulated; use one of "
+                f"{', '.join(QUANTIZATIONS)} or none"
+            )
         self.model = model
         self.nominal_gpu = gpu
         # Factors fitted to the user's measurements scale the datasheet rates once here.
@@ -143,7 +153,11 @@ class CostModel:
         )
         self.tensor_parallel_size = tensor_parallel_size
         self.kv_cache_dtype = kv_cache_dtype
+        self.quantization = quantization
         self.enforce_eager = enforce_eager
+        # Linear layers' weight width and tensor-core rate (the LM head stays 16-bit).
+        self._weight_bytes = 1 if quantization == "fp8" else model.dtype_bytes
+        self._gemm_peak = self.gpu.fp8_flops if quantization == "fp8" else self.gpu.bf16_flops
         self.engine = str(engine)
         self.calibration = calibration or load_calibration()
         self._eager_family = self.calibration.family_for(gpu)
@@ -222,8 +236,15 @@ class CostModel:
         return max(corrected, _MIN_SHARE_WITH_TERMS * total_s)
 
     # ---- kernels ----------------------------------------------------------------------
-    def _roofline(self, flops: Num, moved: Num, c: GemmCoeffs, split: list[float]) -> None:
-        peak = self.gpu.bf16_flops
+    def _roofline(
+        self,
+        flops: Num,
+        moved: Num,
+        c: GemmCoeffs,
+        split: list[float],
+        peak: float | None = None,
+    ) -> None:
+        peak = self.gpu.bf16_flops if peak is None else peak
         bw = self.gpu.mem_bw_bytes_s
         t = float(roofline_time_s(flops, moved, peak, bw, c))
         is_compute_bound = float(flops) / (c.compute_eff * peak) >= float(moved) / (
@@ -253,12 +274,12 @@ class CostModel:
 
     def _mlp(self, tokens: int, fam: FamilyCoeffs, split: list[float]) -> None:
         model, dims = self.model, self._dims
-        b = model.dtype_bytes
+        b, wb, peak = model.dtype_bytes, self._weight_bytes, self._gemm_peak
         act = fam.elementwise["mlp_act"]
         if not model.is_moe:
             for op in ("mlp_up_proj", "mlp_down_proj"):
                 k, n = dims.gemm_shapes()[op]
-                self._roofline(*gemm_flops_bytes(float(tokens), k, n, b), fam.gemm, split)
+                self._roofline(*gemm_flops_bytes(float(tokens), k, n, b, wb), fam.gemm, split, peak)
             split[1] += self._elementwise(
                 tokens, dims.elementwise_bytes_per_token()["mlp_act"], act
             )
@@ -270,8 +291,8 @@ class CostModel:
         )
         self._roofline(*gemm_flops_bytes(float(tokens), h, model.num_experts, b), fam.gemm, split)
         flops = 2.0 * routed * h * 3 * width
-        moved = b * (touched * 3 * h * width + routed * (2 * h + 3 * width))
-        self._roofline(flops, moved, fam.gemm, split)
+        moved = wb * touched * 3 * h * width + b * routed * (2 * h + 3 * width)
+        self._roofline(flops, moved, fam.gemm, split, peak)
         split[1] += self._elementwise(routed, 3 * width * b, act)
 
     # ---- per-token-count parts (cached in the fast path) --------------------------------
@@ -282,7 +303,10 @@ class CostModel:
         for op in ("attn_pre_proj", "attn_post_proj"):
             k, n = dims.gemm_shapes()[op]
             self._roofline(
-                *gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes), fam.gemm, layer
+                *gemm_flops_bytes(float(tokens), k, n, self.model.dtype_bytes, self._weight_bytes),
+                fam.gemm,
+                layer,
+                self._gemm_peak,
             )
         self._mlp(tokens, fam, layer)
         per_token = dims.elementwise_bytes_per_token()

@@ -80,9 +80,16 @@ def roofline_time_s(
     return c.latency_s + (compute**p + memory**p) ** (1.0 / p)
 
 
-def gemm_flops_bytes(m: Num, k: Num, n: Num, dtype_bytes: int = 2) -> tuple[Num, Num]:
-    """FLOPs and bytes of an (m x k) @ (k x n) product: weights plus input and output."""
-    return 2.0 * m * k * n, dtype_bytes * (k * n + m * (k + n))
+def gemm_flops_bytes(
+    m: Num, k: Num, n: Num, dtype_bytes: int = 2, weight_bytes: int | None = None
+) -> tuple[Num, Num]:
+    """FLOPs and bytes of an (m x k) @ (k x n) product: weights plus input and output.
+
+    ``weight_bytes`` is the weights' width when it differs from the activations' (fp8
+    weights with 16-bit activations).
+    """
+    w = dtype_bytes if weight_bytes is None else weight_bytes
+    return 2.0 * m * k * n, w * k * n + dtype_bytes * m * (k + n)
 
 
 def gemm_time_s(

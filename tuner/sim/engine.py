@@ -315,6 +315,7 @@ def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
         config.gpu,
         tensor_parallel_size=view.tensor_parallel_size,
         kv_cache_dtype=view.kv_cache_dtype,
+        quantization=view.quantization,
         enforce_eager=view.enforce_eager,
         engine=config.engine,
     )

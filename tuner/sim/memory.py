@@ -203,6 +203,7 @@ def kv_capacity(
     memory_fraction: float | None = None,
     block_size: int = 16,
     kv_cache_dtype: str = "auto",
+    quantization: str | None = None,
     max_model_len: int | None = None,
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
     max_num_batched_tokens: int | None = None,
@@ -226,6 +227,7 @@ def kv_capacity(
             ``free_gpu_memory_fraction``.
         block_size: tokens per KV block (TensorRT-LLM's ``tokens_per_block``).
         kv_cache_dtype: ``auto`` or ``fp8`` (fp8 halves a 16-bit cache).
+        quantization: the weights' quantization (``fp8``); None: the checkpoint's dtype.
         max_model_len: longest sequence; the model's ``max_position_embeddings`` by default.
         max_num_seqs: sequences per step (sizes the sampler's logits).
         max_num_batched_tokens: tokens per step (sizes the activation peak); 8,192 by default.
@@ -262,7 +264,7 @@ def kv_capacity(
             f"model's config.json). Decrease `max_model_len` to at most "
             f"{model.max_position_embeddings}."
         )
-    weights = model.weight_bytes // tp
+    weights = model.weight_bytes_at(quantization) // tp
     non_torch = knobs.non_torch_bytes + (tp - 1) * knobs.non_torch_per_extra_rank_bytes
     _check_weights_fit(model, gpu, tp, weights, non_torch)
     batched = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS

@@ -33,6 +33,7 @@ class WorkloadChoice:
     time_scale: float | None = None
     num_requests: int | None = None
     seed: int = 0
+    concurrency: int | None = None
 
     @property
     def label(self) -> str | None:
@@ -100,6 +101,7 @@ def simulate_flags(
         seed=workload.seed,
         progress=progress,
         max_tokens=max_tokens,
+        concurrency=workload.concurrency,
     )
     if requests_out is not None:
         write_observed(result.records, requests_out, trace=trace.requests)

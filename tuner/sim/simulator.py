@@ -1,7 +1,10 @@
 """Offline simulation: replay a trace through an engine core as fast as the CPU allows.
 
 Time advances by the cost model's step times; a request joins the first step that starts
-at or after its arrival. Runs of identical pure-decode steps between events (the next
+at or after its arrival. In a closed loop (``concurrency``) the trace's timestamps are
+ignored: ``concurrency`` requests start at once and each finished request is replaced by the
+next at the end of the step that finished it, as ``slotune bench --concurrency``, ``vllm bench
+serve --max-concurrency`` and AIPerf keep a fixed number in flight. Runs of identical pure-decode steps between events (the next
 arrival, a request about to finish, a block shortage) are applied at once
 (``EngineCore.decode_run``), which keeps a whole day-long trace within seconds.
 """
@@ -9,12 +12,13 @@ arrival, a request about to finish, a block shortage) are applied at once
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
-from slotune.collector.run_figures import SimEngineFigures, StepBreakdown
+from slotune.collector.run_figures import LoadFigures, SimEngineFigures, StepBreakdown
 from slotune.collector.slo import SLO
 from slotune.collector.summary import summarize
 from slotune.collector.workload import Trace, resolve_workload, retime
@@ -112,6 +116,7 @@ def simulate(
     seed: int = 0,
     progress: ProgressCallback | None = None,
     max_tokens: int | None = None,
+    concurrency: int | None = None,
 ) -> SimResult:
     """Serve every request of ``trace`` on a simulated engine.
 
@@ -124,12 +129,16 @@ def simulate(
         progress: called now and then with (finished requests, total requests).
         max_tokens: every request's ``max_tokens``; the trace's output lengths are then
             where the model emits EOS (see :func:`trace_requests`).
+        concurrency: keep this many requests in flight (closed loop) instead of the
+            trace's arrivals; the summary then covers the steady state only (see
+            :func:`steady_state`).
 
     Returns:
         Records, summary, timings, time series, step split and the resolved config.
 
     Raises:
-        ConfigError / EngineConfigError: the configuration is invalid, as the engine says.
+        ConfigError / EngineConfigError: the configuration is invalid, as the engine says;
+            a closed loop with too few requests for a steady state.
     """
     return replay(
         EngineCore.create(config),
@@ -138,6 +147,7 @@ def simulate(
         seed=seed,
         progress=progress,
         max_tokens=max_tokens,
+        concurrency=concurrency,
     )
 
 
@@ -149,6 +159,7 @@ def replay(
     seed: int = 0,
     progress: ProgressCallback | None = None,
     max_tokens: int | None = None,
+    concurrency: int | None = None,
 ) -> SimResult:
     """Serve every request of ``trace`` on an engine core built by the caller.
 
@@ -156,11 +167,16 @@ def replay(
     core with its own cost model or KV capacity.
     """
     requests = trace_requests(trace, max_tokens=max_tokens)
+    window = None if concurrency is None else steady_state(len(requests), concurrency)
     timeline = _Timeline(
         requests, sample_interval_s=max(0.5, trace.duration_s / _MAX_SERIES_POINTS)
     )
-    _run(core, requests, timeline, progress)
+    _run(core, requests, timeline, progress, concurrency)
     records = timeline.records()
+    load = None
+    if window is not None:
+        records = records[window]
+        load = _closed_loop_load(len(requests), window)
     stats = core.stats
     breakdown = timeline.breakdown()
     kv_log = core.kv_log_lines()
@@ -176,7 +192,7 @@ def replay(
         step_time_breakdown=breakdown,
         kv_warning=kv_warning or None,
     )
-    summary = summarize(records, slos, engine=engine)
+    summary = summarize(records, slos, engine=engine, load=load)
     params = core.config.to_dict() | {"seed": seed}
     return SimResult(
         records=records,
@@ -189,16 +205,57 @@ def replay(
     )
 
 
-def replay_timings(core: EngineCore, trace: Trace) -> list[RequestTiming]:
+def replay_timings(
+    core: EngineCore, trace: Trace, *, concurrency: int | None = None
+) -> list[RequestTiming]:
     """Per-request timings of ``trace`` served on ``core``, without records or summary.
 
     The cheap form of :func:`replay` for loops that run the simulator many times
-    (calibration): same simulation, only arrival, first-token and finish times kept.
+    (calibration): same simulation, only arrival, first-token and finish times kept; in a
+    closed loop, only the steady state's.
     """
     requests = trace_requests(trace)
+    window = None if concurrency is None else steady_state(len(requests), concurrency)
     timeline = _Timeline(requests, sample_interval_s=float("inf"))
-    _run(core, requests, timeline, None)
-    return timeline.timings()
+    _run(core, requests, timeline, None, concurrency)
+    timings = timeline.timings()
+    return timings if window is None else timings[window]
+
+
+def steady_state(num_requests: int, concurrency: int) -> slice:
+    """The requests a closed loop measures: all but the first and the last ``concurrency``.
+
+    The first ``concurrency`` start together (a burst no steady state has), and the last
+    ``concurrency`` finish while fewer and fewer others run; the rest see a full loop, as
+    AIPerf's warm-up and cool-down leave them.
+
+    Raises:
+        ConfigError: fewer than ``3 * concurrency`` requests, which leaves too few measured.
+    """
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+    if num_requests < 3 * concurrency:
+        raise ConfigError(
+            f"a closed loop at --concurrency {concurrency} needs at least "
+            f"{3 * concurrency} requests (the first and last {concurrency} are warm-up and "
+            f"cool-down), got {num_requests}: raise --num-requests"
+        )
+    return slice(concurrency, num_requests - concurrency)
+
+
+def _closed_loop_load(num_requests: int, window: slice) -> LoadFigures:
+    return LoadFigures(
+        target_rate=None,
+        offered_rate=None,
+        achieved_rate=None,
+        send_lag_ms=None,
+        num_warmup=window.start,
+        num_cooldown=num_requests - window.stop,
+        num_cooldown_cancelled=0,
+        num_sent=num_requests,
+        usage_missing=0,
+        client_token_mismatches=0,
+    )
 
 
 def _run(
@@ -206,20 +263,31 @@ def _run(
     requests: list[SimRequest],
     timeline: _Timeline,
     progress: ProgressCallback | None,
+    concurrency: int | None = None,
 ) -> None:
     now = 0.0
     nxt = 0
     total = len(requests)
     events = 0
+    # closed loop: requests that may start now (a finished one frees its place at once)
+    num_free = total if concurrency is None else concurrency
     while True:
         # arrivals
-        while nxt < total and requests[nxt].arrival_s <= now:
+        while nxt < total and (
+            requests[nxt].arrival_s <= now if concurrency is None else num_free > 0
+        ):
+            if concurrency is not None:
+                requests[nxt] = replace(requests[nxt], arrival_s=now)
+                num_free -= 1
             try:
                 core.add_request(requests[nxt])
             except RequestRejected as e:
                 timeline.fail(nxt, "http_4xx", str(e))
+                num_free += 1
             nxt += 1
-        next_arrival = requests[nxt].arrival_s if nxt < total else float("inf")
+        next_arrival = (
+            requests[nxt].arrival_s if nxt < total and concurrency is None else float("inf")
+        )
         if not core.has_unfinished():
             if nxt >= total:
                 break
@@ -230,14 +298,16 @@ def _run(
         run = core.decode_run(1 << 30, next_arrival - now, with_split=with_split)
         if run is not None:
             now = timeline.add_run(run, now)
+            num_free += len(run.finished)
         else:
             result = core.step(with_split=with_split)
             if result is None:
-                if nxt >= total:
+                if nxt >= total or next_arrival == float("inf"):
                     break
                 now = next_arrival
                 continue
             now = timeline.add_step(result, now)
+            num_free += len(result.finished)
         timeline.maybe_sample(core, now)
         events += 1
         if progress is not None and events % _PROGRESS_EVERY_STEPS == 0:

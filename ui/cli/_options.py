@@ -88,6 +88,17 @@ TraceOption = Annotated[
         rich_help_panel=WORKLOAD_PANEL,
     ),
 ]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="Closed loop: keep C requests in flight, each finished one replaced at once "
+        "(the trace's timestamps and --rate are ignored). The first and last C requests are "
+        "warm-up and cool-down; the figures cover the steady state in between.",
+        rich_help_panel=WORKLOAD_PANEL,
+    ),
+]
 RateOption = Annotated[
     float | None,
     typer.Option(

@@ -15,6 +15,7 @@ from slotune.collector.vocabulary import DEFAULT_ENGINE
 from slotune.ui.cli._common import JsonOption, console, err_console, print_json
 from slotune.ui.cli._options import (
     WORKLOAD_PANEL,
+    ConcurrencyOption,
     EngineOption,
     InputLenOption,
     MaybeGpuOption,
@@ -92,6 +93,7 @@ def sim(
     input_len: InputLenOption = None,
     output_len: OutputLenOption = None,
     rate: RateOption = None,
+    concurrency: ConcurrencyOption = None,
     time_scale: TimeScaleOption = None,
     num_requests: NumRequestsOption = None,
     max_tokens: Annotated[
@@ -142,7 +144,7 @@ def sim(
     if ctx.invoked_subcommand is not None:
         return
     choice = WorkloadChoice(
-        workload, trace, input_len, output_len, rate, time_scale, num_requests, seed
+        workload, trace, input_len, output_len, rate, time_scale, num_requests, seed, concurrency
     )
     with _ProgressBar(enabled=not json_) as callback:
         _, result = simulate_flags(

@@ -9,11 +9,18 @@ from slotune.tuner.sim.catalog._loader import (
     list_models,
     load_catalog_file,
 )
-from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec, StepTerms
+from slotune.tuner.sim.catalog._types import (
+    GPU,
+    QUANTIZATIONS,
+    Efficiency,
+    ModelSpec,
+    StepTerms,
+)
 
 __all__ = [
     "CATALOG_ENV",
     "GPU",
+    "QUANTIZATIONS",
     "Efficiency",
     "ModelSpec",
     "StepTerms",

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FP8_BYTES = 1
+QUANTIZATIONS = ("fp8",)
+"""Weight quantizations the simulator prices (``--quantization``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class StepTerms:
@@ -123,3 +127,15 @@ class ModelSpec:
     def weight_bytes(self) -> int:
         """All weights in bytes at ``dtype_bytes`` per parameter."""
         return self.num_params * self.dtype_bytes
+
+    def weight_bytes_at(self, quantization: str | None) -> int:
+        """All weights in bytes served at ``quantization`` (None: the checkpoint's dtype).
+
+        fp8 (vLLM's and SGLang's ``--quantization fp8``, TensorRT-LLM's FP8 checkpoints)
+        stores the linear layers at one byte per weight; the embedding and the LM head keep
+        ``dtype_bytes``.
+        """
+        if quantization is None:
+            return self.weight_bytes
+        embeddings = 2 * self.vocab_size * self.hidden_size
+        return (self.num_params - embeddings) * FP8_BYTES + embeddings * self.dtype_bytes
