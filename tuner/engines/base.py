@@ -137,6 +137,9 @@ class SimView:
         memory_fraction: the engine's memory-fraction setting, as the engine means it.
         enforce_eager: no CUDA graphs.
         quantization: the weights' quantization (``fp8``); None: the model's dtype.
+        overlaps_host: the engine prepares the next step on the CPU while the GPU runs this
+            one (vLLM's async scheduling, SGLang's overlap scheduler), so a step takes the
+            longer of its GPU and host times instead of their sum.
     """
 
     max_running: int
@@ -150,6 +153,7 @@ class SimView:
     memory_fraction: float
     enforce_eager: bool
     quantization: str | None = None
+    overlaps_host: bool = False
 
 
 _T = TypeVar("_T")

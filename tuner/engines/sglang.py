@@ -118,6 +118,7 @@ class SglangConfig(EngineConfig):
     context_length: int | None = None
     enable_mixed_chunk: bool = False
     quantization: str | None = None
+    disable_overlap_schedule: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,7 @@ class ResolvedSglang(ResolvedConfig):
     context_length: int
     enable_mixed_chunk: bool
     quantization: str | None
+    disable_overlap_schedule: bool
 
     def to_dict(self) -> dict[str, Any]:
         """Arguments by SGLang's names, plus ``engine``, ``model`` and ``gpu`` ids."""
@@ -270,6 +272,7 @@ def resolve(config: SglangConfig) -> ResolvedSglang:
         context_length=config.context_length or model.max_position_embeddings,
         enable_mixed_chunk=config.enable_mixed_chunk,
         quantization=config.quantization,
+        disable_overlap_schedule=config.disable_overlap_schedule,
     )
     _validate(r, config)
     if r.max_running_requests is not None or r.kv_cache_dtype not in SIM_KV_CACHE_DTYPES:
@@ -491,6 +494,7 @@ _VALUE_FLAGS: tuple[tuple[str, str, Any], ...] = (
 _BOOL_FLAGS: tuple[tuple[str, str], ...] = (
     ("disable_radix_cache", "--disable-radix-cache"),
     ("enable_mixed_chunk", "--enable-mixed-chunk"),
+    ("disable_overlap_schedule", "--disable-overlap-schedule"),
 )
 _FLAG_ALIASES = {"tp_size": ["--tensor-parallel-size"], "dp_size": ["--data-parallel-size"]}
 FLAGS_HELP = (
@@ -498,7 +502,7 @@ FLAGS_HELP = (
     "--max-running-requests N, --chunked-prefill-size N (-1: off), --max-prefill-tokens N, "
     "--mem-fraction-static F, --schedule-policy lpm|fcfs|lof|random|dfs-weight, "
     "--schedule-conservativeness F, --disable-radix-cache, --enable-mixed-chunk, "
-    "--cuda-graph-max-bs N, --page-size N, --tp-size N, --kv-cache-dtype auto|fp8_e4m3|fp8_e5m2, --quantization fp8, "
+    "--cuda-graph-max-bs N, --page-size N, --tp-size N, --kv-cache-dtype auto|fp8_e4m3|fp8_e5m2, --quantization fp8, --disable-overlap-schedule, "
     "--context-length N."
 )
 
@@ -711,6 +715,7 @@ class SglangAdapter(EngineAdapter):
             memory_fraction=r.mem_fraction_static,
             enforce_eager=False,
             quantization=r.quantization,
+            overlaps_host=not r.disable_overlap_schedule,
         )
 
     def scheduler(
@@ -719,7 +724,7 @@ class SglangAdapter(EngineAdapter):
         return SglangScheduler(schedule_of(_resolved(resolved), view.max_running), block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
-        # SGLang's overlap scheduler is not modelled: its steps carry vLLM's host time.
+        # The same host work as vLLM's; the overlap scheduler hides it (SimView.overlaps_host).
         return overhead.step_s
 
     def kv_log_lines(self, capacity: KvCapacity, max_len: int) -> list[str]:

@@ -84,6 +84,7 @@ class VllmConfig(EngineConfig):
     tensor_parallel_size: int | None = None
     kv_cache_dtype: str | None = None
     quantization: str | None = None
+    async_scheduling: bool | None = None
     enforce_eager: bool = False
     scheduling_policy: str | None = None
     served_model_name: str | None = None
@@ -109,6 +110,7 @@ class ResolvedVllm(ResolvedConfig):
     tensor_parallel_size: int
     kv_cache_dtype: str
     quantization: str | None
+    async_scheduling: bool
     enforce_eager: bool
     scheduling_policy: str
     served_model_name: str
@@ -179,6 +181,9 @@ def resolve_vllm(c: VllmConfig) -> ResolvedVllm:
         tensor_parallel_size=c.tensor_parallel_size or 1,
         kv_cache_dtype=c.kv_cache_dtype or "auto",
         quantization=c.quantization,
+        # On by default (vLLM's VllmConfig) unless an option it does not support is set;
+        # none of those is simulated.
+        async_scheduling=True if c.async_scheduling is None else c.async_scheduling,
         enforce_eager=c.enforce_eager,
         scheduling_policy=c.scheduling_policy or "fcfs",
         served_model_name=c.served_model_name or model.hf_name,
@@ -300,6 +305,7 @@ _VALUE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
 _BOOL_FLAGS = (
     ("enable_chunked_prefill", "--enable-chunked-prefill"),
     ("enable_prefix_caching", "--enable-prefix-caching"),
+    ("async_scheduling", "--async-scheduling"),
 )
 _CHOICES: dict[str, Sequence[Any]] = {
     "block_size": VLLM_BLOCK_SIZES,
@@ -316,7 +322,7 @@ VLLM_FLAGS_HELP = (
     "--max-model-len N, --enable-chunked-prefill / --no-enable-chunked-prefill, "
     "--enable-prefix-caching / --no-enable-prefix-caching, --long-prefill-token-threshold N, "
     "--max-num-partial-prefills N, --max-long-partial-prefills N, --block-size N, "
-    "--gpu-memory-utilization F, --tensor-parallel-size/-tp N, --kv-cache-dtype auto|fp8, --quantization fp8, "
+    "--gpu-memory-utilization F, --tensor-parallel-size/-tp N, --kv-cache-dtype auto|fp8, --quantization fp8, --no-async-scheduling, "
     "--scheduling-policy fcfs|priority, --enforce-eager."
 )
 
@@ -603,6 +609,7 @@ class VllmAdapter(EngineAdapter):
             memory_fraction=r.gpu_memory_utilization,
             enforce_eager=r.enforce_eager,
             quantization=r.quantization,
+            overlaps_host=r.async_scheduling,
         )
 
     def scheduler(

@@ -116,6 +116,9 @@ class CostModel:
         enforce_eager: run without CUDA graphs (one kernel launch at a time).
         calibration: coefficients; the bundled fitted ones by default.
         engine: whose per-step host time applies (an engine with an adapter).
+        overlaps_host: the host time of a step runs while the GPU runs the previous one
+            (vLLM's async scheduling, SGLang's overlap scheduler), so it shows only where
+            it is longer than the GPU's.
 
     Raises:
         EngineConfigError: the tensor-parallel size does not divide the model's heads.
@@ -133,6 +136,7 @@ class CostModel:
         enforce_eager: bool = False,
         calibration: Calibration | None = None,
         engine: str = DEFAULT_ENGINE,
+        overlaps_host: bool = False,
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
         if quantization is not None and quantization not in QUANTIZATIONS:
@@ -155,11 +159,18 @@ class CostModel:
         self.kv_cache_dtype = kv_cache_dtype
         self.quantization = quantization
         self.enforce_eager = enforce_eager
+        self.overlaps_host = overlaps_host
         # Linear layers' weight width and tensor-core rate (the LM head stays 16-bit).
         self._weight_bytes = 1 if quantization == "fp8" else model.dtype_bytes
         self._gemm_peak = self.gpu.fp8_flops if quantization == "fp8" else self.gpu.bf16_flops
         self.engine = str(engine)
         self.calibration = calibration or load_calibration()
+        # fp8 GEMMs quantize their input first: one more small kernel per linear layer.
+        self._quant_s_per_layer = (
+            4 * self.calibration.quantization.fp8_activation_quant_latency_s
+            if quantization == "fp8"
+            else 0.0
+        )
         self._eager_family = self.calibration.family_for(gpu)
         self._graph_family = _graph_replay(
             self._eager_family, self.calibration.overhead.cuda_graph_latency_scale
@@ -264,7 +275,7 @@ class CostModel:
                 dict.fromkeys(c.bus_bw_eff, pcie.bus_bw_eff),
             )
         elif num_bytes <= self._custom_all_reduce_max_bytes:
-            latency = self.calibration.custom_all_reduce.latency_s
+            latency = self.calibration.custom_all_reduce.latency_for(self.tensor_parallel_size)
             c = AllReduceCoeffs({n: latency for n in c.latency_s}, c.bus_bw_eff)
         return self._all_reduce_extra_s + float(
             all_reduce_time_s(
@@ -312,6 +323,7 @@ class CostModel:
         per_token = dims.elementwise_bytes_per_token()
         for op in ("input_layernorm", "attn_rope", "post_attention_layernorm", "add"):
             layer[1] += self._elementwise(tokens, per_token[op], fam.elementwise[op])
+        layer[1] += self._quant_s_per_layer
         all_reduce = self._all_reduce(tokens * self.model.hidden_size * self.model.dtype_bytes, fam)
         layer[2] += 2 * all_reduce
         layers = self.model.num_layers
@@ -402,7 +414,9 @@ class CostModel:
         launch_s = self._graph_launch_s if in_graph else self._eager_launch_s
         if launch_s > gpu_s:
             gpu_s = launch_s
-        total = gpu_s + self._step_s + self._per_seq_s * num_seqs
+        host_s = self._step_s + self._per_seq_s * num_seqs
+        # async scheduling: the host prepares this step while the GPU runs the last one
+        total = max(gpu_s, host_s) if self.overlaps_host else gpu_s + host_s
         if self._has_terms:
             return self._with_terms(
                 total,
@@ -455,7 +469,10 @@ class CostModel:
             )
             launch_s, eager_extra = self._eager_launch_s, eager - linear.total_s - head.total_s
         exposed_launch = max(0.0, launch_s - (gpu_s + eager_extra))
-        overhead = eager_extra + exposed_launch + self._step_s + self._per_seq_s * num_seqs
+        host_s = self._step_s + self._per_seq_s * num_seqs
+        if self.overlaps_host:
+            host_s = max(0.0, host_s - (gpu_s + eager_extra + exposed_launch))
+        overhead = eager_extra + exposed_launch + host_s
         if self._has_terms:
             # The fitted terms stand for host and kernel time the roofline does not see.
             total = gpu_s + overhead

@@ -7,6 +7,7 @@ overhead, memory reserves). Both carry their provenance; no coefficient lives in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -103,8 +104,22 @@ class CustomAllReduceKnobs:
     """The engines' own all-reduce kernel for small messages over NVLink-class links."""
 
     latency_s: float
+    latency_per_doubling_s: float
     max_bytes: int
     min_interconnect_bytes_s: float
+
+    def latency_for(self, num_workers: int) -> float:
+        """One small all-reduce over ``num_workers`` ranks: ``latency_s`` at two, plus
+        ``latency_per_doubling_s`` each time the ranks double (each rank reads every peer's
+        buffer, so the kernel's fixed time grows with the group)."""
+        return self.latency_s + self.latency_per_doubling_s * max(0.0, math.log2(num_workers) - 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantizationKnobs:
+    """What fp8 weights add to a linear layer besides its halved weight bytes."""
+
+    fp8_activation_quant_latency_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +149,7 @@ class Calibration:
     attention: AttentionKnobs
     overhead: OverheadKnobs
     custom_all_reduce: CustomAllReduceKnobs
+    quantization: QuantizationKnobs
     pcie_all_reduce: PcieAllReduceKnobs
     memory: MemoryKnobs
     source: str
@@ -227,8 +243,14 @@ def parse_calibration(
         _section(knobs, "custom_all_reduce", origin),
         f"{origin}.custom_all_reduce",
         "latency_s",
+        "latency_per_doubling_s",
         "max_bytes",
         "min_interconnect_gb_s",
+    )
+    quant = _floats(
+        _section(knobs, "quantization", origin),
+        f"{origin}.quantization",
+        "fp8_activation_quant_latency_s",
     )
     pcie = _floats(
         _section(knobs, "pcie_all_reduce", origin),
@@ -261,9 +283,11 @@ def parse_calibration(
         ),
         custom_all_reduce=CustomAllReduceKnobs(
             latency_s=car["latency_s"],
+            latency_per_doubling_s=car["latency_per_doubling_s"],
             max_bytes=int(car["max_bytes"]),
             min_interconnect_bytes_s=car["min_interconnect_gb_s"] * 1e9,
         ),
+        quantization=QuantizationKnobs(**quant),
         pcie_all_reduce=PcieAllReduceKnobs(**pcie),
         memory=MemoryKnobs(
             non_torch_bytes=int(mem["non_torch_gib"] * GIB),

@@ -316,6 +316,7 @@ def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
         tensor_parallel_size=view.tensor_parallel_size,
         kv_cache_dtype=view.kv_cache_dtype,
         quantization=view.quantization,
+        overlaps_host=view.overlaps_host,
         enforce_eager=view.enforce_eager,
         engine=config.engine,
     )

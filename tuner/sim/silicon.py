@@ -30,6 +30,10 @@ SYSTEM_GPUS = {
 """AIConfigurator's system names -> the catalog's GPU ids."""
 
 _TENSOR_PARALLEL = {"vllm": "tensor_parallel_size", "sglang": "tp_size"}
+# Defaults that changed between releases: (engine, parameter, value before, first release
+# with today's default). vLLM turned async scheduling on by default after 0.12
+# (vllm-project/vllm#27614).
+_OLDER_DEFAULTS = (("vllm", "async_scheduling", False, (0, 13)),)
 # Steady-state requests measured per row, over the warm-up and cool-down waves.
 _MEASURED_WAVES = 3
 
@@ -82,7 +86,25 @@ def silicon_case(row: SiliconRow, *, gpu: str | None = None) -> SiliconCase | st
     }
     if quantization is not None:
         params["quantization"] = quantization
+    params |= _release_defaults(row)
     return SiliconCase(row, adapter.config_from_params(model.id, gpu_id, params))
+
+
+def _release_defaults(row: SiliconRow) -> dict[str, object]:
+    """The defaults of the row's engine release where they differ from the current one."""
+    release = _version(row.engine_version)
+    return {
+        name: value
+        for engine, name, value, since in _OLDER_DEFAULTS
+        if engine == row.engine and release is not None and release < since
+    }
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    parts = text.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 def closed_loop_trace(row: SiliconRow, *, waves: int = _MEASURED_WAVES) -> Trace:
