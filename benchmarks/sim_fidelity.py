@@ -16,13 +16,27 @@ nominal 247). The simulator always generates exactly the requested tokens, so th
 length is the like-for-like comparison. Targets: |error| <= 15 % for E2E and ITL, <= 25 % for
 TTFT. Prints figures; asserts nothing.
 
+With ``--silicon FILE`` it checks closed-loop runs instead: every row of an AIConfigurator
+silicon CSV (``../shared/data/measurements/``) that slotune can model is simulated with the
+row's engine, model, precision, tensor-parallel size, lengths and concurrency, and
+AIConfigurator's own estimate of the same row runs beside it (its own virtual environment,
+``.venv-aic``: ``python3 -m venv .venv-aic && .venv-aic/bin/pip install aiconfigurator``, or
+``SLOTUNE_AIC_PYTHON``). It prints the error table by engine x model x TP x concurrency band,
+lists the rows it cannot model with the reason, and writes ``benchmarks/results/
+sim_fidelity_silicon.csv`` (every row), ``.txt`` (the table) and ``.png`` (predicted against
+measured; needs ``pip install 'slotune[bench]'``).
+
     .venv/bin/python benchmarks/sim_fidelity.py [--requests 2000] [--seed 0] [--rate-70b 2]
+    .venv/bin/python benchmarks/sim_fidelity.py --silicon ../shared/data/measurements/aiconfigurator_silicon_h100.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from slotune.tuner.sim import VllmConfig, simulate
 from slotune.tuner.sim.simulator import load_workload
@@ -87,12 +101,41 @@ def _run(point: Point, output_tokens: int, requests: int, seed: int) -> dict[str
     return {m: summary[f"{m}_ms"]["mean"] for m in ("e2e", "ttft", "itl")}
 
 
+def silicon(path: Path, aic_python: Path | None) -> None:
+    """The closed-loop check over a silicon CSV (see the module docstring)."""
+    import _silicon
+
+    start = time.process_time()
+    compared, skipped = _silicon.compare(path, aic_python=aic_python)
+    cpu_s = time.process_time() - start
+    lines = _silicon.table(compared)
+    lines.append("")
+    lines.append(f"{len(compared)} rows modelled, {len(skipped)} not (reason: rows):")
+    lines += [f"  {reason}: {n}" for reason, n in Counter(r for _, r in skipped).most_common()]
+    lines.append(f"slotune CPU time for {len(compared)} rows: {cpu_s:.1f} s (AIC's included)")
+    print("\n".join(lines))
+    _silicon.RESULTS.mkdir(exist_ok=True)
+    stem = _silicon.RESULTS / "sim_fidelity_silicon"
+    stem.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    _silicon.write_rows(compared, skipped, stem.with_suffix(".csv"))
+    plotted = _silicon.plot(compared, stem.with_suffix(".png"))
+    print(
+        f"wrote {stem}.txt, .csv"
+        + (", .png" if plotted else " (no plot: pip install 'slotune[bench]')")
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rate-70b", type=float, default=2.0)
+    parser.add_argument("--silicon", type=Path, help="an AIConfigurator silicon CSV to check")
+    parser.add_argument("--aic-python", type=Path, help="the Python of AIConfigurator's venv")
     args = parser.parse_args()
+    if args.silicon is not None:
+        silicon(args.silicon, args.aic_python)
+        return
     print(
         f"{'point':44} {'output':>10} {'metric':>6} {'published':>10} {'simulated':>10} "
         f"{'error':>8}  target"
