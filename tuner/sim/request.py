@@ -8,7 +8,7 @@ when ``eos_after_tokens`` is set, stops after that many like a model that emits 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
@@ -117,7 +117,10 @@ class RequestState:
     num_output_tokens: int = 0
     num_cached_tokens: int = 0
     num_hashed_blocks: int = 0
-    block_ids: list[int] = field(default_factory=list)
+    # KV blocks held; of them the first num_hashed_blocks carry block_hashes, except
+    # these (index -> key) whose hash another block carried first
+    num_blocks: int = 0
+    unshared_blocks: dict[int, object] | None = None
     was_scheduled: bool = False
     # Order the engine received it in: breaks ties of equal priority and arrival time.
     arrival_order: int = 0
