@@ -8,7 +8,7 @@ when ``eos_after_tokens`` is set, stops after that many like a model that emits 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -124,14 +124,16 @@ class RequestState:
     was_scheduled: bool = False
     # Order the engine received it in: breaks ties of equal priority and arrival time.
     arrival_order: int = 0
+    # prompt + generated tokens, kept by the scheduler as tokens are sampled (read for
+    # every running request every step)
+    num_tokens: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.num_tokens = self.request.prompt_tokens + self.num_output_tokens
 
     @property
     def request_id(self) -> str:
         return self.request.request_id
-
-    @property
-    def num_tokens(self) -> int:
-        return self.request.prompt_tokens + self.num_output_tokens
 
     @property
     def is_prefilling(self) -> bool:
