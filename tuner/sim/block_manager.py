@@ -158,9 +158,13 @@ class BlockManager:
         self, state: RequestState, num_new_tokens: int, hits: Sequence[int] = ()
     ) -> bool:
         """Whether ``num_new_tokens`` more tokens (after ``hits``) fit in free blocks."""
-        return self._num_to_allocate(state, num_new_tokens, hits) <= (
-            self._num_free - self.num_free_among(hits)
-        )
+        need = self._num_to_allocate(state, num_new_tokens, hits)
+        # Counting the cached free blocks among the hits walks them: only when it decides.
+        if need <= self._num_free - len(hits):
+            return True
+        if need > self._num_free:
+            return False
+        return need <= self._num_free - self.num_free_among(hits)
 
     # changes
     def allocate(self, state: RequestState, num_new_tokens: int, hits: Sequence[int] = ()) -> bool:
