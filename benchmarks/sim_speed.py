@@ -15,7 +15,7 @@ CPU-s than ``ead60ec``, >= 40x Vidur's requests per CPU-second. Prints figures; 
 nothing.
 
     .venv/bin/python benchmarks/sim_speed.py [--peer /tmp/ead60ec] [--repeat 1]
-        [--case azure-conv ...] [--vidur /work/venvs/vidur/bin/python]
+        [--case azure-conv ...] [--engine sglang] [--vidur /work/venvs/vidur/bin/python]
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--case", action="append", choices=list(CASES))
     parser.add_argument("--vidur", help="python of a venv with vidur installed")
+    parser.add_argument("--engine", default="vllm", help="the simulated engine's defaults")
     args = parser.parse_args()
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,17 +83,17 @@ def main() -> None:
         if args.peer is not None:
             trees[f"peer {args.peer}"] = namespace_for(args.peer, Path(tmp) / "peer")
         for case in args.case or list(CASES):
-            _run_case(case, trees, args.repeat)
+            _run_case(case, trees, args.repeat, args.engine)
     _report_vidur(args.vidur)
 
 
-def _run_case(case: str, trees: dict[str, Path], repeat: int) -> None:
+def _run_case(case: str, trees: dict[str, Path], repeat: int, engine: str) -> None:
     flags, num_requests = CASES[case]
     best: dict[str, float] = {}
     for _ in range(repeat):
         for name, path in trees.items():
             env = os.environ | {"PYTHONPATH": str(path)}
-            cmd = [sys.executable, "-c", CLI, "sim", *MODEL, *flags, "--json"]
+            cmd = [sys.executable, "-c", CLI, "sim", *MODEL, "--engine", engine, *flags, "--json"]
             best[name] = min(best.get(name, float("inf")), cpu_s(cmd, env))
     print(f"{case} ({num_requests:,} requests, best of {repeat}):")
     for name, seconds in best.items():
