@@ -6,20 +6,48 @@ take it back ("cached free block"). Allocation takes the least recently freed bl
 and evicts its hash. A request frees its blocks tail first, so its last blocks are
 evicted before its first ones (the prefix others are most likely to share).
 
-Until the first prefix hash is registered every free block is interchangeable, so the free
-queue is a plain FIFO list moved in bulk (traces without prefix identity never leave this
-mode); the LRU queue with per-block reference counts takes over at the first hash.
+A block has no identity beyond its prefix hash: a hashed block is its hash (the cache
+maps a hash to one block), and unhashed blocks are interchangeable. So a request holds a
+count of blocks, and the free queue is a queue of runs, one per release: a run is the
+request's unhashed tail blocks, counted, then its hashed blocks, tail first. Admitting,
+extending, freeing and evicting are bulk operations on a request's hash list, with no
+per-block Python work. A cached free block taken back by a hit leaves a stale entry in
+its run, skipped when the run is evicted.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import filterfalse
 from typing import cast
 
 from slotune.tuner.sim.request import RequestState
+
+
+@dataclass(slots=True, eq=False)
+class _Run:
+    """Blocks one request released, in eviction order: ``anonymous`` unhashed, then ``keys``.
+
+    ``keys[:head]`` are evicted; a later key is live while the cache maps it to this run.
+    ``num_free`` counts the live blocks (anonymous included).
+    """
+
+    anonymous: int
+    keys: list[object]
+    num_free: int
+    head: int = 0
+
+
+# What the cache maps a hash to while a request holds its block.
+_HELD = _Run(0, [], 0)
+
+
+class _Unshared:
+    """Key of a block whose hash another block already carries: never a prefix hit."""
+
+    __slots__ = ()
 
 
 @dataclass(slots=True)
@@ -58,14 +86,13 @@ class BlockManager:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_caching = enable_caching
-        # Holders beyond the first of blocks several requests share (prefix hits on a block
-        # in use); a block is free exactly when it sits in the free queue.
-        self._extra_holders: dict[int, int] = {}
-        self._hash: list[int | None] = [None] * num_blocks
-        self._cached: dict[int, int] = {}
-        self._fifo: list[int] | None = list(range(num_blocks))
-        self._fifo_head = 0
-        self._free: OrderedDict[int, None] = OrderedDict()
+        self._num_free = num_blocks
+        self._queue: deque[_Run] = deque([_Run(num_blocks, [], num_blocks)])
+        # hash -> the run holding its free block, or _HELD
+        self._cached: dict[object, _Run] = {}
+        # Holders beyond the first of blocks several requests share (prefix hits on a
+        # block in use).
+        self._extra_holders: dict[object, int] = {}
         self.prefix_queries = 0
         self.prefix_hits = 0
         self._memo: _PrefixMemo | None = None
@@ -74,32 +101,29 @@ class BlockManager:
     @property
     def num_free_blocks(self) -> int:
         """Blocks not held by any request (cached free blocks included)."""
-        if self._fifo is not None:
-            return len(self._fifo) - self._fifo_head
-        return len(self._free)
+        return self._num_free
 
     @property
     def usage(self) -> float:
         """Fraction of blocks held by requests (vLLM's ``kv_cache_usage_perc``)."""
-        return 1.0 - self.num_free_blocks / self.num_blocks if self.num_blocks else 0.0
+        return 1.0 - self._num_free / self.num_blocks if self.num_blocks else 0.0
 
-    def is_free(self, block_id: int) -> bool:
-        """Whether no request holds the block (it may still carry a reusable prefix)."""
-        if self._fifo is not None:
-            return block_id in self._fifo[self._fifo_head :]
-        return block_id in self._free
+    @property
+    def num_shared_holds(self) -> int:
+        """Holds beyond the first on blocks several requests share."""
+        return sum(self._extra_holders.values())
 
-    def num_free_among(self, block_ids: Sequence[int]) -> int:
-        """How many of ``block_ids`` no request holds (prefix hits on cached free blocks)."""
-        if not block_ids or self._fifo is not None:
-            return sum(map(self.is_free, block_ids))
-        return sum(map(self._free.__contains__, block_ids))
+    def num_free_among(self, hits: Sequence[int]) -> int:
+        """How many prefix hits (from :meth:`cached_prefix`) are cached free blocks."""
+        if not hits:
+            return 0
+        return len(hits) - list(map(self._cached.__getitem__, hits)).count(_HELD)
 
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 
     def cached_prefix(self, state: RequestState) -> list[int]:
-        """Block ids of the longest cached prefix of a request that has no KV yet.
+        """Hashes of the longest cached prefix of a request that has no KV yet.
 
         At least one token is always left to compute, as in vLLM: the last prompt token
         must run through the model to sample the first output token.
@@ -114,15 +138,16 @@ class BlockManager:
         if memo.may_extend:
             # C-level passes over doubling runs of the blocks not known to be cached yet,
             # up to the first miss (a long prompt has hundreds of blocks).
-            get, hashes = self._cached.get, state.block_hashes
+            contains, hashes = self._cached.__contains__, state.block_hashes
             run = 8
             while len(found) < limit:
-                more = list(map(get, hashes[len(found) : min(limit, len(found) + run)]))
-                missed = None in more
+                more = hashes[len(found) : min(limit, len(found) + run)]
+                hit = list(map(contains, more))
+                missed = False in hit
                 if missed:
-                    del more[more.index(None) :]
-                found += cast(list[int], more)
-                memo.block_set.update(cast(list[int], more))
+                    del more[hit.index(False) :]
+                found += more
+                memo.block_set.update(more)
                 if missed:
                     break
                 run *= 2
@@ -130,56 +155,55 @@ class BlockManager:
         return list(found)
 
     def can_allocate(
-        self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
+        self, state: RequestState, num_new_tokens: int, hits: Sequence[int] = ()
     ) -> bool:
-        """Whether ``num_new_tokens`` more tokens (after ``cached`` hits) fit in free blocks."""
-        return self._num_to_allocate(state, num_new_tokens, cached) <= (
-            self.num_free_blocks - self.num_free_among(cached)
-        )
+        """Whether ``num_new_tokens`` more tokens (after ``hits``) fit in free blocks."""
+        need = self._num_to_allocate(state, num_new_tokens, hits)
+        # Counting the cached free blocks among the hits walks them: only when it decides.
+        if need <= self._num_free - len(hits):
+            return True
+        if need > self._num_free:
+            return False
+        return need <= self._num_free - self.num_free_among(hits)
 
     # changes
-    def allocate(
-        self, state: RequestState, num_new_tokens: int, cached: Sequence[int] = ()
-    ) -> bool:
+    def allocate(self, state: RequestState, num_new_tokens: int, hits: Sequence[int] = ()) -> bool:
         """Give a request the blocks for ``num_new_tokens`` more tokens (vLLM ``allocate_slots``).
 
         Args:
-            state: the request; its ``num_computed_tokens`` excludes ``cached``.
+            state: the request; its ``num_computed_tokens`` excludes ``hits``.
             num_new_tokens: tokens scheduled this step.
-            cached: prefix-hit block ids from :meth:`cached_prefix` (first allocation only).
+            hits: prefix-hit hashes from :meth:`cached_prefix` (first allocation only).
 
         Returns:
             False, changing nothing, when the free blocks do not suffice.
         """
-        if not cached:
+        if not hits:
             # Hot path (every running request, every step): no prefix hits to take.
-            need = -(-(state.num_computed_tokens + num_new_tokens) // self.block_size) - len(
-                state.block_ids
+            need = -(-(state.num_computed_tokens + num_new_tokens) // self.block_size) - (
+                state.num_blocks
             )
             if need > 0:
-                if need > self.num_free_blocks:
+                if need > self._num_free:
                     return False
-                self._take_free(state.block_ids, need)
+                self._take_free(need)
+                state.num_blocks += need
             if self.enable_caching and state.num_hashed_blocks < len(state.block_hashes):
                 self._register(state, state.num_computed_tokens + num_new_tokens)
             return True
-        if not self.can_allocate(state, num_new_tokens, cached):
+        if not self.can_allocate(state, num_new_tokens, hits):
             return False
-        free, extra = self._free, self._extra_holders
-        for bid in cached:
-            if bid in free:
-                del free[bid]
-            else:
-                extra[bid] = extra.get(bid, 0) + 1
-        state.block_ids.extend(cached)
+        self._hold(hits)
+        state.num_blocks += len(hits)
         # The hit blocks already carry these hashes: registration starts after them.
-        state.num_hashed_blocks = len(cached)
-        num_hit = len(cached) * self.block_size
+        state.num_hashed_blocks = len(hits)
+        num_hit = len(hits) * self.block_size
         state.num_computed_tokens += num_hit
         state.num_cached_tokens = num_hit
-        need = self.blocks_for(state.num_computed_tokens + num_new_tokens) - len(state.block_ids)
+        need = self.blocks_for(state.num_computed_tokens + num_new_tokens) - state.num_blocks
         if need > 0:
-            self._take_free(state.block_ids, need)
+            self._take_free(need)
+            state.num_blocks += need
         if self.enable_caching:
             self._register(state, state.num_computed_tokens + num_new_tokens)
         return True
@@ -191,11 +215,14 @@ class BlockManager:
         carry no prefix hash, so nothing is registered.
         """
         bs = self.block_size
+        total = 0
         for state in states:
-            ids = state.block_ids
-            need = -(-(state.num_computed_tokens + num_new_tokens) // bs) - len(ids)
+            need = -(-(state.num_computed_tokens + num_new_tokens) // bs) - state.num_blocks
             if need > 0:
-                self._take_free(ids, need)
+                state.num_blocks += need
+                total += need
+        if total:
+            self._take_free(total)
 
     def record_lookup(self, state: RequestState) -> None:
         """Count one prefix-cache lookup of an admitted request, in tokens (vLLM's queries/hits)."""
@@ -205,86 +232,134 @@ class BlockManager:
 
     def free(self, state: RequestState) -> None:
         """Release a request's blocks, tail first; hashed ones stay reusable until evicted."""
-        if self._fifo is not None:
-            self._fifo.extend(reversed(state.block_ids))
-            state.block_ids.clear()
-            return
-        free, extra = self._free, self._extra_holders
-        tail_first = state.block_ids[::-1]
-        if not extra or extra.keys().isdisjoint(tail_first):
-            # Nobody shares these blocks (the common case): release them in bulk.
-            free.update(dict.fromkeys(tail_first))
-        else:
-            for bid in tail_first:
-                holders = extra.get(bid, 0)
+        num_blocks, hashed = state.num_blocks, state.num_hashed_blocks
+        keys = cast(list[object], state.block_hashes[hashed - 1 :: -1] if hashed else [])
+        if state.unshared_blocks:
+            for j, key in state.unshared_blocks.items():
+                keys[hashed - 1 - j] = key
+            state.unshared_blocks = None
+        extra = self._extra_holders
+        released = num_blocks
+        shared = extra.keys() & keys if extra else None
+        if shared:
+            # Blocks other requests still hold lose a holder and stay out of the queue.
+            for key in shared:
+                holders = extra[key]
                 if holders > 1:
-                    extra[bid] = holders - 1
-                elif holders == 1:
-                    del extra[bid]
+                    extra[key] = holders - 1
                 else:
-                    free[bid] = None
-        state.block_ids.clear()
+                    del extra[key]
+            released -= len(shared)
+            keys = list(filterfalse(shared.__contains__, keys))
+        state.num_blocks = 0
         state.num_hashed_blocks = 0
+        if released:
+            self._release(num_blocks - hashed, keys, released)
 
     # internals
     def _num_to_allocate(
-        self, state: RequestState, num_new_tokens: int, cached: Sequence[int]
+        self, state: RequestState, num_new_tokens: int, hits: Sequence[int]
     ) -> int:
-        total = state.num_computed_tokens + len(cached) * self.block_size + num_new_tokens
-        return self.blocks_for(total) - len(state.block_ids) - len(cached)
+        total = state.num_computed_tokens + len(hits) * self.block_size + num_new_tokens
+        return self.blocks_for(total) - state.num_blocks - len(hits)
 
-    def _take_free(self, out: list[int], count: int) -> None:
-        """Move ``count`` least recently freed blocks to ``out``, evicting their hashes."""
-        fifo = self._fifo
-        if fifo is not None:
-            head = self._fifo_head
-            out.extend(fifo[head : head + count])
-            head += count
-            if head > 4096 and 2 * head > len(fifo):
-                del fifo[:head]
-                head = 0
-            self._fifo_head = head
+    def _hold(self, hits: Sequence[int]) -> None:
+        """Take prefix-hit blocks: cached free ones leave the free queue, held ones gain a holder."""
+        cached = self._cached
+        runs = Counter(map(cached.__getitem__, hits))
+        num_held = runs.pop(_HELD, 0)
+        for run, k in runs.items():
+            run.num_free -= k
+        self._num_free -= len(hits) - num_held
+        if num_held:
+            extra = self._extra_holders
+            for h in hits:
+                if cached[h] is _HELD:
+                    extra[h] = extra.get(h, 0) + 1
+        cached.update(dict.fromkeys(hits, _HELD))
+
+    def _release(self, anonymous: int, keys: list[object], num_blocks: int) -> None:
+        """Queue released blocks as one run: ``anonymous`` unhashed ones, then ``keys``."""
+        queue = self._queue
+        last = queue[-1] if queue else None
+        if last is not None and not last.keys:
+            # The newest run is unhashed blocks only: extend it rather than queue another.
+            run = last
+            run.anonymous += anonymous
+            run.keys = keys
+            run.num_free += num_blocks
+        else:
+            run = _Run(anonymous, keys, num_blocks)
+            queue.append(run)
+        if keys:
+            self._cached.update(dict.fromkeys(keys, run))
+        self._num_free += num_blocks
+
+    def _take_free(self, count: int) -> None:
+        """Take ``count`` least recently freed blocks, evicting their hashes."""
+        self._num_free -= count
+        queue, cached = self._queue, self._cached
+        evicted: list[object] = []
+        while count:
+            run = queue[0]
+            live_keys = run.num_free - run.anonymous
+            if run.num_free <= count:
+                count -= run.num_free
+                rest = run.keys[run.head :]
+                if live_keys == len(rest):
+                    evicted += rest
+                elif live_keys:
+                    evicted += [key for key in rest if cached.get(key) is run]
+                queue.popleft()
+                continue
+            k = min(run.anonymous, count)
+            run.anonymous -= k
+            run.num_free -= count
+            count -= k
+            if count:
+                keys, head = run.keys, run.head
+                if live_keys == len(keys) - head:
+                    evicted += keys[head : head + count]
+                    run.head = head + count
+                else:
+                    i = head
+                    while count:
+                        key = keys[i]
+                        i += 1
+                        if cached.get(key) is run:
+                            evicted.append(key)
+                            count -= 1
+                    run.head = i
+                count = 0
+        if not evicted:
             return
-        free, hashes = self._free, self._hash
-        taken = list(islice(free, count))
-        if self._memo is not None:
-            evicted_prefix = self._memo.block_set.intersection(taken)
+        memo = self._memo
+        if memo is not None:
+            evicted_prefix = memo.block_set.intersection(cast(list[int], evicted))
             if evicted_prefix:
-                self._memo.truncate_at_any(evicted_prefix)
-        _consume(map(free.pop, taken))
-        # A block carries a hash exactly when the cache maps that hash to it.
-        evicted = [h for h in map(hashes.__getitem__, taken) if h is not None]
-        if evicted:
-            _consume(map(self._cached.pop, evicted))
-            _consume(map(hashes.__setitem__, taken, repeat(None)))
-        out.extend(taken)
-
-    def _leave_fifo_mode(self) -> None:
-        fifo = self._fifo
-        if fifo is None:
-            return
-        self._free = OrderedDict.fromkeys(fifo[self._fifo_head :])
-        self._fifo = None
+                memo.truncate_at_any(evicted_prefix)
+        _consume(map(cached.pop, evicted))
 
     def _register(self, state: RequestState, num_tokens_with_kv: int) -> None:
-        self._leave_fifo_mode()
         upto = min(len(state.block_hashes), num_tokens_with_kv // self.block_size)
         first = state.num_hashed_blocks
         if upto <= first:
             return
-        block_hash, cached = self._hash, self._cached
-        # Blocks past the hashed ones came fresh from the free queue (no hash yet).
+        cached = self._cached
         new_hashes = state.block_hashes[first:upto]
-        new_ids = state.block_ids[first:upto]
         if cached.keys().isdisjoint(new_hashes):
-            cached.update(zip(new_hashes, new_ids, strict=True))
-            _consume(map(block_hash.__setitem__, new_ids, new_hashes))
+            cached.update(dict.fromkeys(new_hashes, _HELD))
         else:
-            # Another request computed some of these blocks first: its copies stay cached.
-            for h, bid in zip(new_hashes, new_ids, strict=True):
-                if h not in cached:
-                    block_hash[bid] = h
-                    cached[h] = bid
+            # Another request computed some of these blocks first: its copies stay cached,
+            # and these are plain blocks no prefix will hit.
+            unshared = state.unshared_blocks
+            if unshared is None:
+                unshared = state.unshared_blocks = {}
+            for j, h in enumerate(new_hashes, first):
+                if h in cached:
+                    unshared[j] = _Unshared()
+                else:
+                    cached[h] = _HELD
         if self._memo is not None:
             self._memo.may_extend = True
         state.num_hashed_blocks = upto

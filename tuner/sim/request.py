@@ -117,18 +117,23 @@ class RequestState:
     num_output_tokens: int = 0
     num_cached_tokens: int = 0
     num_hashed_blocks: int = 0
-    block_ids: list[int] = field(default_factory=list)
+    # KV blocks held; of them the first num_hashed_blocks carry block_hashes, except
+    # these (index -> key) whose hash another block carried first
+    num_blocks: int = 0
+    unshared_blocks: dict[int, object] | None = None
     was_scheduled: bool = False
     # Order the engine received it in: breaks ties of equal priority and arrival time.
     arrival_order: int = 0
+    # prompt + generated tokens, kept by the scheduler as tokens are sampled (read for
+    # every running request every step)
+    num_tokens: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.num_tokens = self.request.prompt_tokens + self.num_output_tokens
 
     @property
     def request_id(self) -> str:
         return self.request.request_id
-
-    @property
-    def num_tokens(self) -> int:
-        return self.request.prompt_tokens + self.num_output_tokens
 
     @property
     def is_prefilling(self) -> bool:

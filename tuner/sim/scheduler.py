@@ -63,6 +63,12 @@ class ScheduledBatch:
             self.num_prefill_tokens += num_new_tokens
             self.prefill_attention_work += num_new_tokens * (computed + num_new_tokens / 2)
 
+    def add_decode(self, state: RequestState) -> None:
+        """``add(state, 1)`` for a running request that decodes (it was scheduled before)."""
+        self.scheduled.append((state, 1))
+        self.num_decode_seqs += 1
+        self.decode_context_tokens += state.num_tokens
+
     def remove(self, state: RequestState) -> int:
         """Take a request back out of the schedule (it was preempted); returns its tokens."""
         for i, (s, n) in enumerate(self.scheduled):
@@ -152,6 +158,7 @@ class Scheduler(ABC):
             state.num_computed_tokens += n
             if state.num_computed_tokens >= state.num_tokens:
                 state.num_output_tokens += 1
+                state.num_tokens += 1
                 tokens.append((state.request.request_id, 1))
                 if state.num_output_tokens >= state.request.num_output_tokens:
                     finished.append(state)
@@ -189,8 +196,6 @@ class Scheduler(ABC):
         n = len(running)
         if n == 0 or n > self.token_budget or n > self.max_running:
             return 0
-        if not self._admission_blocked():
-            return 0
         steps = max_steps
         for s in running:
             if s.num_computed_tokens != s.num_tokens - 1:
@@ -198,7 +203,8 @@ class Scheduler(ABC):
             left = s.request.num_output_tokens - s.num_output_tokens
             if left < steps:
                 steps = left
-        if steps < 2:
+        # Asked after the cheap test above: it looks up the queue head's cached prefix.
+        if steps < 2 or not self._admission_blocked():
             return 0
         return min(steps, self._steps_covered_by_free_blocks())
 
@@ -222,6 +228,7 @@ class Scheduler(ABC):
         for s in self.running:
             s.num_computed_tokens += num_steps
             s.num_output_tokens += num_steps
+            s.num_tokens += num_steps
             if s.num_output_tokens >= s.request.num_output_tokens:
                 finished.append(s)
         if finished:

@@ -257,9 +257,7 @@ class SglangScheduler(Scheduler):
 
     def _decode_fits(self, decoding: list[RequestState]) -> bool:
         bm = self.block_manager
-        need = sum(
-            1 for s in decoding if bm.blocks_for(s.num_computed_tokens + 1) > len(s.block_ids)
-        )
+        need = sum(1 for s in decoding if bm.blocks_for(s.num_computed_tokens + 1) > s.num_blocks)
         return need <= bm.num_free_blocks
 
     def _retract(self, decoding: list[RequestState], batch: ScheduledBatch) -> None:

@@ -81,7 +81,7 @@ class TrtllmScheduler(Scheduler):
             if is_fresh:
                 bm.record_lookup(state)
             if self.is_guaranteed:
-                outstanding += self._full_blocks(state) - len(state.block_ids)
+                outstanding += self._full_blocks(state) - state.num_blocks
             self.waiting.popleft()
             state.status = RequestStatus.RUNNING
             self.running.append(state)
@@ -101,7 +101,7 @@ class TrtllmScheduler(Scheduler):
         return self.block_manager.blocks_for(request.prompt_tokens + request.max_tokens)
 
     def _outstanding_reservation(self) -> int:
-        return sum(self._full_blocks(s) - len(s.block_ids) for s in self.running)
+        return sum(self._full_blocks(s) - s.num_blocks for s in self.running)
 
     def _fits_reservation(self, state: RequestState, cached: list[int], outstanding: int) -> bool:
         bm = self.block_manager

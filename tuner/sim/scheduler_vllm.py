@@ -67,12 +67,21 @@ class VllmScheduler(Scheduler):
     # running requests
     def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:
         bm = self.block_manager
+        block_size = bm.block_size
         running = self.running
         slot = self._prefill_slot_budget()
         i = 0
         while i < len(running) and budget > 0:
             state = running[i]
-            n = self._cap(state.num_tokens - state.num_computed_tokens, budget, slot)
+            computed = state.num_computed_tokens
+            if computed == state.num_tokens - 1 and computed < state.num_blocks * block_size:
+                # Decoding within its last block (most requests, most steps): nothing to
+                # allocate, nothing to register.
+                batch.add_decode(state)
+                budget -= 1
+                i += 1
+                continue
+            n = self._cap(state.num_tokens - computed, budget, slot)
             if n <= 0:
                 i += 1
                 continue

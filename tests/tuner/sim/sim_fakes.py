@@ -98,8 +98,8 @@ def check_step_invariants(core: EngineCore, result: StepResult) -> None:
     bm = core.block_manager
     assert result.num_scheduled_tokens <= scheduler.token_budget
     assert len(scheduler.running) <= scheduler.max_running
-    held = {b for s in scheduler.running for b in s.block_ids}
-    assert all(not s.block_ids for s in scheduler.waiting)
-    assert len(held) + bm.num_free_blocks == bm.num_blocks
+    held = sum(s.num_blocks for s in scheduler.running) - bm.num_shared_holds
+    assert all(not s.num_blocks for s in scheduler.waiting)
+    assert held + bm.num_free_blocks == bm.num_blocks
     for s in scheduler.running:
-        assert len(s.block_ids) * bm.block_size >= s.num_computed_tokens
+        assert s.num_blocks * bm.block_size >= s.num_computed_tokens
