@@ -6,6 +6,15 @@ other rates, before (bundled ``host-cpu`` entry) and after. Targets on the predi
 TPOT and E2E mean within 10 %, TTFT mean within 20 %, p90s within 25 % (a score <= 1, see
 ``tuner/sim/calibration/objective.py``).
 
+``--silicon FILE``: the closed-loop H100 rows of an AIConfigurator silicon CSV
+(``../shared/data/measurements/``), per engine x model x precision, in three splits: fit on
+the low-concurrency rows (<= 16) and predict the rest; fit on the most common input/output
+length pair and predict the others; fit on the smallest tensor-parallel size and predict the
+others. As ``slotune sim calibrate --silicon`` decides, the fit is kept ("written") only when
+it beats the uncalibrated model on a third of the fitted rows held back from it; the
+predicted rows are never seen. Targets on the predicted rows: never worse than uncalibrated,
+median |error| within 8 % TPOT / 12 % TTFT.
+
 ``--design``: DESIGN's published H100 point (Llama-2-7B, vLLM 0.15.1): calibrate on the
 5 req/s means and predict the 10 req/s means.
 
@@ -16,6 +25,7 @@ third is fitted, the rest predicted.
 Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/sim_calibration.py [--real] [--design] [--requests 900]
+    .venv/bin/python benchmarks/sim_calibration.py --silicon ../shared/data/measurements/aiconfigurator_silicon_h100.csv
 """
 
 from __future__ import annotations
@@ -197,13 +207,80 @@ def design(seed: int) -> None:
             )
 
 
+def silicon(path: Path) -> None:
+    """The three splits of ``--silicon`` (module docstring)."""
+    from collections import Counter, defaultdict
+
+    from slotune.collector.silicon import read_silicon
+    from slotune.tuner.sim.calibration.silicon_fit import (
+        MIN_FIT_ROWS,
+        calibrate_silicon,
+        row_errors,
+    )
+    from slotune.tuner.sim.silicon import SiliconCase, silicon_case
+
+    groups: dict[str, list[SiliconCase]] = defaultdict(list)
+    for row in read_silicon(path):
+        case = silicon_case(row)
+        if not isinstance(case, str):
+            model = row.model_path.rsplit("/", 1)[-1]
+            groups[f"{row.engine} {model} {row.precision}"].append(case)
+
+    def by_lengths(cases: list[SiliconCase]) -> tuple[list[SiliconCase], list[SiliconCase]]:
+        common = Counter((c.row.input_tokens, c.row.output_tokens) for c in cases)
+        pair = common.most_common(1)[0][0]
+        fit = [c for c in cases if (c.row.input_tokens, c.row.output_tokens) == pair]
+        return fit, [c for c in cases if c not in fit]
+
+    def by_tp(cases: list[SiliconCase]) -> tuple[list[SiliconCase], list[SiliconCase]]:
+        smallest = min(c.row.tensor_parallel_size for c in cases)
+        fit = [c for c in cases if c.row.tensor_parallel_size == smallest]
+        return fit, [c for c in cases if c not in fit]
+
+    def by_concurrency(cases: list[SiliconCase]) -> tuple[list[SiliconCase], list[SiliconCase]]:
+        return (
+            [c for c in cases if c.row.concurrency <= 16],
+            [c for c in cases if c.row.concurrency > 16],
+        )
+
+    splits = (
+        ("low -> high concurrency", by_concurrency),
+        ("one ISL/OSL -> others", by_lengths),
+        ("smallest TP -> others", by_tp),
+    )
+    print(
+        f"{'group':34} {'split':24} {'fit':>4} {'pred':>4} | {'uncalibrated TTFT TPOT':>22} | "
+        f"{'calibrated TTFT TPOT':>22} | written"
+    )
+    for name, cases in sorted(groups.items()):
+        for label, split in splits:
+            fit, predicted = split(cases)
+            if len(fit) < 2 * MIN_FIT_ROWS or not predicted:
+                print(f"{name:34} {label:24} too few rows ({len(fit)} to fit, {len(predicted)})")
+                continue
+            start = time.process_time()
+            outcome = calibrate_silicon([c for i, c in enumerate(fit) if i % 3], fit[::3])
+            before = row_errors(predicted, StepTerms())
+            after = row_errors(predicted, outcome.terms) if outcome.is_better else before
+            print(
+                f"{name:34} {label:24} {len(fit):4} {len(predicted):4} | "
+                f"{before.ttft_pct:10.1f} {before.tpot_pct:10.1f}  | "
+                f"{after.ttft_pct:10.1f} {after.tpot_pct:10.1f}  | "
+                f"{'yes' if outcome.is_better else 'no'} ({time.process_time() - start:.0f} CPU-s)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--real", action="store_true", help="the real vLLM CPU runs")
     parser.add_argument("--design", action="store_true", help="DESIGN's published points")
+    parser.add_argument("--silicon", type=Path, help="an AIConfigurator silicon CSV")
     parser.add_argument("--requests", type=int, default=900)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.silicon is not None:
+        silicon(args.silicon)
+        return
     if args.real:
         real()
     if args.design:

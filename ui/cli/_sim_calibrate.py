@@ -1,6 +1,7 @@
 """``slotune sim calibrate``: fit the simulator to measured requests, write a catalog overlay.
 
-A subcommand of ``slotune sim``: ``--observed FILE`` or ``--run ID``, ``--out overlay.yaml``,
+A subcommand of ``slotune sim``: ``--observed FILE``, ``--run ID`` or ``--silicon FILE``
+(closed-loop run means in AIConfigurator's silicon CSV format), ``--out overlay.yaml``,
 and the engine flags the measurements were taken with, as for ``slotune sim``. ``--model``,
 ``--gpu``, ``--engine``, ``--catalog`` and ``--json`` may come before ``calibrate`` (as sim's)
 or after it.
@@ -23,11 +24,11 @@ from slotune.ui.cli._common import JsonOption, console, db_url, print_json
 from slotune.ui.cli._options import MaybeGpuOption, MaybeModelOption
 
 if TYPE_CHECKING:
-    from slotune.tuner.sim.calibration import CalibrationReport, Errors
+    from slotune.tuner.sim.calibration import CalibrationReport, CalibrationRequest, Errors
 
 USAGE = (
-    "slotune sim calibrate --model M --gpu G [engine flags] (--observed FILE | --run ID) "
-    "--out overlay.yaml [--fit-fraction 0.33 | --held-out FILE] [--force] [--json]"
+    "slotune sim calibrate --model M --gpu G [engine flags] (--observed FILE | --run ID | "
+    "--silicon FILE) --out overlay.yaml [--fit-fraction 0.33 | --held-out FILE] [--force] [--json]"
 )
 EXIT_NOT_BETTER = 3
 EXIT_FORCED = 4
@@ -41,6 +42,14 @@ def calibrate_command(
     ] = None,
     run: Annotated[
         str | None, typer.Option("--run", help="A stored slotune bench run, by id.")
+    ] = None,
+    silicon: Annotated[
+        Path | None,
+        typer.Option(
+            help="Closed-loop run means (AIConfigurator's silicon CSV): each row is simulated "
+            "with its own engine, model, precision, TP and concurrency; --held-out is then "
+            "a silicon CSV too, and the engine flags are not used."
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Overlay YAML to write.")] = None,
     fit_fraction: Annotated[
@@ -89,10 +98,14 @@ def calibrate_command(
         fit_fraction=fit_fraction,
         held_out=held_out,
         force=force,
+        silicon=silicon,
     )
     request.check(usage=USAGE)
     if out is None and not as_json:
         raise ConfigError(f"--out overlay.yaml is needed (or --json to print only); {USAGE}")
+    if silicon is not None:
+        _silicon(request, gpu or sim.get("gpu"), as_json)
+        return
     for path in catalog or ():
         load_catalog_file(path)
     outcome = calibrate_overlay(
@@ -109,6 +122,42 @@ def calibrate_command(
     else:
         _render(report, written, out)
     if not report.is_better:
+        raise typer.Exit(code=EXIT_FORCED if written is not None else EXIT_NOT_BETTER)
+
+
+def _silicon(request: CalibrationRequest, gpu: str | None, as_json: bool) -> None:
+    from slotune.tuner.sim.calibration.silicon_fit import calibrate_silicon_file
+
+    outcome = calibrate_silicon_file(request, gpu=gpu)
+    fit, written = outcome.fit, outcome.written
+    if as_json:
+        print_json(
+            fit.to_dict() | {"gpu": outcome.gpu, "out": None if written is None else str(written)}
+        )
+    else:
+        table = Table(title=f"{outcome.gpu}: median |error| of the closed-loop run means")
+        for col in ("rows", "", "count", "TTFT", "TPOT"):
+            table.add_column(col)
+        for label, when, e in (
+            ("fitted", "before", fit.fit_before),
+            ("fitted", "after", fit.fit_after),
+            ("judged", "before", fit.judged_before),
+            ("judged", "after", fit.judged_after),
+        ):
+            table.add_row(
+                label, when, str(e.num_rows), f"{e.ttft_pct:.1f} %", f"{e.tpot_pct:.1f} %"
+            )
+        console.print(table)
+        console.print(f"judged on {outcome.judged_on}", highlight=False, markup=False)
+        if written is not None:
+            console.print(
+                f"wrote {written}: use it with --catalog {written}", highlight=False, markup=False
+            )
+        elif not fit.is_better:
+            console.print(
+                "the fit does not beat the uncalibrated model; nothing written", highlight=False
+            )
+    if not fit.is_better:
         raise typer.Exit(code=EXIT_FORCED if written is not None else EXIT_NOT_BETTER)
 
 

@@ -24,8 +24,8 @@ MIN_FIT_FRACTION = 0.05
 class CalibrationRequest:
     """What ``slotune sim calibrate`` was asked: the measurements, where to write, how to judge.
 
-    Exactly one of ``observed`` (a measured-requests JSONL file) and ``run_id`` (a stored
-    ``slotune bench`` run).
+    Exactly one of ``observed`` (a measured-requests JSONL file), ``run_id`` (a stored
+    ``slotune bench`` run) and ``silicon`` (closed-loop run means, ``collector.silicon``).
     """
 
     observed: Path | None
@@ -34,11 +34,14 @@ class CalibrationRequest:
     fit_fraction: float = 1 / 3
     held_out: Path | None = None
     force: bool = False
+    silicon: Path | None = None
 
     def check(self, *, usage: str) -> None:
         """Raises ConfigError naming the flag when the request cannot run."""
-        if (self.observed is None) == (self.run_id is None):
-            raise ConfigError(f"give exactly one of --observed FILE or --run ID; usage: {usage}")
+        if sum(x is not None for x in (self.observed, self.run_id, self.silicon)) != 1:
+            raise ConfigError(
+                f"give exactly one of --observed FILE, --run ID or --silicon FILE; usage: {usage}"
+            )
         if not MIN_FIT_FRACTION <= self.fit_fraction <= 1.0:
             raise ConfigError(f"--fit-fraction must be a number between {MIN_FIT_FRACTION} and 1")
 

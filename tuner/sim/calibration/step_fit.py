@@ -24,13 +24,17 @@ The terms are the unknowns ``theta`` of a Bayesian (ridge) regression:
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from slotune.tuner.sim.calibration._replay import Requests, Simulated, simulate, with_terms
 from slotune.tuner.sim.catalog import StepTerms
 from slotune.tuner.sim.config import ResolvedConfig
+from slotune.tuner.sim.cost import CostModel
 from slotune.tuner.sim.engine import EngineCore
 
 TERMS = tuple(f.name for f in dataclasses.fields(StepTerms))
@@ -85,6 +89,12 @@ def _units(config: ResolvedConfig, requests: Requests, prior: Simulated) -> np.n
     decode_s = np.nan_to_num(prior.e2e - prior.ttft)
     span = float(np.nanmax(arrivals + np.nan_to_num(prior.e2e)) - arrivals.min())
     batch = max(1.0, float(decode_s.sum()) / span) if span > 0 else 1.0
+    return prior_units(cost, prompt, batch, context)
+
+
+def prior_units(cost: CostModel, prompt: float, batch: float, context: float) -> np.ndarray:
+    """One prior standard deviation of each term (seconds per unit): the term adds one
+    typical step at a typical prompt, batch and context."""
     decode_step = cost.step_time_s(0, 0.0, round(batch), round(batch * context), 0)
     prefill_step = cost.step_time_s(round(prompt), prompt * prompt / 2.0, 0, 0, 1)
     return _PRIOR_SD * np.array(
@@ -161,6 +171,25 @@ def _map_loss(r: np.ndarray, w: np.ndarray, theta: np.ndarray) -> float:
     return float(np.sum(w * r**2) + np.sum(theta**2) / _PRIOR_SD**2)
 
 
+_T = TypeVar("_T")
+
+
+def damped_step(
+    theta: np.ndarray,
+    delta: np.ndarray,
+    loss: float,
+    evaluate: Callable[[np.ndarray], tuple[float, _T]],
+) -> tuple[np.ndarray, _T, np.ndarray] | None:
+    """A Gauss-Newton step from ``theta``, halved up to four times until ``evaluate``'s loss
+    falls below ``loss``: (new theta, what evaluate gave there, the step taken), or None."""
+    for _halving in range(4):
+        value, result = evaluate(theta + delta)
+        if math.isfinite(value) and value < loss:
+            return theta + delta, result, delta
+        delta = delta / 2.0
+    return None
+
+
 def fit_terms(
     config: ResolvedConfig, requests: Requests, *, group_size: int = GROUP_SIZE
 ) -> TermFit:
@@ -197,16 +226,21 @@ def fit_terms(
             jac[:, j] = np.nan_to_num(problem.log_means(moved, groups) - f) / _STEP
         normal = jac.T @ (w[:, None] * jac) + np.eye(k) / _PRIOR_SD**2
         delta = np.linalg.solve(normal, jac.T @ (w * (y - f)) - theta / _PRIOR_SD**2)
-        old = _map_loss(y - f, w, theta)
-        for _halving in range(4):
-            candidate = problem.simulate(theta + delta)
+
+        def evaluate(
+            t: np.ndarray,
+            y: np.ndarray = y,
+            w: np.ndarray = w,
+            groups: list[tuple[str, np.ndarray]] = groups,
+        ) -> tuple[float, Simulated]:
+            candidate = problem.simulate(t)
             r_new = y - problem.log_means(candidate.metrics(), groups)
-            if _map_loss(r_new, w, theta + delta) < old:
-                theta, sim = theta + delta, candidate
-                break
-            delta = delta / 2.0
-        else:
+            return _map_loss(r_new, w, t), candidate
+
+        accepted = damped_step(theta, delta, _map_loss(y - f, w, theta), evaluate)
+        if accepted is None:
             break
+        theta, sim, delta = accepted
         if float(np.max(np.abs(delta))) < 0.01:
             break
     sd = np.sqrt(np.diag(np.linalg.inv(normal))) * units
