@@ -14,6 +14,8 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
 - :func:`burn_windows`, :func:`error_budget`, :func:`burn_rate`: the policy maths.
 - :class:`SliReader`, :func:`bench_counts`: good / total counts from engine histograms and
   availability counters, or from benchmark records.
+- :func:`sli_reader` ``(store, at_ts, metrics) -> SliSource``: the same counts from the store
+  or, given a query API client (``--metrics URL``), as PromQL (:class:`PromSliReader`).
 
 Modules, one job each: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (counts),
 ``status`` (one SLO at a time), ``metrics`` / ``rules`` / ``thresholds`` (threshold rules),
@@ -44,6 +46,8 @@ from slotune.collector.alerts.rules import (
     parse_rule,
 )
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
+from slotune.collector.alerts.sli_prom import PromSliReader
+from slotune.collector.alerts.sli_source import SliSource, sli_reader
 from slotune.collector.alerts.slo_rules import apply_slos, delete_slo_and_rules, load_slos
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
 
@@ -55,10 +59,12 @@ __all__ = [
     "Counts",
     "DispatchReport",
     "Dispatcher",
+    "PromSliReader",
     "RuleState",
     "RuleStatus",
     "SliCounts",
     "SliReader",
+    "SliSource",
     "SloStatus",
     "ThresholdRule",
     "WindowBurn",
@@ -79,6 +85,7 @@ __all__ = [
     "open_when_reachable",
     "parse_rule",
     "run_loop",
+    "sli_reader",
     "slo_status",
     "test_alerts",
 ]

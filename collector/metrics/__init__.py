@@ -1,0 +1,28 @@
+"""Metrics read in place from a Prometheus-compatible query API (``--metrics URL``).
+
+The store is the other implementation of the same reads (``collector.store``); the SLIs over
+either are in ``collector.alerts`` (:func:`~collector.alerts.sli_reader`).
+
+Public surface:
+
+- :class:`PromClient`: ``/api/v1/query``, ``query_range``, ``series``, ``labels`` with bounded
+  replies and one-line errors (:class:`~collector.errors.MetricsUnavailable`).
+- :func:`open_metrics` ``(url) -> PromClient | None``: the client for ``--metrics`` (None:
+  the store).
+- :func:`raw_names`, :func:`outcome_counters`: every engine's own names for a canonical metric.
+- ``promql`` (a module): selector matchers (a target is ``job/instance``) and name regexes.
+"""
+
+from slotune.collector.metrics._client import MAX_REPLY_BYTES, PromClient, Series
+from slotune.collector.metrics._names import RawName, outcome_counters, raw_names
+from slotune.collector.metrics._open import open_metrics
+
+__all__ = [
+    "MAX_REPLY_BYTES",
+    "PromClient",
+    "RawName",
+    "Series",
+    "open_metrics",
+    "outcome_counters",
+    "raw_names",
+]

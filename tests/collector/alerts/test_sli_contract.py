@@ -1,0 +1,109 @@
+"""The SLI contract: every SLI read from the store (filled by the agent's own sources) and
+from a real Prometheus holding the same traffic gives the same good / total and burn rates."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import pytest
+from _tools import free_port
+from fleet_traffic import MINUTES, STEP_S, fill_store, write_openmetrics
+from prometheus_server import backfill, serving
+
+from slotune.collector.alerts.evaluator import RuleState, evaluate_all
+from slotune.collector.alerts.sli import SliReader
+from slotune.collector.alerts.sli_prom import PromSliReader
+from slotune.collector.alerts.slo_rules import apply_slos
+from slotune.collector.alerts.status import SloStatus, slo_status
+from slotune.collector.metrics import PromClient
+from slotune.collector.slo import SLO, parse_slo_yaml
+from slotune.collector.store import Store
+
+# whole hours, a few hours back, so the blocks sit outside Prometheus' head
+BASE_TS = (int(time.time()) // 3600 - 6) * 3600.0
+AT_TS = BASE_TS + MINUTES * STEP_S
+WINDOWS = "{severity: page, long: 1h, short: 5m, factor: 14.4}, {severity: ticket, long: 2h, short: 30m, factor: 3}"
+SLOS = parse_slo_yaml(
+    "slos:\n"
+    + "".join(
+        f"  - {{name: {name}, spec: '{spec}', window: 2h, {extra}"
+        f"alerting: {{windows: [{WINDOWS}]}}}}\n"
+        for name, spec, extra in (
+            ("ttft-bound", "ttft:p99<=500ms", ""),
+            ("ttft-between", "ttft:p99<=700ms", ""),
+            ("ttft-interp", "ttft:p99<=700ms", "interpolate: true, "),
+            ("ttft-vllm", "ttft:p99<=500ms", "selector: {target: vllm/127.0.0.1:8000}, "),
+            ("ttft-sglang", "ttft:p99<=1s", "selector: {target: sglang/127.0.0.1:30000}, "),
+            ("ttft-model", "ttft:p90<=100ms", "selector: {model: m}, "),
+            ("itl", "itl:p95<=50ms", ""),
+            ("tpot", "tpot:p90<=100ms", ""),
+            ("e2e", "e2e:p99<=10s", ""),
+            ("errors", "error_rate<=1%", ""),
+            ("errors-sglang", "error_rate<=5%", "selector: {target: sglang/127.0.0.1:30000}, "),
+        )
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromClient]:
+    """A real Prometheus on loopback holding the traffic."""
+    root = tmp_path_factory.mktemp("prom")
+    write_openmetrics(root / "traffic.om", BASE_TS)
+    backfill(root / "traffic.om", root / "tsdb")
+    with serving(root / "tsdb") as url:
+        client = PromClient(url)
+        yield client
+        client.close()
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    fill_store(store, BASE_TS)
+    return store
+
+
+def _both(store: Store, client: PromClient, slo: SLO) -> tuple[SloStatus, SloStatus]:
+    sql = slo_status(store, slo, AT_TS, reader=SliReader(store, AT_TS))
+    prom = slo_status(store, slo, AT_TS, reader=PromSliReader(client, AT_TS))
+    return sql, prom
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+@pytest.mark.parametrize("slo", SLOS, ids=[s.name for s in SLOS])
+def test_store_and_prometheus_agree(filled: Store, prometheus: PromClient, slo: SLO) -> None:
+    sql, prom = _both(filled, prometheus, slo)
+    assert sql.num_total and sql.num_total > 0
+    assert prom.num_total == pytest.approx(sql.num_total, rel=1e-9)
+    assert prom.num_good == pytest.approx(sql.num_good, rel=1e-9)
+    assert prom.budget_left == pytest.approx(sql.budget_left, rel=1e-9)
+    assert [b.window_s for b in prom.burns] == [b.window_s for b in sql.burns]
+    for p, s in zip(prom.burns, sql.burns, strict=True):
+        assert p.burn_rate == pytest.approx(s.burn_rate, rel=1e-9, abs=1e-12), p.window_s
+    assert prom.firing == sql.firing
+    assert prom.note == sql.note
+    assert prom.has_data and sql.has_data
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_the_incident_burns_and_the_bound_note_is_the_stores(
+    filled: Store, prometheus: PromClient
+) -> None:
+    by_name = {s.name: s for s in SLOS}
+    sql, prom = _both(filled, prometheus, by_name["ttft-between"])
+    assert prom.note is not None and "not a bucket bound" in prom.note
+    sql, prom = _both(filled, prometheus, by_name["errors"])
+    assert prom.firing == sql.firing == ("ticket",)  # 30 slow minutes: not yet a page
+    assert not math.isnan(prom.burns[0].burn_rate or 0.0)
+
+
+def test_an_unreachable_prometheus_makes_slo_rules_no_data(store: Store) -> None:
+    apply_slos(store, SLOS[:2])
+    client = PromClient(f"http://127.0.0.1:{free_port()}")
+    statuses = evaluate_all(store, AT_TS, metrics=client)
+    assert statuses and all(s.state is RuleState.NO_DATA for s in statuses)
+    assert all("unreachable" in s.message for s in statuses)
