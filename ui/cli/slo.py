@@ -12,7 +12,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    err_console,
+    metrics_client,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
@@ -69,14 +76,16 @@ def apply_cmd(
 
 @slo_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
-    """List the stored SLOs."""
+    """List the stored SLOs; with --json, each with its figures now (attainment, budget left,
+    burn rates) from the store's samples or the --metrics query API."""
     from slotune.collector.store import list_slos, open_store
+    from slotune.collector.views import slo_figures
 
     with open_store(db_url(ctx)) as store:
+        if json:
+            print_json(slo_figures(store, metrics=metrics_client(ctx)))
+            return
         slos = list_slos(store)
-    if json:
-        print_json([s.to_dict() for s in slos])
-        return
     table = Table()
     for column in ("name", "spec", "objective", "window"):
         table.add_column(column, no_wrap=True)

@@ -3,6 +3,7 @@ from a real Prometheus holding the same traffic gives the same good / total and 
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 from _tools import free_port
 from fleet_traffic import MINUTES, STEP_S, fill_store, write_openmetrics
 from prometheus_server import backfill, serving
+from typer.testing import CliRunner
 
 from slotune.collector.alerts.evaluator import RuleState, evaluate_all
 from slotune.collector.alerts.sli import SliReader
@@ -20,6 +22,8 @@ from slotune.collector.alerts.status import SloStatus, slo_status
 from slotune.collector.metrics import PromClient
 from slotune.collector.slo import SLO, parse_slo_yaml
 from slotune.collector.store import Store
+from slotune.collector.views import slo_figures
+from slotune.ui.cli import app
 
 # whole hours, a few hours back, so the blocks sit outside Prometheus' head
 BASE_TS = (int(time.time()) // 3600 - 6) * 3600.0
@@ -107,3 +111,27 @@ def test_an_unreachable_prometheus_makes_slo_rules_no_data(store: Store) -> None
     statuses = evaluate_all(store, AT_TS, metrics=client)
     assert statuses and all(s.state is RuleState.NO_DATA for s in statuses)
     assert all("unreachable" in s.message for s in statuses)
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_slo_figures_and_alerts_from_only_a_prometheus_url(
+    store_url: str, filled: Store, prometheus: PromClient
+) -> None:
+    """SLOs in the store, metrics in Prometheus: the same figures and alert states as the
+    store's own samples give."""
+    apply_slos(filled, SLOS)
+    from_prom = slo_figures(filled, end_ts=AT_TS, metrics=prometheus)
+    from_store = slo_figures(filled, end_ts=AT_TS)
+    assert [f["status"]["budget_left"] for f in from_prom] == pytest.approx(
+        [f["status"]["budget_left"] for f in from_store]
+    )
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(AT_TS))
+    runs = [
+        CliRunner().invoke(app, [*metrics, "alerts", "evaluate", "--at", at, "--json"])
+        for metrics in (["--db", store_url, "--metrics", prometheus.base_url], ["--db", store_url])
+    ]
+    assert [r.exit_code for r in runs] == [0, 0], runs[0].output + runs[1].output
+    prom, sql = ([(s["rule"], s["state"]) for s in json.loads(r.stdout)] for r in runs)
+    assert prom == sql
+    assert ("errors:ticket", "firing") in prom
