@@ -20,7 +20,6 @@ from slotune.collector.agent.promtext import ParseResult, parse_text
 from slotune.collector.agent.registry import make_source
 from slotune.collector.agent.service import AgentConfig, build_agent, run_agent
 from slotune.collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
-from slotune.collector.agent.summary import TargetMetricsSummary, summarize_metrics
 from slotune.collector.agent.targets import (
     TargetSpec,
     load_targets_file,
@@ -45,7 +44,6 @@ __all__ = [
     "SkippedLine",
     "Source",
     "SourceKind",
-    "TargetMetricsSummary",
     "TargetSpec",
     "build_agent",
     "load_targets_file",
@@ -55,5 +53,4 @@ __all__ = [
     "parse_text",
     "run_agent",
     "scrape_snapshot",
-    "summarize_metrics",
 ]

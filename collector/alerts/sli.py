@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO, Selector, evaluate
-from slotune.collector.store import SeriesRef, Store, find_series, increases, values_at
+from slotune.collector.store import (
+    SeriesRef,
+    Store,
+    find_series,
+    increases,
+    parse_le,
+    values_at,
+)
 
 FINISHED = "requests_finished"
 BAD_REASONS = frozenset({"abort", "error"})
@@ -284,10 +291,3 @@ def wanted_bounds(
 def _sum(inc: Mapping[int, float | None], refs: Sequence[SeriesRef]) -> float | None:
     known = [inc[r.id] for r in refs if inc[r.id] is not None]
     return sum(v for v in known if v is not None) if known else None
-
-
-def parse_le(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

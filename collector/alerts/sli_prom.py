@@ -27,9 +27,14 @@ from slotune.collector.alerts.sli import (
     SliCounts,
     latency_counts,
     nearest_bounds,
-    parse_le,
 )
-from slotune.collector.metrics import PromClient, outcome_counters, promql, raw_names
+from slotune.collector.metrics import (
+    PromClient,
+    PromMetrics,
+    outcome_counters,
+    promql,
+    raw_names,
+)
 from slotune.collector.slo import SLI, SLO, Selector
 
 _Key = tuple[str, Selector, float]
@@ -41,6 +46,7 @@ class PromSliReader:
 
     def __init__(self, client: PromClient, at_ts: float) -> None:
         self.client = client
+        self.metrics = PromMetrics(client)
         self.at_ts = at_ts
         self._buckets: dict[_Key, dict[float, float]] = {}
         self._outcomes: dict[_Key, Counts | None] = {}
@@ -95,21 +101,7 @@ class PromSliReader:
         key = (slo.sli.value, slo.selector, window_s)
         if key not in self._buckets:
             matchers = promql.selector_matchers(slo.selector)
-            by_scale: dict[float, list[str]] = {}
-            for raw in raw_names(slo.sli.value):
-                by_scale.setdefault(raw.scale, []).append(f"{raw.name}_bucket")
-            found: dict[float, float] = {}
-            for scale, names in by_scale.items():
-                expr = (
-                    f"sum by (le) (increase({promql.series(names, matchers)}"
-                    f"[{promql.duration(window_s)}]))"
-                )
-                for s in self.client.query(expr, self.at_ts):
-                    le = parse_le(s.labels.get("le"))
-                    if le is not None:
-                        bound = le * scale
-                        found[bound] = found.get(bound, 0.0) + s.value
-            self._buckets[key] = found
+            self._buckets[key] = self.metrics.buckets(slo.sli.value, matchers, window_s, self.at_ts)
         return self._buckets[key]
 
     def _availability(self, selector: Selector, window_s: float) -> Counts | None:
@@ -125,18 +117,18 @@ class PromSliReader:
         apart = [o for o in outcome_counters() if o.failed]
         total = bad = 0.0
         seen = False
-        reasons = promql.series(by_reason, [*matchers, 'finished_reason!=""'])
-        by_reason_expr = f"sum by (finished_reason) (increase({reasons}[{w}]))"
+        shape = f"sum by (finished_reason) (increase({{}}[{w}]))"
+        by_reason_expr = promql.per_name(by_reason, [*matchers, 'finished_reason!=""'], shape)
         for s in self.client.query(by_reason_expr, self.at_ts):
             seen = True
             total += s.value
             bad += s.value if s.labels.get("finished_reason") in BAD_REASONS else 0.0
         if apart:
-            finished = promql.series([o.finished for o in apart], matchers)
-            failed = promql.series([o.failed for o in apart], matchers)
-            for expr, is_bad in ((finished, False), (failed, True)):
-                for s in self.client.query(f"sum(increase({expr}[{w}]))", self.at_ts):
-                    seen = True
-                    total += s.value
-                    bad += s.value if is_bad else 0.0
+            failed = {o.failed for o in apart}
+            names = [n for o in apart for n in (o.finished, o.failed)]
+            expr = promql.per_name(names, matchers, f"sum(increase({{}}[{w}]))")
+            for s in self.client.query(expr, self.at_ts):
+                seen = True
+                total += s.value
+                bad += s.value if s.labels.get(promql.SERIES_LABEL) in failed else 0.0
         return Counts(total - bad, total) if seen else None

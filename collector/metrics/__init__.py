@@ -9,6 +9,10 @@ Public surface:
   replies and one-line errors (:class:`~collector.errors.MetricsUnavailable`).
 - :func:`open_metrics` ``(url) -> PromClient | None``: the client for ``--metrics`` (None:
   the store).
+- :class:`MetricsReader` (:class:`StoreMetrics`, :class:`PromMetrics`),
+  :func:`metrics_reader` ``(store, client)``: what a target did over a window (bucket and
+  counter increases, newest values, gauge averages), from either.
+- :func:`summarize_metrics` (``slotune metrics summary``): per-target figures over a window.
 - :func:`raw_names`, :func:`outcome_counters`: every engine's own names for a canonical metric.
 - ``promql`` (a module): selector matchers (a target is ``job/instance``) and name regexes.
 """
@@ -16,13 +20,28 @@ Public surface:
 from slotune.collector.metrics._client import MAX_REPLY_BYTES, PromClient, Series
 from slotune.collector.metrics._names import RawName, outcome_counters, raw_names
 from slotune.collector.metrics._open import open_metrics
+from slotune.collector.metrics._reader import (
+    MetricsReader,
+    PromMetrics,
+    StoreMetrics,
+    kind_prefixes,
+    metrics_reader,
+)
+from slotune.collector.metrics.summary import TargetMetricsSummary, summarize_metrics
 
 __all__ = [
     "MAX_REPLY_BYTES",
+    "MetricsReader",
     "PromClient",
+    "PromMetrics",
     "RawName",
     "Series",
+    "StoreMetrics",
+    "TargetMetricsSummary",
+    "kind_prefixes",
+    "metrics_reader",
     "open_metrics",
     "outcome_counters",
     "raw_names",
+    "summarize_metrics",
 ]

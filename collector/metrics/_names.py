@@ -24,13 +24,17 @@ class RawName:
     Attributes:
         name: the raw sample name (counters, gauges) or family name (histograms).
         scale: factor from its unit to the canonical one (applies to ``le`` too).
+        kind: the source kind that exports it; names of one kind are alternatives (old and
+            new releases, spellings), names of different kinds add up.
     """
 
     name: str
     scale: float = 1.0
+    kind: str = ""
 
 
-def _spellings(name: str) -> tuple[str, ...]:
+def spellings(name: str) -> tuple[str, ...]:
+    """A name (or name prefix) in every spelling it may reach Prometheus in."""
     return (name, *(alt + name[len(p) :] for p, alt in _RESPELLED if name.startswith(p)))
 
 
@@ -45,8 +49,8 @@ def raw_names(canonical: str) -> tuple[RawName, ...]:
     for cls in _sources():
         for rule in cls.export_rules():
             if rule.target == canonical:
-                for name in _spellings(rule.source):
-                    seen.setdefault(name, RawName(name, rule.scale))
+                for name in spellings(rule.source):
+                    seen.setdefault(name, RawName(name, rule.scale, cls.kind.value))
     return tuple(seen.values())
 
 
@@ -57,7 +61,7 @@ def outcome_counters() -> tuple[RequestOutcomes, ...]:
     for cls in _sources():
         if cls.outcomes is None:
             continue
-        finished = _spellings(cls.outcomes.finished)
-        failed = _spellings(cls.outcomes.failed) if cls.outcomes.failed else ("",) * len(finished)
+        finished = spellings(cls.outcomes.finished)
+        failed = spellings(cls.outcomes.failed) if cls.outcomes.failed else ("",) * len(finished)
         out.extend(RequestOutcomes(f, x) for f, x in zip(finished, failed, strict=True))
     return tuple(out)

@@ -46,16 +46,26 @@ def duration(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
-def newest_sample(names: Iterable[str], matchers: Iterable[str] = ()) -> str:
-    """The newest sample time of the series named one of ``names``, within the lookback.
+SERIES_LABEL = "series"
 
-    ``timestamp`` gives a sample's own time only when applied to a plain selector, and drops
-    the name, so each name is one selector whose maximum is labelled apart before the outer
-    maximum (two names with the same labels would otherwise collide).
+
+def per_name(names: Iterable[str], matchers: Iterable[str], shape: str) -> str:
+    """``shape`` (``{}`` stands for the selector) over each name apart, each result labelled
+    ``series="<name>"``, joined with ``or``.
+
+    Functions such as ``increase`` and ``timestamp`` drop the metric name, so series that
+    differ only by it (an engine exporting an old and a new name, SGLang's finished and
+    aborted counters) would collide in one selector; apart, the caller adds or picks them.
     """
     kept = list(matchers)
-    parts = [
-        f'label_replace(max(timestamp({n}{{{",".join(kept)}}})), "series", {quote(n)}, "", "")'
-        for n in sorted(set(names))
-    ]
-    return "max(" + " or ".join(parts) + ")"
+    return " or ".join(
+        f"label_replace({shape.format(series([n], kept))}, {quote(SERIES_LABEL)}, {quote(n)}, "
+        '"", "")'
+        for n in dict.fromkeys(names)
+    )
+
+
+def newest_sample(names: Iterable[str], matchers: Iterable[str] = ()) -> str:
+    """The newest sample time of the series named one of ``names``, within the lookback
+    (``timestamp`` gives a sample's own time only over a plain selector)."""
+    return f"max({per_name(names, matchers, 'max(timestamp({}))')})"

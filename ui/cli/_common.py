@@ -46,15 +46,20 @@ def db_url(ctx: typer.Context) -> str | None:
     return state.db_url if state else None
 
 
-def metrics_client(ctx: typer.Context) -> PromClient | None:
-    """The query API of ``--metrics`` (or ``SLOTUNE_METRICS``), None to read the store."""
-    from slotune.collector.metrics import open_metrics
-
+def metrics_url(ctx: typer.Context) -> str | None:
+    """The ``--metrics`` URL (or ``SLOTUNE_METRICS``), None to read the store's samples."""
     root = ctx.find_root()
     state = root.obj if isinstance(root.obj, State) else None
-    client = open_metrics(state.metrics_url if state else None)
+    return state.metrics_url if state else None
+
+
+def metrics_client(ctx: typer.Context) -> PromClient | None:
+    """The query API of ``--metrics`` (closed with the command), None to read the store."""
+    from slotune.collector.metrics import open_metrics
+
+    client = open_metrics(metrics_url(ctx))
     if client is not None:
-        root.call_on_close(client.close)
+        ctx.find_root().call_on_close(client.close)
     return client
 
 

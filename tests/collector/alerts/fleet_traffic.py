@@ -4,6 +4,7 @@ OpenMetrics file (backfilled into a real Prometheus with promtool)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,9 @@ STEP_S = 60.0
 MINUTES = 180
 VLLM = ("vllm", "127.0.0.1:8000")
 SGLANG = ("sglang", "127.0.0.1:30000")
+# whole hours, a few hours back, so the blocks sit outside Prometheus' head
+BASE_TS = (int(time.time()) // 3600 - 6) * 3600.0
+AT_TS = BASE_TS + MINUTES * STEP_S  # the end of the traffic
 RESTART_MINUTE = 100  # the vLLM server restarts: its counters start again from zero
 
 # canonical family -> (vLLM histogram, bounds in s, fast share, slow share before/after 150 min)
@@ -48,7 +52,8 @@ def cumulative() -> Iterator[tuple[float, dict[str, float], dict[str, float]]]:
     for minute in range(MINUTES + 1):
         if minute == RESTART_MINUTE:
             vllm = dict.fromkeys(vllm, 0.0)
-        yield minute * STEP_S, dict(vllm), dict(sglang)
+        gauges = {"kv": 0.2 + 0.5 * (minute % 10) / 10, "running": float(minute % 7)}
+        yield minute * STEP_S, {**vllm, **gauges}, dict(sglang)
         for key, v in _per_minute(minute).items():
             vllm[key] += v
             sglang[key] += v * 0.5
@@ -66,6 +71,10 @@ def _lines(vllm: dict[str, float], sglang: dict[str, float], sglang_prefix: str)
             running += vllm[key]
             out.append(f'{family}_bucket{{{ids},le="{le}"}} {running:g}')
         out.append(f"{family}_count{{{ids}}} {running:g}")
+    out.append("# TYPE vllm:kv_cache_usage_perc gauge")
+    out.append(f"vllm:kv_cache_usage_perc{{{ids}}} {vllm['kv']:g}")
+    out.append("# TYPE vllm:num_requests_running gauge")
+    out.append(f"vllm:num_requests_running{{{ids}}} {vllm['running']:g}")
     out.append("# TYPE vllm:request_success_total counter")
     for reason in ("stop", "length", "abort"):
         out.append(

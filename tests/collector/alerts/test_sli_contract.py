@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
 
 import pytest
 from _tools import free_port
-from fleet_traffic import MINUTES, STEP_S, fill_store, write_openmetrics
-from prometheus_server import backfill, serving
+from fleet_traffic import AT_TS
 from typer.testing import CliRunner
 
 from slotune.collector.alerts.evaluator import RuleState, evaluate_all
@@ -25,9 +23,6 @@ from slotune.collector.store import Store
 from slotune.collector.views import slo_figures
 from slotune.ui.cli import app
 
-# whole hours, a few hours back, so the blocks sit outside Prometheus' head
-BASE_TS = (int(time.time()) // 3600 - 6) * 3600.0
-AT_TS = BASE_TS + MINUTES * STEP_S
 WINDOWS = "{severity: page, long: 1h, short: 5m, factor: 14.4}, {severity: ticket, long: 2h, short: 30m, factor: 3}"
 SLOS = parse_slo_yaml(
     "slos:\n"
@@ -49,24 +44,6 @@ SLOS = parse_slo_yaml(
         )
     )
 )
-
-
-@pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromClient]:
-    """A real Prometheus on loopback holding the traffic."""
-    root = tmp_path_factory.mktemp("prom")
-    write_openmetrics(root / "traffic.om", BASE_TS)
-    backfill(root / "traffic.om", root / "tsdb")
-    with serving(root / "tsdb") as url:
-        client = PromClient(url)
-        yield client
-        client.close()
-
-
-@pytest.fixture
-def filled(store: Store) -> Store:
-    fill_store(store, BASE_TS)
-    return store
 
 
 def _both(store: Store, client: PromClient, slo: SLO) -> tuple[SloStatus, SloStatus]:
