@@ -12,6 +12,8 @@ Public surface:
 - :class:`MetricsReader` (:class:`StoreMetrics`, :class:`PromMetrics`),
   :func:`metrics_reader` ``(store, client)``: what a target did over a window (bucket and
   counter increases, newest values, gauge averages), from either.
+- :func:`read_window` ``(reader, target, start_ts, end_ts) -> TargetWindow``: one target's
+  histograms (bucket increases), counters and gauge means over a window (``sim calibrate``).
 - :func:`summarize_metrics` (``slotune metrics summary``): per-target figures over a window.
 - :func:`raw_names`, :func:`outcome_counters`: every engine's own names for a canonical metric.
 - ``promql`` (a module): selector matchers (a target is ``job/instance``) and name regexes.
@@ -24,8 +26,10 @@ from slotune.collector.metrics._reader import (
     MetricsReader,
     PromMetrics,
     StoreMetrics,
+    TargetWindow,
     kind_prefixes,
     metrics_reader,
+    read_window,
 )
 from slotune.collector.metrics.summary import TargetMetricsSummary, summarize_metrics
 
@@ -38,10 +42,12 @@ __all__ = [
     "Series",
     "StoreMetrics",
     "TargetMetricsSummary",
+    "TargetWindow",
     "kind_prefixes",
     "metrics_reader",
     "open_metrics",
     "outcome_counters",
     "raw_names",
+    "read_window",
     "summarize_metrics",
 ]

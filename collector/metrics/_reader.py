@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from slotune.collector.agent.canonical import format_le
@@ -338,3 +339,67 @@ def _counters(name: str) -> tuple[RawName, ...]:
 def metrics_reader(store: Store, client: PromClient | None) -> MetricsReader:
     """The query API's reader when ``client`` is given (``--metrics``), else the store's."""
     return PromMetrics(client) if client is not None else StoreMetrics(store)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetWindow:
+    """What one target did over ``[start_ts, end_ts]``, in canonical names and units.
+
+    Attributes:
+        histograms: per latency family (``ttft``, ``itl``, ``tpot``, ``e2e``, ``queue_time``,
+            ``prefill_time``, ``decode_time``), the increase of each bucket, (upper bound in
+            seconds, cumulative count) sorted by bound, ending at ``+Inf``; absent without data.
+        counters: increases of the request and token counters (``requests_finished``,
+            ``prompt_tokens``, ``generation_tokens``, ``preemptions``, ``prefix_queries``,
+            ``prefix_hits``); None without data.
+        gauges: means over the window (``kv_usage``, ``requests_running``,
+            ``requests_waiting``, ``gpu_utilization``, ``power_watts``); None without data.
+    """
+
+    target: str
+    start_ts: float
+    end_ts: float
+    histograms: Mapping[str, tuple[tuple[float, float], ...]]
+    counters: Mapping[str, float | None]
+    gauges: Mapping[str, float | None]
+
+
+WINDOW_HISTOGRAMS = ("ttft", "itl", "tpot", "e2e", "queue_time", "prefill_time", "decode_time")
+WINDOW_COUNTERS = (
+    FINISHED,
+    "prompt_tokens",
+    "generation_tokens",
+    "preemptions",
+    "prefix_queries",
+    "prefix_hits",
+)
+WINDOW_GAUGES = (
+    "kv_usage",
+    "requests_running",
+    "requests_waiting",
+    "gpu_utilization",
+    "power_watts",
+)
+
+
+def read_window(reader: MetricsReader, target: str, start_ts: float, end_ts: float) -> TargetWindow:
+    """One target's histograms, counters and gauges over a window, from the store or a query
+    API alike (``metrics_reader(store, client)``).
+
+    Raises:
+        ConfigError: an empty window.
+        MetricsUnavailable: the query API cannot be read.
+    """
+    histograms = {}
+    for family in WINDOW_HISTOGRAMS:
+        buckets = reader.bucket_increases(target, family, start_ts, end_ts)
+        if buckets:
+            histograms[family] = tuple(sorted(buckets.items()))
+    return TargetWindow(
+        target,
+        start_ts,
+        end_ts,
+        histograms,
+        {c: reader.increase(target, c, start_ts, end_ts) for c in WINDOW_COUNTERS},
+        {g: reader.gauge_avg(target, g, start_ts, end_ts) for g in WINDOW_GAUGES},
+    )

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from fleet_traffic import AT_TS
 
-from slotune.collector.metrics import PromClient, PromMetrics, StoreMetrics, summarize_metrics
+from slotune.collector.metrics import (
+    PromClient,
+    PromMetrics,
+    StoreMetrics,
+    read_window,
+    summarize_metrics,
+)
 from slotune.collector.store import Store
 from slotune.collector.views import fleet_table, overview
 
@@ -61,3 +67,17 @@ def _same(a: object, b: object, rel: float = 1e-9) -> bool:
         (a[k] is None) == (b[k] is None) and (a[k] is None or a[k] == pytest.approx(b[k], rel))
         for k in a
     )
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_a_targets_window_reads_the_same_from_both(filled: Store, prometheus: PromClient) -> None:
+    target = "vllm/127.0.0.1:8000"
+    start = AT_TS - WINDOW_S
+    sql = read_window(StoreMetrics(filled), target, start, AT_TS)
+    prom = read_window(PromMetrics(prometheus), target, start, AT_TS)
+    assert set(prom.histograms) == set(sql.histograms) == {"ttft", "itl", "tpot", "e2e"}
+    for family, buckets in sql.histograms.items():
+        assert dict(prom.histograms[family]) == pytest.approx(dict(buckets))
+    assert prom.counters["requests_finished"] == pytest.approx(sql.counters["requests_finished"])
+    assert _same(dict(prom.gauges), dict(sql.gauges), rel=0.05)
