@@ -115,7 +115,7 @@ class PromMetrics:
         seen: dict[str, TargetInfo] = {}
         for kind, prefix in kind_prefixes():
             expr = (
-                "count by (job, instance, pool, model_name) "
+                "count by (job, instance, node, pool, model_name) "
                 f"({{__name__=~{promql.quote(re.escape(prefix) + '.+')}}})"
             )
             for s in self.client.query(expr, at_ts):
@@ -130,7 +130,7 @@ class PromMetrics:
                     kind=kind,
                     url="",
                     labels=labels,
-                    node=None,
+                    node=labels.get("node"),
                     pool=labels.get("pool"),
                     model=labels.get("model_name"),
                     created_at=at_ts,
@@ -172,13 +172,13 @@ class PromMetrics:
         return self._first(_counters(name), target, "sum(increase({}[" + w + "]))", end_ts)
 
     def latest(self, target: str, name: str, at_ts: float) -> float | None:
-        names = (RawName("up"),) if name == "up" else raw_names(name)
+        names = _gauges(name)
         w = promql.duration(LOOKBACK_S)
         return self._first(names, target, "sum(last_over_time({}[" + w + "]))", at_ts)
 
     def gauge_avg(self, target: str, name: str, start_ts: float, end_ts: float) -> float | None:
         w = promql.duration(end_ts - start_ts)
-        return self._first(raw_names(name), target, "avg(avg_over_time({}[" + w + "]))", end_ts)
+        return self._first(_gauges(name), target, "avg(avg_over_time({}[" + w + "]))", end_ts)
 
     def series_at(
         self,
@@ -257,8 +257,6 @@ def _any_target(targets: Sequence[str]) -> list[str]:
 
 def _series_names(name: str) -> tuple[RawName, ...]:
     """The raw series of a canonical series name, in priority order."""
-    if name == "up":
-        return (RawName("up"),)
     family, _, suffix = name.rpartition("_")
     if suffix == "bucket" and raw_names(family):
         return tuple(RawName(f"{r.name}_bucket", r.scale) for r in raw_names(family))
@@ -332,8 +330,16 @@ def _counters(name: str) -> tuple[RawName, ...]:
         return tuple(RawName(n) for o in outcome_counters() for n in (o.finished, o.failed) if n)
     family, _, suffix = name.rpartition("_")
     if suffix == "count" and raw_names(family):
-        return tuple(RawName(f"{r.name}_count") for r in raw_names(family))
-    return raw_names(name)
+        return tuple(RawName(f"{r.name}_count", 1.0, r.kind) for r in raw_names(family))
+    if suffix == "sum" and raw_names(family):
+        return tuple(RawName(f"{r.name}_sum", r.scale, r.kind) for r in raw_names(family))
+    return raw_names(name) or (RawName(name),)
+
+
+def _gauges(name: str) -> tuple[RawName, ...]:
+    """The raw gauges of a canonical gauge; a name no source maps (``up``, a raw DCGM field)
+    is read as it is."""
+    return raw_names(name) or (RawName(name),)
 
 
 def metrics_reader(store: Store, client: PromClient | None) -> MetricsReader:
