@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 class ExportFormat(StrEnum):
     PROMETHEUS = "prometheus"
+    GRAFANA = "grafana"
+    GRAFANA_FLEET = "grafana-fleet"
 
 
 slo_app = typer.Typer(
@@ -130,7 +132,12 @@ def export_cmd(
     ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="SLO names (default: all).")] = None,
     format_: Annotated[
-        ExportFormat, typer.Option("--format", help="Output format: a Prometheus rule file.")
+        ExportFormat,
+        typer.Option(
+            "--format",
+            help="prometheus: a rule file; grafana: the SLO dashboard; grafana-fleet: the "
+            "fleet dashboard (Grafana JSON, over the same PromQL).",
+        ),
     ] = ExportFormat.PROMETHEUS,
     engine: Annotated[
         Engine, typer.Option(help="Whose metric names the rules use.")
@@ -139,18 +146,26 @@ def export_cmd(
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Write the stored SLOs as Prometheus recording and burn-rate alerting rules."""
+    """Write the stored SLOs as Prometheus recording and burn-rate alerting rules, or as
+    Grafana dashboards."""
     from slotune.collector.alerts import export_prometheus
+    from slotune.collector.alerts.grafana import export_grafana, fleet_dashboard
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
-        exported = export_prometheus(store, names or [], engine.value)
-    for note in exported.notes:
+        if format_ is ExportFormat.PROMETHEUS:
+            exported = export_prometheus(store, names or [], engine.value)
+            text, notes = exported.text, exported.notes
+        elif format_ is ExportFormat.GRAFANA:
+            text, notes = export_grafana(store, names or [], engine.value), ()
+        else:
+            text, notes = fleet_dashboard(engine.value), ()
+    for note in notes:
         err_console.print(f"warning: {escape(note)}", highlight=False, soft_wrap=True)
     if output is None:
-        sys.stdout.write(exported.text)
+        sys.stdout.write(text)
     else:
-        output.write_text(exported.text, encoding="utf-8")
+        output.write_text(text, encoding="utf-8")
         console.print(f"wrote {output}", highlight=False)
 
 

@@ -75,6 +75,13 @@ def _lines(vllm: dict[str, float], sglang: dict[str, float], sglang_prefix: str)
     out.append(f"vllm:kv_cache_usage_perc{{{ids}}} {vllm['kv']:g}")
     out.append("# TYPE vllm:num_requests_running gauge")
     out.append(f"vllm:num_requests_running{{{ids}}} {vllm['running']:g}")
+    out.append("# TYPE vllm:num_requests_waiting gauge")
+    out.append(f"vllm:num_requests_waiting{{{ids}}} {vllm['running'] / 2:g}")
+    for counter, key in (("num_preemptions", "abort"), ("prefix_cache_queries", "stop")):
+        out.append(f"# TYPE vllm:{counter}_total counter")
+        out.append(f"vllm:{counter}_total{{{ids}}} {vllm[key]:g}")
+    out.append("# TYPE vllm:prefix_cache_hits_total counter")
+    out.append(f"vllm:prefix_cache_hits_total{{{ids}}} {vllm['length']:g}")
     out.append("# TYPE vllm:request_success_total counter")
     for reason in ("stop", "length", "abort"):
         out.append(
