@@ -21,7 +21,7 @@ Modules, one job each: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (co
 ``status`` (one SLO at a time), ``metrics`` / ``rules`` / ``thresholds`` (threshold rules),
 ``slo_rules`` (an SLO's stored alert rules), ``evaluator`` (all rules, events, the loop),
 ``notify`` (Alertmanager, Slack, log), ``dispatch`` (what each receiver is sent when, from
-the store's delivery outbox), ``promrules`` (Prometheus rule export), ``openslo``
+the store's delivery outbox), ``promrules`` (Prometheus rule export), ``grafana`` (Grafana dashboards), ``openslo``
 (OpenSLO v1 import), ``history`` (OpenMetrics history import).
 """
 
@@ -33,6 +33,7 @@ from slotune.collector.alerts.evaluator import (
     open_when_reachable,
     run_loop,
 )
+from slotune.collector.alerts.grafana import export_grafana, fleet_dashboard
 from slotune.collector.alerts.history import import_openmetrics
 from slotune.collector.alerts.notify import make_notifier, test_alerts
 from slotune.collector.alerts.openslo import load_slo_documents
@@ -76,7 +77,9 @@ __all__ = [
     "delete_threshold_rule",
     "error_budget",
     "evaluate_all",
+    "export_grafana",
     "export_prometheus",
+    "fleet_dashboard",
     "import_openmetrics",
     "load_rules_file",
     "load_slo_documents",

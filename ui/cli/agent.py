@@ -89,8 +89,7 @@ def agent(
 ) -> None:
     """Scrape engines and GPUs into the store (or a remote-write receiver); optionally export
     via Prometheus and OTLP."""
-    from slotune.collector.agent import AgentConfig, run_agent
-    from slotune.collector.agent.remote_write import parse_headers
+    from slotune.collector.agent import AgentConfig, parse_headers, run_agent
     from slotune.collector.durations import parse_duration_s
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")

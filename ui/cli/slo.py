@@ -148,8 +148,7 @@ def export_cmd(
 ) -> None:
     """Write the stored SLOs as Prometheus recording and burn-rate alerting rules, or as
     Grafana dashboards."""
-    from slotune.collector.alerts import export_prometheus
-    from slotune.collector.alerts.grafana import export_grafana, fleet_dashboard
+    from slotune.collector.alerts import export_grafana, export_prometheus, fleet_dashboard
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
