@@ -11,7 +11,8 @@ an error into an exit code.
     │   ├── StoreRejected    the database refused the data itself: retrying cannot help
     │   └── SchemaMismatch   schema older or newer than this slotune knows
     ├── EngineConfigError    an engine configuration the engine itself would refuse
-    └── SourceError          a metrics source returned something unusable
+    ├── SourceError          a metrics source returned something unusable
+    └── MetricsUnavailable   the metrics query API (``--metrics URL``) cannot be read
 """
 
 from __future__ import annotations
@@ -51,3 +52,8 @@ class EngineConfigError(SlotuneError):
 
 class SourceError(SlotuneError):
     """A metrics source returned something that cannot be parsed."""
+
+
+class MetricsUnavailable(SlotuneError):
+    """The metrics query API (``--metrics URL``) cannot be read: unreachable, an error or
+    malformed reply, a reply too large, or a query timeout. A rule that needs it is no_data."""

@@ -12,6 +12,7 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql
 command -v prometheus >/dev/null || missing+=(prometheus)
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
+command -v victoria-metrics >/dev/null || missing+=(victoria-metrics)
 command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
     sudo_cmd=()

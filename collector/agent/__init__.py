@@ -18,9 +18,9 @@ from slotune.collector.agent.fetch import HttpFetcher
 from slotune.collector.agent.nvml import FakeGpu, FakeNvml
 from slotune.collector.agent.promtext import ParseResult, parse_text
 from slotune.collector.agent.registry import make_source
+from slotune.collector.agent.remote_write import parse_headers
 from slotune.collector.agent.service import AgentConfig, build_agent, run_agent
 from slotune.collector.agent.snapshot import EngineSnapshot, HistogramSnapshot, scrape_snapshot
-from slotune.collector.agent.summary import TargetMetricsSummary, summarize_metrics
 from slotune.collector.agent.targets import (
     TargetSpec,
     load_targets_file,
@@ -45,15 +45,14 @@ __all__ = [
     "SkippedLine",
     "Source",
     "SourceKind",
-    "TargetMetricsSummary",
     "TargetSpec",
     "build_agent",
     "load_targets_file",
     "make_source",
     "make_target",
+    "parse_headers",
     "parse_target_arg",
     "parse_text",
     "run_agent",
     "scrape_snapshot",
-    "summarize_metrics",
 ]

@@ -15,6 +15,7 @@ from slotune.collector.agent.encode import DEFAULT_HEARTBEAT_S
 from slotune.collector.agent.export_otel import OtlpExporter
 from slotune.collector.agent.export_prom import PrometheusExporter
 from slotune.collector.agent.loop import Agent, Exporter, ScrapeOutcome
+from slotune.collector.agent.remote_write import RemoteWriter
 from slotune.collector.agent.spool import Spool
 from slotune.collector.agent.targets import (
     DEFAULT_INTERVAL_S,
@@ -51,6 +52,9 @@ class AgentConfig:
             a shorter interval); None: 10 s or the interval if that is less.
         heartbeat_s: longest time an unchanged cumulative series goes unwritten (0: every
             sample of every scrape is written).
+        remote_write_url: send the samples to this remote-write receiver instead of the
+            store (None: the store).
+        remote_write_headers: headers of every remote-write request (credentials, tenant).
     """
 
     target_args: tuple[str, ...] = ()
@@ -65,6 +69,8 @@ class AgentConfig:
     spool_dir: Path | None = None
     scrape_timeout_s: float | None = None
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    remote_write_url: str | None = None
+    remote_write_headers: tuple[tuple[str, str], ...] = ()
 
 
 def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
@@ -91,8 +97,14 @@ def resolve_targets(config: AgentConfig) -> list[TargetSpec]:
 def build_agent(config: AgentConfig) -> Agent:
     """An agent with its writer, spool and exporters (servers already listening)."""
     targets = resolve_targets(config)
-    spool = Spool(config.spool_dir or default_spool_dir())
-    writer = StoreWriter(config.db_url, spool)
+    spool_dir = config.spool_dir or default_spool_dir()
+    writer: StoreWriter
+    if config.remote_write_url:
+        # one batch a segment: a replay cut short by a new outage resends no batch twice
+        spool = Spool(spool_dir / "remote-write", segment_bytes=1)
+        writer = RemoteWriter(config.remote_write_url, spool, dict(config.remote_write_headers))
+    else:
+        writer = StoreWriter(config.db_url, Spool(spool_dir))
     exporters: list[Exporter] = []
     if config.otlp_endpoint:
         exporters.append(

@@ -170,18 +170,7 @@ class StoreWriter:
                 log.info("store %s is back", store.url)
             self._is_up = True
         except StoreError as e:
-            try:
-                self.spool.append(batch)
-            except OSError as disk:
-                log.error(
-                    "cannot spool %d samples to %s: %s", len(batch), self.spool.directory, disk
-                )
-                self._dropped += len(batch)
-            else:
-                self._spooled += len(batch)
-            if self._is_up:
-                log.warning("store unavailable, spooling to %s: %s", self.spool.directory, e)
-            self._is_up = False
+            self.hold(batch, f"store unavailable: {e}")
             self._drop_store()
         except Exception as e:
             # Anything else (a disk error reading the spool, a bug) must not end the writer
@@ -190,6 +179,19 @@ class StoreWriter:
             log.exception("unexpected error writing %d samples", len(batch))
             self.spool.quarantine(batch, f"unexpected error: {type(e).__name__}: {e}")
             self._drop_store()
+
+    def hold(self, batch: Sequence[SampleIn], why: str) -> None:
+        """Spool a batch its destination could not take now (said once per outage)."""
+        try:
+            self.spool.append(batch)
+        except OSError as disk:
+            log.error("cannot spool %d samples to %s: %s", len(batch), self.spool.directory, disk)
+            self._dropped += len(batch)
+        else:
+            self._spooled += len(batch)
+        if self._is_up:
+            log.warning("%s; spooling to %s", why, self.spool.directory)
+        self._is_up = False
 
     def _write(self, store: Store, batch: Sequence[SampleIn]) -> None:
         if not batch:

@@ -14,12 +14,14 @@ Public surface (the dashboard's /slos and /alerts pages, the CLI and tests call 
 - :func:`burn_windows`, :func:`error_budget`, :func:`burn_rate`: the policy maths.
 - :class:`SliReader`, :func:`bench_counts`: good / total counts from engine histograms and
   availability counters, or from benchmark records.
+- :func:`sli_reader` ``(store, at_ts, metrics) -> SliSource``: the same counts from the store
+  or, given a query API client (``--metrics URL``), as PromQL (:class:`PromSliReader`).
 
 Modules, one job each: ``policy`` (budget, burn rate, MWMB windows), ``sli`` (counts),
 ``status`` (one SLO at a time), ``metrics`` / ``rules`` / ``thresholds`` (threshold rules),
 ``slo_rules`` (an SLO's stored alert rules), ``evaluator`` (all rules, events, the loop),
 ``notify`` (Alertmanager, Slack, log), ``dispatch`` (what each receiver is sent when, from
-the store's delivery outbox), ``promrules`` (Prometheus rule export), ``openslo``
+the store's delivery outbox), ``promrules`` (Prometheus rule export), ``grafana`` (Grafana dashboards), ``openslo``
 (OpenSLO v1 import), ``history`` (OpenMetrics history import).
 """
 
@@ -31,6 +33,7 @@ from slotune.collector.alerts.evaluator import (
     open_when_reachable,
     run_loop,
 )
+from slotune.collector.alerts.grafana import export_grafana, fleet_dashboard
 from slotune.collector.alerts.history import import_openmetrics
 from slotune.collector.alerts.notify import make_notifier, test_alerts
 from slotune.collector.alerts.openslo import load_slo_documents
@@ -44,6 +47,8 @@ from slotune.collector.alerts.rules import (
     parse_rule,
 )
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
+from slotune.collector.alerts.sli_prom import PromSliReader
+from slotune.collector.alerts.sli_source import SliSource, sli_reader
 from slotune.collector.alerts.slo_rules import apply_slos, delete_slo_and_rules, load_slos
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
 
@@ -55,10 +60,12 @@ __all__ = [
     "Counts",
     "DispatchReport",
     "Dispatcher",
+    "PromSliReader",
     "RuleState",
     "RuleStatus",
     "SliCounts",
     "SliReader",
+    "SliSource",
     "SloStatus",
     "ThresholdRule",
     "WindowBurn",
@@ -70,7 +77,9 @@ __all__ = [
     "delete_threshold_rule",
     "error_budget",
     "evaluate_all",
+    "export_grafana",
     "export_prometheus",
+    "fleet_dashboard",
     "import_openmetrics",
     "load_rules_file",
     "load_slo_documents",
@@ -79,6 +88,7 @@ __all__ = [
     "open_when_reachable",
     "parse_rule",
     "run_loop",
+    "sli_reader",
     "slo_status",
     "test_alerts",
 ]

@@ -20,11 +20,17 @@ from enum import StrEnum
 from typing import Any
 
 from slotune.collector.alerts.rules import THRESHOLD_KIND, ThresholdRule
-from slotune.collector.alerts.sli import SliReader
+from slotune.collector.alerts.sli_source import SliSource, sli_reader
 from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
 from slotune.collector.alerts.status import slo_status, status_windows
 from slotune.collector.alerts.thresholds import STALE_S, ThresholdReader
-from slotune.collector.errors import SlotuneError, StoreError, StoreUnavailable
+from slotune.collector.errors import (
+    MetricsUnavailable,
+    SlotuneError,
+    StoreError,
+    StoreUnavailable,
+)
+from slotune.collector.metrics import PromClient
 from slotune.collector.slo import SLO
 from slotune.collector.store import (
     AlertEventInfo,
@@ -120,6 +126,7 @@ def evaluate_all(
     record: bool = False,
     min_window_s: float = 0.0,
     receivers: Sequence[str] = (),
+    metrics: PromClient | None = None,
 ) -> list[RuleStatus]:
     """Every enabled rule's state at ``at_ts`` (now when None).
 
@@ -130,6 +137,8 @@ def evaluate_all(
         min_window_s: the scrape interval; SLO windows shorter than it are an error.
         receivers: the notifiers' keys each recorded event is pending for (the outbox),
             unless its rule is silenced.
+        metrics: the query API SLO rules read (None: the store's samples); an SLO rule
+            whose data it cannot give is ``no_data``, never ``ok``.
 
     Returns:
         One status per alert instance, by rule then labels.
@@ -142,8 +151,9 @@ def evaluate_all(
     slos = load_slos(store) if any(r.kind == SLO_KIND for r in rules) else {}
     last = last_alert_events(store)
     silences = active_silences(store, at)
-    sli_reader = SliReader(store, at)
-    sli_reader.prefetch(_slo_needs(rules, slos, min_window_s))
+    reader = sli_reader(store, at, metrics)
+    with contextlib.suppress(MetricsUnavailable):  # each rule says so in its own status
+        reader.prefetch(_slo_needs(rules, slos, min_window_s))
     thr_reader = ThresholdReader(store, at)
     out: list[RuleStatus] = []
     for rule in rules:
@@ -152,7 +162,7 @@ def evaluate_all(
                 slo = slos.get(rule.slo_name or "")
                 if slo is None:
                     raise SlotuneError(f"its SLO {rule.slo_name!r} is not stored any more")
-                found = [_slo_instance(store, rule, slo, at, sli_reader, min_window_s)]
+                found = [_slo_instance(store, rule, slo, at, reader, min_window_s)]
             elif rule.kind == THRESHOLD_KIND:
                 found = _threshold_instances(rule, thr_reader, at, last)
             else:
@@ -225,9 +235,21 @@ def _transition(
 
 
 def _slo_instance(
-    store: Store, rule: AlertRuleInfo, slo: SLO, at: float, reader: SliReader, min_window_s: float
+    store: Store, rule: AlertRuleInfo, slo: SLO, at: float, reader: SliSource, min_window_s: float
 ) -> RuleStatus:
-    st = slo_status(store, slo, at, min_window_s=min_window_s, reader=reader)
+    try:
+        st = slo_status(store, slo, at, min_window_s=min_window_s, reader=reader)
+    except MetricsUnavailable as e:
+        return RuleStatus(
+            rule=rule.name,
+            kind=rule.kind,
+            severity=rule.severity,
+            state=RuleState.NO_DATA,
+            value=None,
+            labels={**rule.labels, "slo": slo.name, "severity": rule.severity},
+            at_ts=at,
+            message=f"SLO {slo.name} ({slo.spec}): no data: {e}",
+        )
     mine = [c for c in st.conditions if c.window.severity == rule.severity]
     rates = [min(c.long.burn_rate or 0.0, c.short.burn_rate or 0.0) for c in mine]
     firing = [c for c in mine if c.is_firing]
@@ -361,6 +383,7 @@ def run_loop(
     interval_s: float = DEFAULT_INTERVAL_S,
     min_window_s: float = 0.0,
     receivers: Sequence[str] = (),
+    metrics: PromClient | None = None,
     on_round: Callable[[list[RuleStatus]], None] | None = None,
     max_rounds: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -376,7 +399,11 @@ def run_loop(
         started = time.monotonic()
         try:
             statuses = evaluate_all(
-                store, record=True, min_window_s=min_window_s, receivers=receivers
+                store,
+                record=True,
+                min_window_s=min_window_s,
+                receivers=receivers,
+                metrics=metrics,
             )
             if on_round is not None:
                 on_round(statuses)

@@ -89,7 +89,12 @@ def _engine(engine: str) -> type[PromTextSource]:
     return source
 
 
-def _raw(engine: str, canonical: str) -> Rule:
+def engine_rule(engine: str, canonical: str) -> Rule:
+    """The rule of ``engine`` that maps its raw series onto ``canonical``.
+
+    Raises:
+        ConfigError: an unknown engine, or one without that metric.
+    """
     rules = _engine(engine).export_rules()
     found = next((r for r in rules if r.target == canonical), None)
     if found is None:
@@ -128,7 +133,7 @@ def error_ratio_expr(slo: SLO, engine: str, window_s: float, bounds: Sequence[fl
     w = prom_duration(window_s)
     if slo.sli is SLI.ERROR_RATE:
         return _error_ratio(slo, engine, w)
-    rule = _raw(engine, slo.sli.value)
+    rule = engine_rule(engine, slo.sli.value)
     bucket = f"{rule.source}_bucket"
 
     def at(bound: float) -> str:
@@ -207,7 +212,7 @@ def export_notes(slo: SLO, engine: str, bounds: Sequence[float]) -> list[str]:
         )
     if slo.sli is SLI.ERROR_RATE:
         return notes
-    rule = _raw(engine, slo.sli.value)
+    rule = engine_rule(engine, slo.sli.value)
     lower, upper = _nearest(slo, _finite(slo, engine, bounds))
     if lower == slo.threshold:
         return notes
@@ -292,6 +297,24 @@ def dump_rules(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(data), sort_keys=False, width=10_000)
 
 
+def stored_slos(
+    store: Store, names: Sequence[str] = ()
+) -> tuple[list[SLO], dict[str, list[float]]]:
+    """The stored SLOs (all, or those named) and the bucket bounds the agent scraped per
+    canonical histogram they read.
+
+    Raises:
+        ConfigError: an unknown SLO name.
+    """
+    slos = load_slos(store)
+    unknown = [n for n in names if n not in slos]
+    if unknown:
+        raise ConfigError(f"no SLO named {unknown[0]!r}; see the names with `slotune slo list`")
+    chosen = [slos[n] for n in names] if names else list(slos.values())
+    reader = SliReader(store, time.time())
+    return chosen, {s.sli.value: reader.bounds(s) for s in chosen}
+
+
 def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vllm") -> RuleExport:
     """The rule file of the stored SLOs (all, or those named), on the bucket bounds of the
     engine's release (see :func:`histogram_bounds`), with the notes a user must read.
@@ -300,13 +323,7 @@ def export_prometheus(store: Store, names: Sequence[str] = (), engine: str = "vl
         ConfigError: an unknown SLO name or engine, a metric the engine lacks, or bounds
             that are not known.
     """
-    slos = load_slos(store)
-    unknown = [n for n in names if n not in slos]
-    if unknown:
-        raise ConfigError(f"no SLO named {unknown[0]!r}; see the names with `slotune slo list`")
-    chosen = [slos[n] for n in names] if names else list(slos.values())
-    reader = SliReader(store, time.time())
-    stored = {s.sli.value: reader.bounds(s) for s in chosen}
+    chosen, stored = stored_slos(store, names)
     notes = tuple(
         note
         for s in chosen

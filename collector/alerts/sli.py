@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLI, SLO, Selector, evaluate
-from slotune.collector.store import SeriesRef, Store, find_series, increases, values_at
+from slotune.collector.store import (
+    SeriesRef,
+    Store,
+    find_series,
+    increases,
+    parse_le,
+    values_at,
+)
 
 FINISHED = "requests_finished"
 BAD_REASONS = frozenset({"abort", "error"})
@@ -164,7 +171,7 @@ class SliReader:
         if slo.sli is SLI.ERROR_RATE:
             return self._finished(slo)
         by_le, lower, upper, note = self._buckets(slo)
-        return [r for b in _wanted(lower, upper, note) for r in by_le.get(b, [])]
+        return [r for b in wanted_bounds(lower, upper, note) for r in by_le.get(b, [])]
 
     def _finished(self, slo: SLO) -> list[SeriesRef]:
         return [
@@ -217,44 +224,64 @@ class SliReader:
         if by_le is None:  # SLOs on one family and selector share it
             by_le = self._by_le[key] = {}
             for r in self.series(f"{family}_bucket"):
-                le = _parse_le(r.labels.get("le"))
+                le = parse_le(r.labels.get("le"))
                 if le is not None and selects(slo.selector, r):
                     by_le.setdefault(le, []).append(r)
-        bounds = sorted(b for b in by_le if not math.isinf(b))
-        if not bounds:
-            return by_le, None, None, None
-        lower = max((b for b in bounds if b <= slo.threshold), default=None)
-        upper = min((b for b in bounds if b > slo.threshold), default=None)
-        note = None
-        if lower != slo.threshold:
-            interpolated = slo.interpolate and lower is not None and upper is not None
-            note = BoundaryNote(family, slo.threshold, lower, upper, interpolated)
-        return by_le, lower, upper, note
+        return (by_le, *nearest_bounds(slo, by_le))
 
     def _latency(self, slo: SLO, windows: Sequence[float]) -> SliCounts:
         by_le, lower, upper, note = self._buckets(slo)
         if math.inf not in by_le:
             return SliCounts(tuple(None for _ in windows))
-        interpolated = note is not None and note.interpolated
-        wanted = _wanted(lower, upper, note)
+        wanted = wanted_bounds(lower, upper, note)
         used = [r for b in wanted for r in by_le[b]]
-        out: list[Counts | None] = []
-        for inc in self._increases(used, windows):
-            sums = {b: _sum(inc, by_le[b]) for b in wanted}
-            total = sums[math.inf]
-            if total is None:
-                out.append(None)
-                continue
-            good = sums[lower] if lower is not None else 0.0
-            if interpolated and lower is not None and upper is not None:
-                hi = sums[upper]
-                if good is not None and hi is not None:
-                    good += (hi - good) * (slo.threshold - lower) / (upper - lower)
-            out.append(Counts(min(good or 0.0, total), total))
+        out = [
+            latency_counts(slo, {b: _sum(inc, by_le[b]) for b in wanted}, lower, upper, note)
+            for inc in self._increases(used, windows)
+        ]
         return SliCounts(tuple(out), note)
 
 
-def _wanted(lower: float | None, upper: float | None, note: BoundaryNote | None) -> list[float]:
+def nearest_bounds(
+    slo: SLO, bounds: Iterable[float]
+) -> tuple[float | None, float | None, BoundaryNote | None]:
+    """The bucket bounds at or below and above the SLO's threshold, and the note when the
+    threshold is not a bound (both None when the histogram has no finite bound)."""
+    finite = sorted(b for b in bounds if not math.isinf(b))
+    if not finite:
+        return None, None, None
+    lower = max((b for b in finite if b <= slo.threshold), default=None)
+    upper = min((b for b in finite if b > slo.threshold), default=None)
+    note = None
+    if lower != slo.threshold:
+        interpolated = slo.interpolate and lower is not None and upper is not None
+        note = BoundaryNote(slo.sli.value, slo.threshold, lower, upper, interpolated)
+    return lower, upper, note
+
+
+def latency_counts(
+    slo: SLO,
+    sums: Mapping[float, float | None],
+    lower: float | None,
+    upper: float | None,
+    note: BoundaryNote | None,
+) -> Counts | None:
+    """Good / total from the increases of the buckets an SLO reads (by bound, ``+Inf`` the
+    total): the bound at or below the threshold, or interpolated up to the next one."""
+    total = sums.get(math.inf)
+    if total is None:
+        return None
+    good = sums.get(lower) if lower is not None else 0.0
+    if note is not None and note.interpolated and lower is not None and upper is not None:
+        hi = sums.get(upper)
+        if good is not None and hi is not None:
+            good += (hi - good) * (slo.threshold - lower) / (upper - lower)
+    return Counts(min(good or 0.0, total), total)
+
+
+def wanted_bounds(
+    lower: float | None, upper: float | None, note: BoundaryNote | None
+) -> list[float]:
     """The bucket bounds an SLO reads: the bound at or below its threshold, the one above
     when interpolating, and +Inf."""
     interpolated = note is not None and note.interpolated
@@ -264,10 +291,3 @@ def _wanted(lower: float | None, upper: float | None, note: BoundaryNote | None)
 def _sum(inc: Mapping[int, float | None], refs: Sequence[SeriesRef]) -> float | None:
     known = [inc[r.id] for r in refs if inc[r.id] is not None]
     return sum(v for v in known if v is not None) if known else None
-
-
-def _parse_le(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

@@ -7,6 +7,7 @@ from typing import Any
 
 from slotune.collector.alerts.policy import burn_windows, error_budget, has_budget
 from slotune.collector.alerts.sli import Counts, SliReader
+from slotune.collector.alerts.sli_source import SliSource
 from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.slo import SLO, BurnWindow
 from slotune.collector.store import Store
@@ -118,7 +119,7 @@ def slo_status(
     at_ts: float,
     *,
     min_window_s: float = 0.0,
-    reader: SliReader | None = None,
+    reader: SliSource | None = None,
 ) -> SloStatus:
     """Attainment, budget and burn rates of one SLO from the engine series in the store.
 
@@ -127,14 +128,17 @@ def slo_status(
         slo: the SLO (its selector picks the series).
         at_ts: evaluation time, epoch seconds.
         min_window_s: the scrape interval; shorter burn-rate windows are refused.
-        reader: a reader shared by the SLOs of one evaluation round (made when None).
+        reader: a reader shared by the SLOs of one evaluation round, of the store or a
+            query API (the store's, made, when None).
 
     An objective of 100 % has no budget to burn: its status holds the attainment only.
 
     Raises:
         SLOSpecError: a burn-rate window is unusable.
+        MetricsUnavailable: the reader's query API cannot be read.
     """
-    reader = reader if reader is not None and reader.at_ts == at_ts else SliReader(store, at_ts)
+    if reader is None or reader.at_ts != at_ts:
+        reader = SliReader(store, at_ts)
     budget = error_budget(slo) if has_budget(slo) else None
     policy = burn_windows(slo, min_window_s=min_window_s) if budget is not None else ()
     windows = status_windows(slo, min_window_s=min_window_s)

@@ -42,8 +42,10 @@ from slotune.collector.store._queries import (
     counter_increase,
     counter_rate,
     gauge_avg,
+    histogram_increases,
     histogram_quantile,
     latest_value,
+    parse_le,
 )
 from slotune.collector.store._records import (
     AlertEventInfo,
@@ -124,6 +126,7 @@ __all__ = [
     "gauge_stats",
     "get_study",
     "get_worker",
+    "histogram_increases",
     "histogram_quantile",
     "increases",
     "last_alert_events",
@@ -139,6 +142,7 @@ __all__ = [
     "load_bench_run",
     "mark_delivered",
     "open_store",
+    "parse_le",
     "pending_deliveries",
     "prune",
     "record_alert_event",

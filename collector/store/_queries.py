@@ -201,18 +201,37 @@ def histogram_quantile(
     """
     if not 0.0 <= q <= 1.0:
         raise ConfigError(f"quantile {q!r} must be between 0 and 1 (0.99 for p99)")
+    per_le = histogram_increases(store, target, family, start_ts, end_ts, labels)
+    return bucket_quantile(q, sorted(per_le.items()))
+
+
+def histogram_increases(
+    store: Store,
+    target: str,
+    family: str,
+    start_ts: float,
+    end_ts: float,
+    labels: Mapping[str, str] | None = None,
+) -> dict[float, float]:
+    """Increase of each bucket of a histogram family over a window, by upper bound (cumulative
+    counts, as ``le`` buckets are), summed over the matching series; empty without data.
+
+    Raises:
+        ConfigError: an empty window.
+    """
     _check_window(start_ts, end_ts)
     per_le: dict[float, float] = {}
     with store.connection() as conn:
         for sid, lbl, _ in matching_series(conn, target, f"{family}_bucket", labels):
-            le = _parse_le(lbl.get("le"))
+            le = parse_le(lbl.get("le"))
             inc = series_increase(conn, sid, start_ts, end_ts)
             if le is not None and inc is not None:
                 per_le[le] = per_le.get(le, 0.0) + inc
-    return bucket_quantile(q, sorted(per_le.items()))
+    return per_le
 
 
-def _parse_le(value: Any) -> float | None:
+def parse_le(value: Any) -> float | None:
+    """A bucket's ``le`` label as a float (``+Inf`` too); None when it is not a number."""
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -35,7 +35,13 @@ from slotune.collector.views.fleet_plans import (
 from slotune.collector.views.forms import FORM_SOURCE, slo_from_fields
 from slotune.collector.views.overview import Overview, firing_alerts, overview
 from slotune.collector.views.slo_history import SLOHistory, slo_history
-from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses, window_label
+from slotune.collector.views.slo_status import (
+    SLOState,
+    SLOStatus,
+    slo_figures,
+    slo_statuses,
+    window_label,
+)
 
 __all__ = [
     "FLEET_AUTOSCALE",
@@ -67,6 +73,7 @@ __all__ = [
     "overview",
     "severity_rank",
     "sim_policies",
+    "slo_figures",
     "slo_from_fields",
     "slo_history",
     "slo_statuses",

@@ -3,7 +3,7 @@
 Figures have the meaning of ``slotune metrics summary`` (:class:`TargetMetricsSummary`):
 latency percentiles from histogram bucket increases, rates from counter increases, queue
 length and VRAM at the end of the range. They are read on a grid of instants
-(:func:`series_at`), so gauge averages (KV usage, GPU utilisation, power) are means of the
+(``series_at`` of the store or of a query API, :mod:`collector.metrics`), so gauge averages (KV usage, GPU utilisation, power) are means of the
 grid's samples rather than of every sample, and a series that starts inside the range counts
 from its first sample in it (as ``counter_increase`` does).
 """
@@ -16,16 +16,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slotune.collector.agent.summary import LATENCIES, QUANTILES, TargetMetricsSummary
 from slotune.collector.errors import ConfigError
-from slotune.collector.store import (
-    SeriesPoints,
-    Store,
-    TargetInfo,
-    bucket_quantile,
-    list_targets,
-    series_at,
-)
+from slotune.collector.metrics import PromClient, metrics_reader
+from slotune.collector.metrics.summary import LATENCIES, QUANTILES, TargetMetricsSummary
+from slotune.collector.store import SeriesPoints, Store, TargetInfo, bucket_quantile
 
 _COUNTERS = (
     "e2e_count",
@@ -199,12 +193,19 @@ def gpu_of(t: TargetInfo) -> str | None:
 
 
 def fleet_table(
-    store: Store, start_ts: float, end_ts: float, *, steps: int = 12, pool: str | None = None
+    store: Store,
+    start_ts: float,
+    end_ts: float,
+    *,
+    steps: int = 12,
+    pool: str | None = None,
+    metrics: PromClient | None = None,
 ) -> FleetTable:
     """Every target and every pool over a range.
 
     Args:
         store: the open store.
+        metrics: read the targets from this query API (``--metrics``) instead of the store.
         start_ts: range start, epoch seconds.
         end_ts: range end, epoch seconds.
         steps: grid steps for the averaged gauges (KV usage, GPU utilisation, power,
@@ -214,15 +215,16 @@ def fleet_table(
     Raises:
         ConfigError: an empty range.
     """
-    targets = [t for t in list_targets(store) if pool is None or t.pool == pool]
+    reader = metrics_reader(store, metrics)
+    targets = [t for t in reader.targets(end_ts) if pool is None or t.pool == pool]
     names = [t.name for t in targets]
     # Increases and end values need the range's two ends; only averaged gauges need the grid
     # (a tenth of the series, so the table costs a fifth of the lookups of a full grid).
     grid = [start_ts, end_ts]
-    points = series_at(store, _TWO_POINT_NAMES, grid, names, fill_first=True) if targets else []
+    points = reader.series_at(_TWO_POINT_NAMES, grid, names, fill_first=True) if targets else []
     if targets:
         fine = _grid(start_ts, end_ts, steps)
-        points += [_collapse(p) for p in series_at(store, _AVERAGED_NAMES, fine, names)]
+        points += [_collapse(p) for p in reader.series_at(_AVERAGED_NAMES, fine, names)]
     by_target: dict[str, list[SeriesPoints]] = defaultdict(list)
     for p in points:
         by_target[p.target].append(p)
@@ -270,7 +272,13 @@ def _common(values: Iterable[str | None]) -> str | None:
 
 
 def fleet_timeseries_by_target(
-    store: Store, targets: Sequence[str], start_ts: float, end_ts: float, *, steps: int = 30
+    store: Store,
+    targets: Sequence[str],
+    start_ts: float,
+    end_ts: float,
+    *,
+    steps: int = 30,
+    metrics: PromClient | None = None,
 ) -> dict[str, list[TargetMetricsSummary]]:
     """Each target's figures per step of a range, from one batched read, so a bad replica
     stands out instead of being averaged into its pool.
@@ -282,7 +290,7 @@ def fleet_timeseries_by_target(
         raise ConfigError("pick at least one target or pool to chart")
     grid = _grid(start_ts, end_ts, steps)
     by_target: dict[str, list[SeriesPoints]] = defaultdict(list)
-    for p in series_at(store, SERIES_NAMES, grid, list(targets)):
+    for p in metrics_reader(store, metrics).series_at(SERIES_NAMES, grid, list(targets)):
         by_target[p.target].append(p)
     return {
         t: [

@@ -6,7 +6,8 @@ import time
 from dataclasses import dataclass
 
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
-from slotune.collector.store import Store, list_targets, series_at
+from slotune.collector.metrics import PromClient, metrics_reader
+from slotune.collector.store import Store
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
 
@@ -34,23 +35,29 @@ class Overview:
         return sum(s.state is state for s in self.slos)
 
 
-def firing_alerts(store: Store, *, end_ts: float | None = None) -> list[RuleStatus]:
+def firing_alerts(
+    store: Store, *, end_ts: float | None = None, metrics: PromClient | None = None
+) -> list[RuleStatus]:
     """Every alert instance firing at ``end_ts`` (now when None), as the evaluator sees it."""
-    statuses = evaluate_all(store, time.time() if end_ts is None else end_ts)
+    statuses = evaluate_all(store, time.time() if end_ts is None else end_ts, metrics=metrics)
     return [s for s in statuses if s.state is RuleState.FIRING]
 
 
-def overview(store: Store, *, end_ts: float | None = None) -> Overview:
-    """The overview now (or at ``end_ts``)."""
+def overview(
+    store: Store, *, end_ts: float | None = None, metrics: PromClient | None = None
+) -> Overview:
+    """The overview now (or at ``end_ts``), from the store's samples or ``metrics`` (a query
+    API)."""
     end = time.time() if end_ts is None else end_ts
-    targets = list_targets(store)
+    reader = metrics_reader(store, metrics)
+    targets = reader.targets(end)
     # One lookup per target: the newest "up" sample at the end (the fleet page has the rest).
-    up = {p.target: p.values[0] for p in series_at(store, ["up"], [end])}
+    up = {p.target: p.values[0] for p in reader.series_at(["up"], [end])}
     return Overview(
         end_ts=end,
         num_targets=len(targets),
         num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in targets),
         num_down=sum(up.get(t.name) == 0.0 for t in targets),
-        slos=tuple(slo_statuses(store, end_ts=end)),
-        firing=tuple(firing_alerts(store, end_ts=end)),
+        slos=tuple(slo_statuses(store, end_ts=end, metrics=metrics)),
+        firing=tuple(firing_alerts(store, end_ts=end, metrics=metrics)),
     )

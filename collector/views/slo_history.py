@@ -1,6 +1,6 @@
 """One SLO over its window: the error budget left as a burn-down line and the SLI per step.
 
-Both come from one :class:`SliReader` at the window's end: the reader gives good / total
+Both come from one SLI reader (the store's or a query API's) at the window's end: the reader gives good / total
 over windows ending then, so counts over ``[start, t]`` and over each step are differences of
 two such windows, read in one batch (a few statements however many points).
 """
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slotune.collector.alerts import SliReader
+from slotune.collector.alerts import sli_reader
 from slotune.collector.alerts.policy import error_budget, has_budget
 from slotune.collector.alerts.sli import Counts
+from slotune.collector.metrics import PromClient
 from slotune.collector.slo import SLO
 from slotune.collector.store import Store
 
@@ -41,12 +42,19 @@ class SLOHistory:
     points: tuple[SLOPoint, ...]
 
 
-def slo_history(store: Store, slo: SLO, end_ts: float, *, points: int = 48) -> SLOHistory:
-    """``slo`` over ``[end_ts - window, end_ts]`` in ``points`` steps."""
+def slo_history(
+    store: Store, slo: SLO, end_ts: float, *, points: int = 48, metrics: PromClient | None = None
+) -> SLOHistory:
+    """``slo`` over ``[end_ts - window, end_ts]`` in ``points`` steps, from the store's samples
+    or from ``metrics`` (a query API).
+
+    Raises:
+        MetricsUnavailable: ``metrics`` cannot be read.
+    """
     step = slo.window_s / points
     # windows ending at end_ts: back to each step boundary, the oldest being the whole window
     back = [step * k for k in range(1, points + 1)]
-    counts = SliReader(store, end_ts).counts(slo, back).counts
+    counts = sli_reader(store, end_ts, metrics).counts(slo, back).counts
     by_back: dict[int, Counts | None] = {0: Counts(0.0, 0.0)}
     by_back.update({k: c for k, c in zip(range(1, points + 1), counts, strict=True)})
     whole = by_back[points]

@@ -16,9 +16,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from slotune.collector.alerts import SliReader, slo_status
+from slotune.collector.alerts import SloStatus, sli_reader, slo_status
 from slotune.collector.alerts.slo_rules import load_slos
+from slotune.collector.errors import MetricsUnavailable
+from slotune.collector.metrics import PromClient
 from slotune.collector.slo import SLO
 from slotune.collector.store import Store
 
@@ -106,45 +109,74 @@ def window_label(seconds: float) -> str:
 
 
 def slo_statuses(
-    store: Store, *, end_ts: float | None = None, slos: Sequence[SLO] | None = None
+    store: Store,
+    *,
+    end_ts: float | None = None,
+    slos: Sequence[SLO] | None = None,
+    metrics: PromClient | None = None,
 ) -> list[SLOStatus]:
-    """Every stored SLO (or the ones given) at ``end_ts`` (now when None)."""
+    """Every stored SLO (or the ones given) at ``end_ts`` (now when None), from the store's
+    samples or from ``metrics`` (a query API); an SLO whose data cannot be read is no data."""
     end = time.time() if end_ts is None else end_ts
-    reader = SliReader(store, end)
+    reader = sli_reader(store, end, metrics)
     out = []
     for slo in load_slos(store).values() if slos is None else slos:
-        st = slo_status(store, slo, end, reader=reader)
-        if st.budget_left is None or not st.has_data:
-            state = SLOState.NO_DATA
-        elif st.budget_left <= 0:
-            state = SLOState.BREACHED
-        elif st.firing:
-            state = SLOState.BURNING
-        else:
-            state = SLOState.MET
-        out.append(
-            SLOStatus(
-                slo=slo,
-                end_ts=end,
-                attainment=st.attainment,
-                num_events=st.num_total or 0.0,
-                budget_left=st.budget_left,
-                burn_rates={window_label(b.window_s): b.burn_rate for b in st.burns},
-                firing=st.firing,
-                state=state,
-                pairs=tuple(
-                    BurnPair(
-                        severity=c.window.severity,
-                        long=window_label(c.window.long_s),
-                        short=window_label(c.window.short_s),
-                        factor=c.window.factor,
-                        long_rate=c.long.burn_rate,
-                        short_rate=c.short.burn_rate,
-                        firing=c.is_firing,
-                    )
-                    for c in st.conditions
-                ),
-                note=st.note,
-            )
-        )
+        try:
+            st = slo_status(store, slo, end, reader=reader)
+        except MetricsUnavailable as e:
+            out.append(SLOStatus(slo, end, None, 0.0, None, {}, (), SLOState.NO_DATA, note=str(e)))
+            continue
+        out.append(_shown(slo, end, st))
     return out
+
+
+def slo_figures(
+    store: Store, *, end_ts: float | None = None, metrics: PromClient | None = None
+) -> list[dict[str, Any]]:
+    """Every stored SLO with its figures (``slo list --json``): the SLO's fields and
+    ``status``: attainment, budget left, burn rates over the SLO's windows, or the reason it
+    has none (``error``)."""
+    end = time.time() if end_ts is None else end_ts
+    reader = sli_reader(store, end, metrics)
+    out = []
+    for slo in load_slos(store).values():
+        try:
+            status: dict[str, Any] = slo_status(store, slo, end, reader=reader).to_dict()
+        except MetricsUnavailable as e:
+            status = {"no_data": True, "error": str(e)}
+        out.append({**slo.to_dict(), "status": status})
+    return out
+
+
+def _shown(slo: SLO, end: float, st: SloStatus) -> SLOStatus:
+    if st.budget_left is None or not st.has_data:
+        state = SLOState.NO_DATA
+    elif st.budget_left <= 0:
+        state = SLOState.BREACHED
+    elif st.firing:
+        state = SLOState.BURNING
+    else:
+        state = SLOState.MET
+    return SLOStatus(
+        slo=slo,
+        end_ts=end,
+        attainment=st.attainment,
+        num_events=st.num_total or 0.0,
+        budget_left=st.budget_left,
+        burn_rates={window_label(b.window_s): b.burn_rate for b in st.burns},
+        firing=st.firing,
+        state=state,
+        pairs=tuple(
+            BurnPair(
+                severity=c.window.severity,
+                long=window_label(c.window.long_s),
+                short=window_label(c.window.short_s),
+                factor=c.window.factor,
+                long_rate=c.long.burn_rate,
+                short_rate=c.short.burn_rate,
+                firing=c.is_firing,
+            )
+            for c in st.conditions
+        ),
+        note=st.note,
+    )

@@ -14,6 +14,7 @@ PACKAGES = [
     "slotune.collector.agent",
     "slotune.collector.alerts",
     "slotune.collector.bench",
+    "slotune.collector.metrics",
     "slotune.collector.slo",
     "slotune.collector.store",
     "slotune.collector.views",

@@ -10,8 +10,8 @@ from _vllm import SERVED_MODEL_NAME
 from real_vllm_helpers import delta, measured_window
 from sqlalchemy import create_engine, text
 
-from slotune.collector.agent.summary import summarize_metrics
 from slotune.collector.bench import ArrivalSpec, BenchConfig
+from slotune.collector.metrics.summary import summarize_metrics
 from slotune.collector.store import bucket_quantile, open_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

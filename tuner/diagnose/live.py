@@ -25,14 +25,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.store import (
-    Store,
-    TargetInfo,
-    counter_increase,
-    counter_rate,
-    gauge_avg,
-    list_targets,
-)
+from slotune.collector.metrics import MetricsReader, PromClient, metrics_reader
+from slotune.collector.store import Store, TargetInfo
 from slotune.collector.vocabulary import SourceKind
 from slotune.tuner.diagnose._engine_rules import EngineFigures, engine_findings
 from slotune.tuner.diagnose._findings import Finding, TuneContext
@@ -91,8 +85,10 @@ def diagnose_live(
     window_s: float = 900.0,
     end_ts: float | None = None,
     context: TuneContext | None = None,
+    metrics: PromClient | None = None,
 ) -> LiveDiagnosis:
-    """Diagnose engine targets from their stored series over ``[end - window, end]``.
+    """Diagnose engine targets from their series over ``[end - window, end]``: the store's,
+    or a query API's (``metrics``, ``--metrics``).
 
     Raises:
         ConfigError: unknown target or pool, no engine target, or a non-positive window.
@@ -101,7 +97,8 @@ def diagnose_live(
         raise ConfigError(f"--window must be positive, got {window_s:g} s")
     end = time.time() if end_ts is None else end_ts
     start = end - window_s
-    targets = list_targets(store)
+    reader = metrics_reader(store, metrics)
+    targets = reader.targets(end)
     engines = _select(targets, target, pool)
     out = []
     for eng in engines:
@@ -109,7 +106,8 @@ def diagnose_live(
             t for t in targets if t.kind in _GPU_KINDS and t.node is not None and t.node == eng.node
         ]
         figures = replace(
-            _engine_figures(store, eng.name, start, end), **_gpu_figures(store, gpus, start, end)
+            _engine_figures(reader, eng.name, start, end),
+            **_gpu_figures(reader, gpus, start, end),
         )
         findings = tuple(
             replace(f, evidence={"target": eng.name, **f.evidence})
@@ -148,18 +146,19 @@ def _select(targets: list[TargetInfo], name: str | None, pool: str | None) -> li
     return engines
 
 
-def _engine_figures(store: Store, name: str, start: float, end: float) -> EngineFigures:
+def _engine_figures(reader: MetricsReader, name: str, start: float, end: float) -> EngineFigures:
     def avg(series: str) -> float | None:
-        return gauge_avg(store, name, series, start, end)
+        return reader.gauge_avg(name, series, start, end)
 
     def mean(family: str) -> float | None:
-        count = counter_increase(store, name, f"{family}_count", start, end)
-        total = counter_increase(store, name, f"{family}_sum", start, end)
+        count = reader.increase(name, f"{family}_count", start, end)
+        total = reader.increase(name, f"{family}_sum", start, end)
         return total / count if count and total is not None else None
 
-    preemptions = counter_rate(store, name, "preemptions", start, end)
-    queries = counter_increase(store, name, "prefix_queries", start, end)
-    hits = counter_increase(store, name, "prefix_hits", start, end)
+    preempted = reader.increase(name, "preemptions", start, end)
+    preemptions = None if preempted is None else preempted / (end - start)
+    queries = reader.increase(name, "prefix_queries", start, end)
+    hits = reader.increase(name, "prefix_hits", start, end)
     return EngineFigures(
         kv_usage=avg("kv_usage"),
         requests_running=avg("requests_running"),
@@ -173,12 +172,14 @@ def _engine_figures(store: Store, name: str, start: float, end: float) -> Engine
     )
 
 
-def _gpu_figures(store: Store, gpus: list[TargetInfo], start: float, end: float) -> dict[str, Any]:
+def _gpu_figures(
+    reader: MetricsReader, gpus: list[TargetInfo], start: float, end: float
+) -> dict[str, Any]:
     """GPU ratios averaged over the node's GPU targets: DCGM first, NVML for what it lacks."""
 
     def avg(series: str) -> float | None:
         values = [
-            v for g in gpus if (v := gauge_avg(store, g.name, series, start, end)) is not None
+            v for g in gpus if (v := reader.gauge_avg(g.name, series, start, end)) is not None
         ]
         return sum(values) / len(values) if values else None
 

@@ -1,7 +1,8 @@
 """What every page shares: the store, read-only mode, error display, caching, formatting.
 
 ``slotune ui`` hands its settings over in the environment: ``SLOTUNE_DB`` (the store URL;
-unset: the default SQLite file) and ``SLOTUNE_UI_READ_ONLY`` (``1`` hides every control that
+unset: the default SQLite file), ``SLOTUNE_METRICS`` (a query API the metrics are read from;
+unset: the store) and ``SLOTUNE_UI_READ_ONLY`` (``1`` hides every control that
 writes).
 """
 
@@ -18,6 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from slotune.collector.errors import SchemaMismatch, SlotuneError, StoreError
+from slotune.collector.metrics import PromClient, open_metrics
 from slotune.collector.store import Store, open_store
 
 READ_ONLY_ENV = "SLOTUNE_UI_READ_ONLY"
@@ -37,6 +39,16 @@ RANGES: dict[str, float] = {
 def db_url() -> str | None:
     """The store URL (None: the default SQLite file)."""
     return os.environ.get("SLOTUNE_DB") or None
+
+
+def metrics() -> PromClient | None:
+    """The query API metrics are read from (None: the store's samples)."""
+    return _metrics(os.environ.get("SLOTUNE_METRICS") or None)
+
+
+@st.cache_resource(show_spinner=False)
+def _metrics(url: str | None) -> PromClient | None:
+    return open_metrics(url)
 
 
 def is_read_only() -> bool:

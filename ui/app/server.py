@@ -11,7 +11,9 @@ from slotune.ui.app._common import READ_ONLY_ENV
 MAIN = Path(__file__).with_name("main.py")
 
 
-def serve(url: str | None, host: str, port: int, read_only: bool) -> None:
+def serve(
+    url: str | None, host: str, port: int, read_only: bool, metrics_url: str | None = None
+) -> None:
     """Run the dashboard until interrupted (Ctrl-C).
 
     Args:
@@ -19,6 +21,7 @@ def serve(url: str | None, host: str, port: int, read_only: bool) -> None:
         host: address to bind (127.0.0.1 unless the dashboard must be reachable).
         port: TCP port.
         read_only: hide every control that writes.
+        metrics_url: a query API to read metrics from (None: the store's samples).
     """
     from streamlit.web import bootstrap
 
@@ -26,6 +29,10 @@ def serve(url: str | None, host: str, port: int, read_only: bool) -> None:
         os.environ["SLOTUNE_DB"] = url
     else:
         os.environ.pop("SLOTUNE_DB", None)
+    if metrics_url:
+        os.environ["SLOTUNE_METRICS"] = metrics_url
+    else:
+        os.environ.pop("SLOTUNE_METRICS", None)
     os.environ[READ_ONLY_ENV] = "1" if read_only else "0"
     flags = {
         "server.address": host,

@@ -1,7 +1,7 @@
 """The ``slotune`` command line.
 
 Every module in this package that defines ``register(app)`` adds its commands; the root
-holds only the options shared by all of them (``--db``, ``--version``) and turns a
+holds only the options shared by all of them (``--db``, ``--metrics``, ``--version``) and turns a
 ``SlotuneError`` raised by any command into one ``error:`` line and exit code 1.
 """
 
@@ -46,6 +46,16 @@ def root(
             show_default=False,
         ),
     ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            envvar="SLOTUNE_METRICS",
+            help="Read metrics from a Prometheus-compatible query API (http://host:9090, or a "
+            "Thanos, Mimir or VictoriaMetrics base URL) instead of the store's samples.",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -57,7 +67,7 @@ def root(
     ] = False,
 ) -> None:
     """slotune: SLO-driven tuning and monitoring for LLM serving engines."""
-    ctx.obj = State(db_url=db)
+    ctx.obj = State(db_url=db, metrics_url=metrics)
 
 
 def _register_commands() -> None:

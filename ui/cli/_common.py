@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from slotune.collector.errors import SlotuneError
+
+if TYPE_CHECKING:
+    from slotune.collector.metrics import PromClient
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,6 +29,7 @@ class State:
     """What the root command parsed, handed to every subcommand through ``ctx.obj``."""
 
     db_url: str | None = None
+    metrics_url: str | None = None
 
 
 def version_text() -> str:
@@ -40,6 +44,23 @@ def db_url(ctx: typer.Context) -> str | None:
     root = ctx.find_root()
     state = root.obj if isinstance(root.obj, State) else None
     return state.db_url if state else None
+
+
+def metrics_url(ctx: typer.Context) -> str | None:
+    """The ``--metrics`` URL (or ``SLOTUNE_METRICS``), None to read the store's samples."""
+    root = ctx.find_root()
+    state = root.obj if isinstance(root.obj, State) else None
+    return state.metrics_url if state else None
+
+
+def metrics_client(ctx: typer.Context) -> PromClient | None:
+    """The query API of ``--metrics`` (closed with the command), None to read the store."""
+    from slotune.collector.metrics import open_metrics
+
+    client = open_metrics(metrics_url(ctx))
+    if client is not None:
+        ctx.find_root().call_on_close(client.close)
+    return client
 
 
 def fail(code: int, message: str) -> NoReturn:

@@ -74,10 +74,22 @@ def agent(
             "every sample)."
         ),
     ] = "60s",
+    remote_write: Annotated[
+        str | None,
+        typer.Option(
+            help="Send the samples to this Prometheus remote-write receiver instead of the "
+            "store (e.g. http://127.0.0.1:9090/api/v1/write)."
+        ),
+    ] = None,
+    remote_write_header: Annotated[
+        list[str],
+        typer.Option(help="NAME=VALUE, repeatable: a header of every remote-write request."),
+    ] = [],  # noqa: B006
     json: JsonOption = False,
 ) -> None:
-    """Scrape engines and GPUs into the store; optionally export via Prometheus and OTLP."""
-    from slotune.collector.agent import AgentConfig, run_agent
+    """Scrape engines and GPUs into the store (or a remote-write receiver); optionally export
+    via Prometheus and OTLP."""
+    from slotune.collector.agent import AgentConfig, parse_headers, run_agent
     from slotune.collector.durations import parse_duration_s
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
@@ -97,6 +109,8 @@ def agent(
         spool_dir=spool_dir,
         heartbeat_s=parse_duration_s(heartbeat, field_name="--heartbeat"),
         node=node or "",
+        remote_write_url=remote_write,
+        remote_write_headers=tuple(parse_headers(remote_write_header).items()),
     )
     outcomes = run_agent(config, once=once)
     if json:

@@ -10,7 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    err_console,
+    metrics_client,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.alerts import DispatchReport, RuleStatus
@@ -189,7 +196,9 @@ def evaluate_cmd(
     at_ts = _parse_time(at)
     min_window_s = _seconds(scrape_interval, "--scrape-interval")
     with open_store(db_url(ctx)) as store:
-        statuses = evaluate_all(store, at_ts, record=record, min_window_s=min_window_s)
+        statuses = evaluate_all(
+            store, at_ts, record=record, min_window_s=min_window_s, metrics=metrics_client(ctx)
+        )
     if json:
         print_json([s.to_dict() for s in statuses])
     else:
@@ -254,6 +263,7 @@ def run_cmd(
             interval_s=interval_s,
             min_window_s=_seconds(scrape_interval, "--scrape-interval"),
             receivers=dispatcher.receivers,
+            metrics=metrics_client(ctx),
             on_round=lambda statuses: _print_round(statuses, dispatcher.dispatch(statuses)),
             max_rounds=max_rounds,
         )

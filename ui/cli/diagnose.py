@@ -15,7 +15,7 @@ from rich.table import Table
 
 from slotune.collector.stored_results import store_result
 from slotune.collector.vocabulary import DEFAULT_ENGINE
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, metrics_client, print_json
 from slotune.ui.cli._options import (
     EngineOption,
     GpuOption,
@@ -143,7 +143,13 @@ def live(
     with open_store(db_url(ctx)) as store:
         context = _tune_context(engine, model, gpu, tune_workload, slo)
         result = diagnose_live(
-            store, target=target, pool=pool, window_s=window_s, end_ts=end, context=context
+            store,
+            target=target,
+            pool=pool,
+            window_s=window_s,
+            end_ts=end,
+            context=context,
+            metrics=metrics_client(ctx),
         )
     data = result.to_dict()
     if not no_store:

@@ -10,10 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from slotune.collector.figures import figure
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, metrics_client, print_json
 
 if TYPE_CHECKING:
-    from slotune.collector.agent import TargetMetricsSummary
+    from slotune.collector.metrics import TargetMetricsSummary
 
 # Library modules are imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load the store, numpy or aiohttp.
@@ -35,13 +35,15 @@ def summary_cmd(
     json: JsonOption = False,
 ) -> None:
     """Percentiles from bucket deltas, throughput, queue, KV, prefix hits, VRAM, power."""
-    from slotune.collector.agent import summarize_metrics
     from slotune.collector.durations import parse_duration_s
+    from slotune.collector.metrics import summarize_metrics
     from slotune.collector.store import open_store
 
     window_s = parse_duration_s(window, field_name="--window")
     with open_store(db_url(ctx)) as store:
-        summaries = summarize_metrics(store, target=target, window_s=window_s)
+        summaries = summarize_metrics(
+            store, target=target, window_s=window_s, metrics=metrics_client(ctx)
+        )
     if json:
         print_json([s.to_dict() for s in summaries])
         return

@@ -12,7 +12,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    err_console,
+    metrics_client,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
@@ -23,6 +30,8 @@ if TYPE_CHECKING:
 
 class ExportFormat(StrEnum):
     PROMETHEUS = "prometheus"
+    GRAFANA = "grafana"
+    GRAFANA_FLEET = "grafana-fleet"
 
 
 slo_app = typer.Typer(
@@ -69,14 +78,16 @@ def apply_cmd(
 
 @slo_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
-    """List the stored SLOs."""
+    """List the stored SLOs; with --json, each with its figures now (attainment, budget left,
+    burn rates) from the store's samples or the --metrics query API."""
     from slotune.collector.store import list_slos, open_store
+    from slotune.collector.views import slo_figures
 
     with open_store(db_url(ctx)) as store:
+        if json:
+            print_json(slo_figures(store, metrics=metrics_client(ctx)))
+            return
         slos = list_slos(store)
-    if json:
-        print_json([s.to_dict() for s in slos])
-        return
     table = Table()
     for column in ("name", "spec", "objective", "window"):
         table.add_column(column, no_wrap=True)
@@ -121,7 +132,12 @@ def export_cmd(
     ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="SLO names (default: all).")] = None,
     format_: Annotated[
-        ExportFormat, typer.Option("--format", help="Output format: a Prometheus rule file.")
+        ExportFormat,
+        typer.Option(
+            "--format",
+            help="prometheus: a rule file; grafana: the SLO dashboard; grafana-fleet: the "
+            "fleet dashboard (Grafana JSON, over the same PromQL).",
+        ),
     ] = ExportFormat.PROMETHEUS,
     engine: Annotated[
         Engine, typer.Option(help="Whose metric names the rules use.")
@@ -130,18 +146,25 @@ def export_cmd(
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Write the stored SLOs as Prometheus recording and burn-rate alerting rules."""
-    from slotune.collector.alerts import export_prometheus
+    """Write the stored SLOs as Prometheus recording and burn-rate alerting rules, or as
+    Grafana dashboards."""
+    from slotune.collector.alerts import export_grafana, export_prometheus, fleet_dashboard
     from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
-        exported = export_prometheus(store, names or [], engine.value)
-    for note in exported.notes:
+        if format_ is ExportFormat.PROMETHEUS:
+            exported = export_prometheus(store, names or [], engine.value)
+            text, notes = exported.text, exported.notes
+        elif format_ is ExportFormat.GRAFANA:
+            text, notes = export_grafana(store, names or [], engine.value), ()
+        else:
+            text, notes = fleet_dashboard(engine.value), ()
+    for note in notes:
         err_console.print(f"warning: {escape(note)}", highlight=False, soft_wrap=True)
     if output is None:
-        sys.stdout.write(exported.text)
+        sys.stdout.write(text)
     else:
-        output.write_text(exported.text, encoding="utf-8")
+        output.write_text(text, encoding="utf-8")
         console.print(f"wrote {output}", highlight=False)
 
 

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, metrics_client, print_json
 
 # The store is imported inside the command: building the CLI (every slotune run, shell
 # completion) must not load SQLAlchemy and Alembic.
@@ -22,11 +22,13 @@ def register(app: typer.Typer) -> None:
 
 @targets_app.command("list")
 def list_cmd(ctx: typer.Context, json: JsonOption = False) -> None:
-    """List the registered targets with their labels and when they were last seen."""
-    from slotune.collector.store import list_targets, open_store
+    """List the registered targets (with --metrics: the query API's job/instance pairs seen in
+    its lookback) with their labels and when they were last seen."""
+    from slotune.collector.metrics import metrics_reader
+    from slotune.collector.store import open_store
 
     with open_store(db_url(ctx)) as store:
-        targets = list_targets(store)
+        targets = metrics_reader(store, metrics_client(ctx)).targets(time.time())
     if json:
         print_json(
             [

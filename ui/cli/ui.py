@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import console, db_url
+from slotune.ui.cli._common import console, db_url, metrics_url
 
 # Streamlit is imported inside the command: building the CLI must stay light.
 
@@ -33,4 +33,4 @@ def register(app: typer.Typer) -> None:
             + (" (read-only)" if read_only else ""),
             highlight=False,
         )
-        serve(url, host, port, read_only)
+        serve(url, host, port, read_only, metrics_url(ctx))

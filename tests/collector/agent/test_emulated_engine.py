@@ -16,10 +16,10 @@ from agent_helpers import SCRAPE_SLACK_S
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.snapshot import scrape_snapshot
 from slotune.collector.agent.spool import Spool
-from slotune.collector.agent.summary import summarize_metrics
 from slotune.collector.agent.targets import parse_target_arg
 from slotune.collector.agent.writer import StoreWriter
 from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.metrics.summary import summarize_metrics
 from slotune.collector.store import bucket_quantile, counter_increase, open_store
 
 

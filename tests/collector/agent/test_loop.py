@@ -20,9 +20,9 @@ from agent_helpers import (
 
 from slotune.collector.agent.loop import Agent
 from slotune.collector.agent.spool import Spool
-from slotune.collector.agent.summary import summarize_metrics
 from slotune.collector.agent.targets import make_target, parse_target_arg
 from slotune.collector.agent.writer import StoreWriter
+from slotune.collector.metrics.summary import summarize_metrics
 from slotune.collector.store import (
     bucket_quantile,
     counter_increase,

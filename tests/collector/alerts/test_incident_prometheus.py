@@ -14,15 +14,16 @@ import urllib.request
 from pathlib import Path
 
 import yaml
-from _tools import free_port, require_binary
+from _tools import require_binary
 from alert_series import histogram
-from alertmanager import wait_ready
 from incident import FAMILY, SLO, STEP_S, cumulative
+from prometheus_server import backfill, serving
 
 from slotune.collector.alerts.evaluator import RuleState, evaluate_all
 from slotune.collector.alerts.notify import alert_name
 from slotune.collector.alerts.promrules import prometheus_rules
 from slotune.collector.alerts.slo_rules import apply_slos
+from slotune.collector.metrics import PromClient
 from slotune.collector.store import Store, register_target, write_samples
 
 SLOW_MINUTES = 20
@@ -102,8 +103,6 @@ def test_prometheus_pages_at_the_evaluators_minute(store: Store, tmp_path: Path)
 
 
 def test_a_prometheus_server_pages_at_the_evaluators_minute(store: Store, tmp_path: Path) -> None:
-    promtool = require_binary("promtool", "prometheus")
-    prometheus = require_binary("prometheus", "prometheus")
     first, labels = evaluator_pages(store)
     points = cumulative(SLOW_MINUTES)
     # the incident, a few hours ago, as Prometheus would have scraped it
@@ -115,13 +114,7 @@ def test_a_prometheus_server_pages_at_the_evaluators_minute(store: Store, tmp_pa
     openmetrics = tmp_path / "incident.om"
     openmetrics.write_text("\n".join([*lines, "# EOF", ""]))
     tsdb = tmp_path / "tsdb"
-    backfill = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(tsdb)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert backfill.returncode == 0, backfill.stdout + backfill.stderr
+    backfill(openmetrics, tsdb)
     # the alerting rule's expression with its recording rules written out, so the server
     # answers for any past minute (rules themselves only evaluate from now on)
     (group,) = prometheus_rules([SLO], "vllm", {"ttft": [0.1, 0.5, 1.0]})["groups"]
@@ -131,23 +124,7 @@ def test_a_prometheus_server_pages_at_the_evaluators_minute(store: Store, tmp_pa
     for name, record_expr in records.items():
         expr = expr.replace(f'{name}{{slo="{SLO.name}"}}', f"({record_expr})")
     assert "slotune:" not in expr
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text("global: {scrape_interval: 1m}\nscrape_configs: []\n")
-    server = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tsdb}",
-            "--storage.tsdb.retention.time=10y",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, server, "prometheus")
+    with serving(tsdb) as url:
 
         def pages(minute: int) -> bool:
             query = urllib.parse.urlencode({"query": expr, "time": base + minute * STEP_S})
@@ -158,6 +135,8 @@ def test_a_prometheus_server_pages_at_the_evaluators_minute(store: Store, tmp_pa
 
         minutes = (60, first - 2, first - 1, first, first + 1, len(points) - 1)
         assert [pages(m) for m in minutes] == [m >= first for m in minutes]
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
+        # the evaluator reading the same server through the metrics contract
+        client = PromClient(url)
+        states = [evaluate_all(store, base + m * STEP_S, metrics=client)[0] for m in minutes]
+        client.close()
+        assert [s.state is RuleState.FIRING for s in states] == [m >= first for m in minutes]

@@ -10,8 +10,8 @@ from _tools import SLOTUNE
 from emulate_helpers import RunningEmulator
 from prometheus_client.parser import text_string_to_metric_families
 
-from slotune.collector.agent.summary import summarize_metrics
 from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
+from slotune.collector.metrics.summary import summarize_metrics
 from slotune.collector.store import open_store, upgrade
 from slotune.tuner.sim.emulate.lag import fetch_lag
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 from ui_seed import seed
 
-from slotune.collector.agent import summarize_metrics
 from slotune.collector.alerts.evaluator import evaluate_all
+from slotune.collector.metrics import summarize_metrics
 from slotune.collector.store import (
     SampleIn,
     alert_history,

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from slotune.collector.agent import TargetMetricsSummary
+from slotune.collector.metrics import TargetMetricsSummary
 from slotune.collector.store import Store
 from slotune.collector.views import FleetTable, fleet_table, fleet_timeseries_by_target, outlier
 from slotune.ui.app._common import (
@@ -20,6 +20,7 @@ from slotune.ui.app._common import (
     db_url,
     guarded,
     md,
+    metrics,
     query_choice,
     set_query,
     store,
@@ -39,14 +40,16 @@ ALL = "(all)"
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _table(_store: Store, url: str | None, range_s: float, end: float) -> FleetTable:
-    return fleet_table(_store, end - range_s, end)
+    return fleet_table(_store, end - range_s, end, metrics=metrics())
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _series(
     _store: Store, url: str | None, targets: tuple[str, ...], range_s: float, end: float, steps: int
 ) -> dict[str, list[TargetMetricsSummary]]:
-    return fleet_timeseries_by_target(_store, targets, end - range_s, end, steps=steps)
+    return fleet_timeseries_by_target(
+        _store, targets, end - range_s, end, steps=steps, metrics=metrics()
+    )
 
 
 Reading = Callable[[TargetMetricsSummary], "float | None"]

@@ -10,13 +10,13 @@ import streamlit as st
 from slotune.collector.store import Store
 from slotune.collector.views import Overview, SLOState, overview
 from slotune.tuner import StudyListing
-from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, store, when
+from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, metrics, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _overview(_store: Store, url: str | None) -> Overview:
-    return overview(_store)
+    return overview(_store, metrics=metrics())
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)

@@ -29,6 +29,7 @@ from slotune.ui.app._common import (
     guarded,
     is_read_only,
     md,
+    metrics,
     query_choice,
     set_query,
     show_error,
@@ -45,13 +46,13 @@ NEW = "(new SLO)"
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _statuses(_store: Store, url: str | None, end: float) -> list[SLOStatus]:
-    return slo_statuses(_store, end_ts=end)
+    return slo_statuses(_store, end_ts=end, metrics=metrics())
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _history(_store: Store, url: str | None, name: str, end: float) -> SLOHistory | None:
     slo = next((x for x in list_slos(_store) if x.name == name), None)
-    return None if slo is None else slo_history(_store, slo, end)
+    return None if slo is None else slo_history(_store, slo, end, metrics=metrics())
 
 
 def _budget_chart(statuses: list[SLOStatus]) -> go.Figure:

@@ -1,4 +1,5 @@
-"""``slotune metrics summary``: what each target's canonical series say over a window.
+"""``slotune metrics summary``: what each target's canonical series say over a window, from
+the store or a query API (:mod:`collector.metrics`).
 
 Percentiles come from histogram *bucket increases* over the window (reset-aware, linear
 inside a bucket, like Prometheus' ``histogram_quantile``), so they describe the requests that
@@ -14,16 +15,9 @@ import time
 from dataclasses import asdict, dataclass
 
 from slotune.collector.errors import ConfigError
-from slotune.collector.store import (
-    Store,
-    TargetInfo,
-    counter_increase,
-    counter_rate,
-    gauge_avg,
-    histogram_quantile,
-    latest_value,
-    list_targets,
-)
+from slotune.collector.metrics._client import PromClient
+from slotune.collector.metrics._reader import MetricsReader, metrics_reader
+from slotune.collector.store import Store, TargetInfo, bucket_quantile
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 LATENCIES = ("ttft", "itl", "tpot", "e2e")
@@ -64,7 +58,12 @@ class TargetMetricsSummary:
 
 
 def summarize_metrics(
-    store: Store, *, target: str | None = None, window_s: float = 300.0, end_ts: float | None = None
+    store: Store,
+    *,
+    target: str | None = None,
+    window_s: float = 300.0,
+    end_ts: float | None = None,
+    metrics: PromClient | None = None,
 ) -> list[TargetMetricsSummary]:
     """Summaries of every target (or one) over ``[end_ts - window_s, end_ts]``.
 
@@ -73,39 +72,46 @@ def summarize_metrics(
         target: one target's name; None for all.
         window_s: window length in seconds.
         end_ts: window end (epoch seconds); None for now.
+        metrics: read the targets from this query API (``--metrics``) instead of the store.
 
     Returns:
         One summary per target, by name.
 
     Raises:
         ConfigError: ``target`` is not registered, or the window is not positive.
+        MetricsUnavailable: ``metrics`` cannot be read.
     """
     if window_s <= 0:
         raise ConfigError(f"--window must be positive, got {window_s:g} s")
     end = time.time() if end_ts is None else end_ts
-    targets = list_targets(store)
+    reader = metrics_reader(store, metrics)
+    targets = reader.targets(end)
     if target is not None:
         targets = [t for t in targets if t.name == target]
         if not targets:
             raise ConfigError(f"no target named {target!r}; see `slotune targets list`")
-    return [_summarize(store, t, end - window_s, end) for t in targets]
+    return [_summarize(reader, t, end - window_s, end) for t in targets]
 
 
-def _summarize(store: Store, t: TargetInfo, start: float, end: float) -> TargetMetricsSummary:
+def _summarize(
+    reader: MetricsReader, t: TargetInfo, start: float, end: float
+) -> TargetMetricsSummary:
     name = t.name
 
     def quantiles(family: str) -> dict[str, float | None]:
+        buckets = sorted(reader.bucket_increases(name, family, start, end).items())
         out: dict[str, float | None] = {}
         for key, q in QUANTILES.items():
-            v = histogram_quantile(store, name, family, q, start, end)
+            v = bucket_quantile(q, buckets)
             out[key] = None if v is None else v * 1000.0
         return out
 
     def rate(series: str) -> float | None:
-        return counter_rate(store, name, series, start, end)
+        increase = reader.increase(name, series, start, end)
+        return None if increase is None else increase / (end - start)
 
     def latest(series: str) -> float | None:
-        return latest_value(store, name, series, at_ts=end)
+        return reader.latest(name, series, end)
 
     up = latest("up")
     requests = rate("e2e_count")
@@ -126,19 +132,19 @@ def _summarize(store: Store, t: TargetInfo, start: float, end: float) -> TargetM
         input_token_throughput=rate("prompt_tokens"),
         requests_running=latest("requests_running"),
         requests_waiting=latest("requests_waiting"),
-        kv_usage=gauge_avg(store, name, "kv_usage", start, end),
-        prefix_hit_rate=_prefix_hit_rate(store, name, start, end),
+        kv_usage=reader.gauge_avg(name, "kv_usage", start, end),
+        prefix_hit_rate=_prefix_hit_rate(reader, name, start, end),
         preemption_rate=rate("preemptions"),
         vram_used_bytes=latest("vram_used"),
         vram_total_bytes=latest("vram_total"),
-        gpu_utilization=gauge_avg(store, name, "gpu_utilization", start, end),
-        power_watts=gauge_avg(store, name, "power_watts", start, end),
+        gpu_utilization=reader.gauge_avg(name, "gpu_utilization", start, end),
+        power_watts=reader.gauge_avg(name, "power_watts", start, end),
     )
 
 
-def _prefix_hit_rate(store: Store, target: str, start: float, end: float) -> float | None:
-    queries = counter_increase(store, target, "prefix_queries", start, end)
-    hits = counter_increase(store, target, "prefix_hits", start, end)
+def _prefix_hit_rate(reader: MetricsReader, target: str, start: float, end: float) -> float | None:
+    queries = reader.increase(target, "prefix_queries", start, end)
+    hits = reader.increase(target, "prefix_hits", start, end)
     if queries and hits is not None:
         return hits / queries
-    return gauge_avg(store, target, "prefix_hit_rate", start, end)
+    return reader.gauge_avg(target, "prefix_hit_rate", start, end)
