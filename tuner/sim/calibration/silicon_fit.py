@@ -5,11 +5,13 @@ prompt token, per causal query-key pair, per decoding sequence and per K/V token
 the same ridge prior (each term zero, one standard deviation = one typical step of the prior).
 Here the data are run means, not requests: each fitted row gives two residuals, the log ratio
 of measured to simulated mean TTFT and mean TPOT, and the row's closed loop is replayed with
-the candidate terms (Gauss-Newton steps, Jacobians from replays). TPOT residuals move only the
-decode terms (per sequence, per K/V token) and TTFT residuals only the prefill terms (per
-prompt token, per query-key pair); the constant stays at zero. A closed loop's TTFT also
-carries its queueing, which the prefill terms must not absorb into the decode steps (a fit
-that let them did: TPOT of unseen concurrencies went from 4 % to 52 % off).
+the candidate terms (Gauss-Newton steps, Jacobians from replays). Only the decode terms (per
+sequence, per K/V token) are fitted, to the TPOT residuals; the constant and the prefill terms
+stay at zero. A closed loop's TTFT carries its queueing and the synchronized waves of
+equal-length requests (docs/simulator.md, "Fidelity"), which prefill terms cannot represent:
+fits that moved them to match TTFT made TPOT of unseen rows worse (vLLM Qwen3-32B, fitted on
+one input/output length: 3.7 % -> 13.2 %; fitted on all five terms, SGLang's TPOT at unseen
+concurrencies went from 4 % to 52 % off).
 
 A fit is judged only on rows it did not see: it is better when neither median |error| (TTFT,
 TPOT) of the judged rows grows and their average falls.
@@ -39,7 +41,7 @@ from slotune.tuner.sim.silicon import SiliconCase, silicon_case, simulate_case
 
 TERMS = tuple(f.name for f in dataclasses.fields(StepTerms))
 # Which residuals inform which term (rows: TTFT, TPOT; columns: TERMS).
-_INFORMS = np.array([[0, 1, 1, 0, 0], [0, 0, 0, 1, 1]], dtype=float)
+_INFORMS = np.array([[0, 0, 0, 0, 0], [0, 0, 0, 0, 1]], dtype=float)
 MIN_FIT_ROWS = 3
 _PRIOR_SD = 1.0  # prior_units' unit
 _STEP = 0.25  # finite-difference step, in prior standard deviations
