@@ -110,7 +110,6 @@ def _render(result: DemoResult) -> None:
     if default and best and best.number == default.number:
         console.print("[bold]no gain: the default is the best configuration the study found[/]")
     elif default and best and 0 < best.sim_rate <= default.sim_rate:
-        # The study ranks trials at the demo's offered rate; capacity is the judge.
         console.print(
             f"[bold]no gain: the default holds {default.sim_rate:.2f} req/s under the SLOs, "
             f"the study's best (trial {best.number}) {best.sim_rate:.2f} req/s[/]"
