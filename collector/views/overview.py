@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
 from slotune.collector.store import Store, list_targets, series_at
+from slotune.collector.views.fleet import is_stale
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
 
@@ -17,8 +18,10 @@ class Overview:
     Attributes:
         end_ts: evaluation time, epoch seconds.
         num_targets: registered targets.
-        num_up: targets whose newest ``up`` sample is 1.
+        num_up: targets whose newest ``up`` sample is 1 and whose last scrape is within the
+            stale window (:func:`~collector.views.fleet.is_stale`).
         num_down: targets whose newest ``up`` sample is 0 (the rest expose no ``up``).
+        num_stale: targets not scraped within the stale window (no agent scrapes them).
         slos: every SLO's status.
         firing: every alert instance firing, as the evaluator sees it.
     """
@@ -27,6 +30,7 @@ class Overview:
     num_targets: int
     num_up: int
     num_down: int
+    num_stale: int
     slos: tuple[SLOStatus, ...]
     firing: tuple[RuleStatus, ...]
 
@@ -46,11 +50,14 @@ def overview(store: Store, *, end_ts: float | None = None) -> Overview:
     targets = list_targets(store)
     # One lookup per target: the newest "up" sample at the end (the fleet page has the rest).
     up = {p.target: p.values[0] for p in series_at(store, ["up"], [end])}
+    stale = {t.name for t in targets if is_stale(t.last_seen_at, end)}
+    fresh = [t for t in targets if t.name not in stale]
     return Overview(
         end_ts=end,
         num_targets=len(targets),
-        num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in targets),
-        num_down=sum(up.get(t.name) == 0.0 for t in targets),
+        num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in fresh),
+        num_down=sum(up.get(t.name) == 0.0 for t in fresh),
+        num_stale=len(stale),
         slos=tuple(slo_statuses(store, end_ts=end)),
         firing=tuple(firing_alerts(store, end_ts=end)),
     )

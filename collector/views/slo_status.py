@@ -114,10 +114,11 @@ def slo_statuses(
     out = []
     for slo in load_slos(store).values() if slos is None else slos:
         st = slo_status(store, slo, end, reader=reader)
-        if st.budget_left is None or not st.has_data:
-            state = SLOState.NO_DATA
-        elif st.budget_left <= 0:
+        # A budget spent over the window stays spent when the newest samples are stale.
+        if st.budget_left is not None and st.budget_left <= 0:
             state = SLOState.BREACHED
+        elif st.budget_left is None or not st.has_data:
+            state = SLOState.NO_DATA
         elif st.firing:
             state = SLOState.BURNING
         else:

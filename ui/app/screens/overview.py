@@ -7,8 +7,9 @@ from urllib.parse import quote
 
 import streamlit as st
 
+from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.store import Store
-from slotune.collector.views import Overview, SLOState, overview
+from slotune.collector.views import Overview, SLOState, overview, window_label
 from slotune.tuner import StudyListing
 from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
@@ -38,7 +39,9 @@ def live() -> None:
     st.caption(f"as of {when(o.end_ts)}; targets by their newest `up` sample")
     cols = st.columns(4)
     cols[0].metric("Targets up", f"{o.num_up} / {o.num_targets}")
-    cols[0].caption(f"{o.num_down} down")
+    cols[0].caption(
+        f"{o.num_down} down, {o.num_stale} not scraped in the last {window_label(STALE_S)}"
+    )
     cols[1].metric("SLOs met", f"{o.count(SLOState.MET)} / {len(o.slos)}")
     cols[1].caption(
         f"{o.count(SLOState.BURNING)} burning, {o.count(SLOState.BREACHED)} breached, "
