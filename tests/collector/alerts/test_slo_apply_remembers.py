@@ -62,6 +62,7 @@ def test_a_selector_that_matches_no_target_says_so(sqlite_url: str, tmp_path: Pa
     slos.write_text(SHORT_WINDOWS)
     assert slotune(sqlite_url, "slo", "apply", str(slos), "--scrape-interval", "1s")[0] == 0
     code, out, _ = slotune(sqlite_url, "alerts", "evaluate", "--json")
+    assert code == 0
     nowhere = [s for s in json.loads(out) if s["rule"].startswith("nowhere:")]
     assert nowhere and all(s["state"] == "no_data" for s in nowhere)
     assert all(
