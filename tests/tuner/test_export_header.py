@@ -85,3 +85,12 @@ def test_the_demos_best_is_never_below_the_default() -> None:
     assert "the default stays the best" in said[0]
     better = _capacity("best", 2, 20.0)
     assert _best_at_least_default([default, better], said.append) == [default, better]
+
+
+def test_the_progress_line_gives_an_eta_from_the_trials_so_far() -> None:
+    from slotune.ui.cli.tune import eta_text
+
+    assert eta_text(0.0, 0, 2) == "ETA after the first trial"
+    assert eta_text(300.0, 1, 2) == "ETA 10m00s"
+    assert eta_text(20.0, 2, 1) == "ETA 10s"
+    assert eta_text(20.0, 2, 0) == ""

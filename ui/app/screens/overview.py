@@ -64,7 +64,9 @@ def live() -> None:
         )
     st.subheader("SLOs")
     if o.slos:
-        st.dataframe(slo_frame(o.slos), column_config=slo_columns(o.slos), hide_index=True)
+        st.dataframe(
+            slo_frame(o.slos), column_config=slo_columns(o.slos), hide_index=True, placeholder="–"
+        )
     else:
         st.write("No SLO declared yet: see the SLOs page.")
     st.subheader("Firing alerts")
@@ -75,6 +77,7 @@ def live() -> None:
                 for e in o.firing
             ],
             hide_index=True,
+            placeholder="–",
         )
     else:
         st.write("No alert is firing.")
