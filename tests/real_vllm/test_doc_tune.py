@@ -56,9 +56,9 @@ def test_the_tuning_section_runs_as_written(real_vllm: str, tmp_path: Path) -> N
     took_s = time.monotonic() - started
     sent = read_metrics(real_vllm).value("vllm:request_success_total") - before
     assert done.returncode == 0, done.stderr[-3000:]
-    report = show_study(
-        re.search(r"^(\S+): 2 trials", done.stdout, re.M).group(1), env["SLOTUNE_DB"]
-    )
+    named = re.search(r"^(\S+): 2 trials", done.stdout, re.M)
+    assert named, done.stdout[-3000:]
+    report = show_study(named.group(1), env["SLOTUNE_DB"])
     assert report.trials == 2 and all(t.params == {} for t in report.trial_details)
     assert 0 < sent <= stated_request_bound(), sent
     print(f"§5: {took_s:.0f} s, {sent:.0f} requests")  # the figures the page quotes

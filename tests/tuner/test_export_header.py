@@ -4,6 +4,7 @@ default beyond the spread between repeats."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_the_export_names_the_model_that_was_served() -> None:
 def _report(gain: float | None, note: str | None, default_feasible: bool = True) -> StudyReport:
     best = BestTrial(number=1, params={}, config={}, value=6.0, robust=False)
     default = DefaultTrial(0, {}, {}, 5.9, default_feasible, None)
-    fields = {f.name: None for f in dataclasses.fields(StudyReport) if f.init}
+    fields: dict[str, Any] = {f.name: None for f in dataclasses.fields(StudyReport) if f.init}
     fields.update(
         name="s",
         backend="launch",
