@@ -15,6 +15,7 @@ import pytest
 from _tools import SLOTUNE
 from real_vllm_helpers import read_metrics
 
+from slotune.collector.store import upgrade
 from slotune.tuner import show_study
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -43,6 +44,7 @@ def test_the_tuning_section_runs_as_written(real_vllm: str, tmp_path: Path) -> N
     commands = re.sub(r"^slotune ", f"{SLOTUNE} ", commands, flags=re.M)
     db = tmp_path / "slotune.db"
     env = {**os.environ, "SLOTUNE_DB": f"sqlite:///{db}"}
+    upgrade(env["SLOTUNE_DB"])  # §4 exported SLOTUNE_DB and ran `slotune db upgrade`
     before = read_metrics(real_vllm).value("vllm:request_success_total")
     started = time.monotonic()
     done = subprocess.run(
