@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
+from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.store import Store, list_targets, series_at
 from slotune.collector.views.fleet import is_stale
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
@@ -22,6 +23,7 @@ class Overview:
             stale window (:func:`~collector.views.fleet.is_stale`).
         num_down: targets whose newest ``up`` sample is 0 (the rest expose no ``up``).
         num_stale: targets not scraped within the stale window (no agent scrapes them).
+        stale_after_s: that window.
         slos: every SLO's status.
         firing: every alert instance firing, as the evaluator sees it.
     """
@@ -31,6 +33,7 @@ class Overview:
     num_up: int
     num_down: int
     num_stale: int
+    stale_after_s: float
     slos: tuple[SLOStatus, ...]
     firing: tuple[RuleStatus, ...]
 
@@ -58,6 +61,7 @@ def overview(store: Store, *, end_ts: float | None = None) -> Overview:
         num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in fresh),
         num_down=sum(up.get(t.name) == 0.0 for t in fresh),
         num_stale=len(stale),
+        stale_after_s=STALE_S,
         slos=tuple(slo_statuses(store, end_ts=end)),
         firing=tuple(firing_alerts(store, end_ts=end)),
     )

@@ -7,7 +7,6 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.store import Store
 from slotune.collector.views import Overview, SLOState, overview, window_label
 from slotune.tuner import StudyListing
@@ -40,7 +39,7 @@ def live() -> None:
     cols = st.columns(4)
     cols[0].metric("Targets up", f"{o.num_up} / {o.num_targets}")
     cols[0].caption(
-        f"{o.num_down} down, {o.num_stale} not scraped in the last {window_label(STALE_S)}"
+        f"{o.num_down} down, {o.num_stale} not scraped in the last {window_label(o.stale_after_s)}"
     )
     cols[1].metric("SLOs met", f"{o.count(SLOState.MET)} / {len(o.slos)}")
     cols[1].caption(
