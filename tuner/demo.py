@@ -325,7 +325,23 @@ def _capacities(spec: StudySpec, report: StudyReport, say: Callable[[str], None]
         )
         confirmed, attainment, note = confirm(partial(runner.measure, config), label, say)
         out.append(Capacity(label, number, config, rate, confirmed, attainment, note))
-    return out
+    return _best_at_least_default(out, say)
+
+
+def _best_at_least_default(
+    capacities: list[Capacity], say: Callable[[str], None]
+) -> list[Capacity]:
+    """The study ranks trials at the demo's offered rate, capacity is the judge: a "best"
+    that holds less than the default under the SLOs is no recommendation, the default stays."""
+    by_label = {c.label: c for c in capacities}
+    default, best = by_label.get("default"), by_label.get("best")
+    if default is None or best is None or best.sim_rate >= default.sim_rate:
+        return capacities
+    say(
+        f"  the study's best (trial {best.number}) holds {best.sim_rate:.2f} req/s under the "
+        f"SLOs, the default {default.sim_rate:.2f}: the default stays the best"
+    )
+    return [default, dataclasses.replace(default, label="best")]
 
 
 def emulator_lag(m: Measurement) -> LagReport | None:

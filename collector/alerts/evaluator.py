@@ -31,17 +31,20 @@ from slotune.collector.errors import (
     StoreUnavailable,
 )
 from slotune.collector.metrics import PromClient
-from slotune.collector.slo import SLO
+from slotune.collector.slo import SLO, Selector
 from slotune.collector.store import (
     AlertEventInfo,
     AlertRuleInfo,
     AlertState,
     Store,
+    TargetInfo,
     active_silences,
     last_alert_events,
     list_alert_rules,
+    list_targets,
     open_store,
     record_alert_event,
+    slo_scrape_intervals,
 )
 
 log = logging.getLogger(__name__)
@@ -124,7 +127,7 @@ def evaluate_all(
     at_ts: float | None = None,
     *,
     record: bool = False,
-    min_window_s: float = 0.0,
+    min_window_s: float | None = None,
     receivers: Sequence[str] = (),
     metrics: PromClient | None = None,
 ) -> list[RuleStatus]:
@@ -134,7 +137,8 @@ def evaluate_all(
         store: the open store.
         at_ts: evaluation time, epoch seconds.
         record: store an event for every instance that starts firing or resolves.
-        min_window_s: the scrape interval; SLO windows shorter than it are an error.
+        min_window_s: the scrape interval; SLO windows shorter than it are an error (None:
+            each SLO's own, stored by ``slo apply``; 0 for an SLO stored without one).
         receivers: the notifiers' keys each recorded event is pending for (the outbox),
             unless its rule is silenced.
         metrics: the query API SLO rules read (None: the store's samples); an SLO rule
@@ -149,11 +153,15 @@ def evaluate_all(
     at = time.time() if at_ts is None else at_ts
     rules = [r for r in list_alert_rules(store) if r.enabled]
     slos = load_slos(store) if any(r.kind == SLO_KIND for r in rules) else {}
+    stored = slo_scrape_intervals(store) if slos and min_window_s is None else {}
+    windows = {
+        name: stored.get(name, 0.0) if min_window_s is None else min_window_s for name in slos
+    }
     last = last_alert_events(store)
     silences = active_silences(store, at)
     reader = sli_reader(store, at, metrics)
     with contextlib.suppress(MetricsUnavailable):  # each rule says so in its own status
-        reader.prefetch(_slo_needs(rules, slos, min_window_s))
+        reader.prefetch(_slo_needs(rules, slos, windows))
     thr_reader = ThresholdReader(store, at)
     out: list[RuleStatus] = []
     for rule in rules:
@@ -162,7 +170,7 @@ def evaluate_all(
                 slo = slos.get(rule.slo_name or "")
                 if slo is None:
                     raise SlotuneError(f"its SLO {rule.slo_name!r} is not stored any more")
-                found = [_slo_instance(store, rule, slo, at, reader, min_window_s)]
+                found = [_slo_instance(store, rule, slo, at, reader, windows[slo.name])]
             elif rule.kind == THRESHOLD_KIND:
                 found = _threshold_instances(rule, thr_reader, at, last)
             else:
@@ -192,7 +200,7 @@ def evaluate_all(
 
 
 def _slo_needs(
-    rules: Sequence[AlertRuleInfo], slos: Mapping[str, SLO], min_window_s: float
+    rules: Sequence[AlertRuleInfo], slos: Mapping[str, SLO], min_window_s: Mapping[str, float]
 ) -> list[tuple[SLO, list[float]]]:
     """(SLO, windows) of every SLO rule whose SLO can be evaluated (the others fail later,
     one by one, with their own message)."""
@@ -201,7 +209,7 @@ def _slo_needs(
         slo = slos.get(rule.slo_name or "") if rule.kind == SLO_KIND else None
         if slo is not None:
             with contextlib.suppress(SlotuneError):
-                needs.append((slo, status_windows(slo, min_window_s=min_window_s)))
+                needs.append((slo, status_windows(slo, min_window_s=min_window_s[slo.name])))
     return needs
 
 
@@ -265,7 +273,10 @@ def _slo_instance(
     state = RuleState.FIRING if firing else RuleState.OK
     if not st.has_data:
         state = RuleState.NO_DATA
-        message = f"SLO {slo.name} ({slo.spec}): no data: {_staleness(st.newest_sample_ts, at)}"
+        why = (
+            _unmatched(slo.selector, list_targets(store)) if st.newest_sample_ts is None else None
+        ) or _staleness(st.newest_sample_ts, at)
+        message = f"SLO {slo.name} ({slo.spec}): no data: {why}"
     if st.note:
         message += f"; {st.note}"
     return RuleStatus(
@@ -329,6 +340,26 @@ def _threshold_instances(
     return out
 
 
+def _unmatched(selector: Selector, targets: Sequence[TargetInfo]) -> str | None:
+    """Why no series can match: the selector names no registered target (None when one may
+    match; a target whose model is not known may serve the selector's model)."""
+    if not selector.as_dict():
+        return None
+    for t in targets:
+        if (
+            selector.target in (None, t.name)
+            and selector.pool in (None, t.pool)
+            and (selector.model is None or t.model in (None, selector.model))
+        ):
+            return None
+    names = ", ".join(t.name for t in targets[:5]) or "none registered"
+    wanted = ", ".join(f"{k}={v}" for k, v in selector.as_dict().items())
+    return (
+        f"its selector ({wanted}) matches no target (targets: {names}); fix the selector, "
+        "or see the targets with `slotune targets list`"
+    )
+
+
 def _staleness(newest_ts: float | None, at: float) -> str:
     if newest_ts is None:
         return "no stored sample of its series (is an agent scraping its targets?)"
@@ -381,7 +412,7 @@ def run_loop(
     store: Store,
     *,
     interval_s: float = DEFAULT_INTERVAL_S,
-    min_window_s: float = 0.0,
+    min_window_s: float | None = None,
     receivers: Sequence[str] = (),
     metrics: PromClient | None = None,
     on_round: Callable[[list[RuleStatus]], None] | None = None,

@@ -76,7 +76,8 @@ def load_slos(store: Store) -> dict[str, SLO]:
 
 
 def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) -> list[str]:
-    """Store SLOs with their alert rules, after checking every SLO's alerting.
+    """Store SLOs with their alert rules, after checking every SLO's alerting; the scrape
+    interval ``min_window_s`` is stored with them, for the evaluator.
 
     Returns:
         One line per SLO whose threshold is not a bucket bound of the stored histograms
@@ -87,7 +88,7 @@ def apply_slos(store: Store, slos: Sequence[SLO], *, min_window_s: float = 0.0) 
     """
     for slo in slos:
         slo_rules(slo, min_window_s=min_window_s)
-    save_slos(store, slos)
+    save_slos(store, slos, scrape_interval_s=min_window_s or None)
     save_slo_rules(store, slos, min_window_s=min_window_s)
     reader = SliReader(store, time.time())
     out = []

@@ -63,7 +63,7 @@ from slotune.collector.store._records import (
 )
 from slotune.collector.store._retention import prune, rollup, vacuum
 from slotune.collector.store._samples import write_samples
-from slotune.collector.store._slos import delete_slo, list_slos, save_slos
+from slotune.collector.store._slos import delete_slo, list_slos, save_slos, slo_scrape_intervals
 from slotune.collector.store._store import (
     RevisionInfo,
     Store,
@@ -158,6 +158,7 @@ __all__ = [
     "schema_status",
     "series_at",
     "silence_rule",
+    "slo_scrape_intervals",
     "touch_worker",
     "upgrade",
     "vacuum",

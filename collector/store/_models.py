@@ -192,6 +192,9 @@ class SLORow(Base):
     # [{"severity", "long_s", "short_s", "factor"}]; empty: the defaults scaled to the window
     alerting_windows: Mapped[list[dict[str, Any]]] = mapped_column(Json, default=list)
     alerting_labels: Mapped[dict[str, str]] = mapped_column(Json, default=dict)
+    # The agents' scrape interval the SLO was applied for (None: not given, before 0008):
+    # alert windows shorter than it are refused.
+    scrape_interval_s: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
 

@@ -15,8 +15,9 @@ from slotune.collector.store._models import SLORow
 from slotune.collector.store._store import Store
 
 
-def save_slos(store: Store, slos: Sequence[SLO]) -> None:
-    """Create or replace SLOs by name, all in one transaction (all or nothing)."""
+def save_slos(store: Store, slos: Sequence[SLO], *, scrape_interval_s: float | None = None) -> None:
+    """Create or replace SLOs by name, all in one transaction (all or nothing), with the
+    scrape interval they were applied for (None: not given)."""
     names = [s.name for s in slos]
     if len(set(names)) != len(names):
         raise ConfigError("two SLOs share a name; give each a unique name")
@@ -31,6 +32,7 @@ def save_slos(store: Store, slos: Sequence[SLO]) -> None:
                 row = SLORow(name=slo.name, created_at=now)
                 session.add(row)
             _fill(row, slo)
+            row.scrape_interval_s = scrape_interval_s
             row.updated_at = now
 
 
@@ -50,6 +52,13 @@ def list_slos(store: Store) -> list[SLO]:
     """Every stored SLO, by name."""
     with store.session() as session:
         return [_slo(r) for r in session.scalars(select(SLORow).order_by(SLORow.name))]
+
+
+def slo_scrape_intervals(store: Store) -> dict[str, float]:
+    """The scrape interval each SLO was applied for, by SLO name (those given one)."""
+    with store.session() as session:
+        rows = session.execute(select(SLORow.name, SLORow.scrape_interval_s)).all()
+    return {name: s for name, s in rows if s is not None}
 
 
 def _slo(row: SLORow) -> SLO:

@@ -10,12 +10,14 @@ from its first sample in it (as ``counter_increase`` does).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.errors import ConfigError
 from slotune.collector.metrics import PromClient, metrics_reader
 from slotune.collector.metrics.summary import LATENCIES, QUANTILES, TargetMetricsSummary
@@ -42,6 +44,12 @@ SERIES_NAMES = (
 # Gauges a table averages over its range; "up" is read at the end like the summed ones.
 _AVERAGED_NAMES = ("kv_usage", "gpu_utilization", "prefix_hit_rate", "power_watts")
 _TWO_POINT_NAMES = tuple(n for n in SERIES_NAMES if n not in _AVERAGED_NAMES)
+
+
+def is_stale(last_seen_at: float | None, at_ts: float) -> bool:
+    """Whether a target's last scrape is older than the stale window at ``at_ts`` (or it was
+    never scraped): its newest ``up`` says nothing about now."""
+    return last_seen_at is None or at_ts - last_seen_at > STALE_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +239,7 @@ def fleet_table(
     last = 1
     rows = tuple(
         FleetRow(
-            _stats(t.name, t.kind, t.node, t.model, by_target[t.name], grid, 0, last),
+            _fresh(_stats(t.name, t.kind, t.node, t.model, by_target[t.name], grid, 0, last), t),
             t.pool,
             gpu_of(t),
             1,
@@ -326,3 +334,11 @@ def outlier(series: Mapping[str, Sequence[float | None]]) -> str | None:
         if ratio >= best_ratio and ratio > 1.0:
             best, best_ratio = t, ratio
     return best
+
+
+def _fresh(summary: TargetMetricsSummary, target: TargetInfo) -> TargetMetricsSummary:
+    """A target whose last scrape is stale at the range's end is down, whatever its last
+    ``up`` sample said."""
+    if summary.is_up and is_stale(target.last_seen_at, summary.end_ts):
+        return dataclasses.replace(summary, is_up=False)
+    return summary

@@ -6,8 +6,10 @@ import time
 from dataclasses import dataclass
 
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
+from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.metrics import PromClient, metrics_reader
 from slotune.collector.store import Store
+from slotune.collector.views.fleet import is_stale
 from slotune.collector.views.slo_status import SLOState, SLOStatus, slo_statuses
 
 
@@ -18,8 +20,11 @@ class Overview:
     Attributes:
         end_ts: evaluation time, epoch seconds.
         num_targets: registered targets.
-        num_up: targets whose newest ``up`` sample is 1.
+        num_up: targets whose newest ``up`` sample is 1 and whose last scrape is within the
+            stale window (:func:`~collector.views.fleet.is_stale`).
         num_down: targets whose newest ``up`` sample is 0 (the rest expose no ``up``).
+        num_stale: targets not scraped within the stale window (no agent scrapes them).
+        stale_after_s: that window.
         slos: every SLO's status.
         firing: every alert instance firing, as the evaluator sees it.
     """
@@ -28,6 +33,8 @@ class Overview:
     num_targets: int
     num_up: int
     num_down: int
+    num_stale: int
+    stale_after_s: float
     slos: tuple[SLOStatus, ...]
     firing: tuple[RuleStatus, ...]
 
@@ -53,11 +60,15 @@ def overview(
     targets = reader.targets(end)
     # One lookup per target: the newest "up" sample at the end (the fleet page has the rest).
     up = {p.target: p.values[0] for p in reader.series_at(["up"], [end])}
+    stale = {t.name for t in targets if is_stale(t.last_seen_at, end)}
+    fresh = [t for t in targets if t.name not in stale]
     return Overview(
         end_ts=end,
         num_targets=len(targets),
-        num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in targets),
-        num_down=sum(up.get(t.name) == 0.0 for t in targets),
+        num_up=sum((up.get(t.name) or 0.0) >= 1.0 for t in fresh),
+        num_down=sum(up.get(t.name) == 0.0 for t in fresh),
+        num_stale=len(stale),
+        stale_after_s=STALE_S,
         slos=tuple(slo_statuses(store, end_ts=end, metrics=metrics)),
         firing=tuple(firing_alerts(store, end_ts=end, metrics=metrics)),
     )

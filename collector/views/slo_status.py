@@ -149,10 +149,11 @@ def slo_figures(
 
 
 def _shown(slo: SLO, end: float, st: SloStatus) -> SLOStatus:
-    if st.budget_left is None or not st.has_data:
-        state = SLOState.NO_DATA
-    elif st.budget_left <= 0:
+    # A budget spent over the window stays spent when the newest samples are stale.
+    if st.budget_left is not None and st.budget_left <= 0:
         state = SLOState.BREACHED
+    elif st.budget_left is None or not st.has_data:
+        state = SLOState.NO_DATA
     elif st.firing:
         state = SLOState.BURNING
     else:

@@ -11,8 +11,10 @@ import pytest
 from _tune_workload import NUM_REQUESTS, RATE, SLOS, write_short_trace
 from _vllm import MAX_MODEL_LEN
 
+from slotune.collector.errors import ConfigError
 from slotune.collector.store import upgrade
 from slotune.tuner import BackendKind, Engine, ObjectiveKind, RunOptions, StudySpec, tune_study
+from slotune.tuner.tune.run import export_study
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -76,8 +78,12 @@ def test_attach_reports_what_the_server_runs_and_per_trial_deltas(
         assert engine["requests_finished"] >= t["measurement"]["num_requests"] >= NUM_REQUESTS
         assert 0 < engine["prefix_queries"] < lifetime("prefix_cache_queries")
         assert engine["prefix_hits"] <= engine["prefix_queries"]
-        assert engine["num_samples"] >= 1 and engine["requests_running_max"] >= 1
+        assert engine["num_samples"] >= 1 and engine["requests_running_max"] is not None
     finished = [t["engine"]["requests_finished"] for t in report["trial_details"]]
     assert sum(finished) < lifetime("request_success")  # warm-up and other tests' requests too
-    # One deployment measured twice: no gain is claimed between its own trials.
+    # One deployment measured twice: no gain is claimed between its own trials, no parameter
+    # was varied, and there is nothing to export.
     assert report["gain"] in (None, 1.0)
+    assert all(t["params"] == {} for t in report["trial_details"])
+    with pytest.raises(ConfigError, match="changes no parameter"):
+        export_study("real-attach", sqlite_url, "vllm")

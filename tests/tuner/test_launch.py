@@ -170,7 +170,7 @@ def test_full_study_through_launched_emulated_engines(sqlite_url, tmp_path):
     assert default["limit"] in {"slo", "saturation", "offered_load"}
     assert report["default"]["value"] > 0
     assert show_study("launched", sqlite_url).trials == 4
-    assert export_study("launched", sqlite_url, "vllm").startswith("vllm serve meta-llama/")
+    assert "\nvllm serve meta-llama/" in export_study("launched", sqlite_url, "vllm")
     assert engines_left() == []
     # The best configuration was re-measured with another seed through a fresh engine.
     assert len(report["robustness"]) == 1

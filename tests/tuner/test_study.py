@@ -11,7 +11,7 @@ from _tools import SLOTUNE
 from optuna.trial import TrialState
 
 from slotune.collector.store import upgrade
-from slotune.tuner import resume_study, show_study
+from slotune.tuner import list_studies_report, resume_study, show_study
 from slotune.tuner.tune.study import open_storage, quiet_optuna
 
 SIM_ARGS = [
@@ -86,6 +86,10 @@ def test_killed_study_resumes_without_losing_or_duplicating_trials(sqlite_url):
     before = trials_of(sqlite_url, "killed")
     killed = [t for t in before if t.state is TrialState.RUNNING]
     assert len(killed) == 1
+    # Nobody runs it any more: the listing says stopped, with the trials show counts.
+    (listed,) = list_studies_report(sqlite_url)
+    assert listed.status == "stopped"
+    assert listed.trials == show_study("killed", sqlite_url).trials
 
     report = resume_study("killed", sqlite_url).to_dict()
 

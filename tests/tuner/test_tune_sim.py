@@ -78,7 +78,9 @@ def test_sim_study_reports_best_default_gain_and_robust_value(db):
     store.dispose()
     assert info is not None and info.status == "complete" and info.result["trials"] == 4
     assert show_study("s", db).to_dict()["best"] == best
-    assert export_study("s", db, "vllm").startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
+    header, command = export_study("s", db, "vllm").split("\n", 1)
+    assert header.startswith("# simulated: vllm serving llama-3.1-8b")
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
     assert [s.name for s in list_studies_report(db)] == ["s"]
 
 
@@ -167,7 +169,7 @@ def test_cli_tune_json_show_export_list(db):
     assert {"best", "default", "trials", "feasible", "gain"} <= set(report)
     assert runner.invoke(app, ["--db", db, "tune", "show", "cli"]).exit_code == 0
     exported = runner.invoke(app, ["--db", db, "tune", "export", "cli", "--format", "vllm"])
-    assert exported.stdout.startswith("vllm serve ")
+    assert "\nvllm serve " in exported.stdout
     wrong = runner.invoke(app, ["--db", db, "tune", "export", "cli", "--format", "trtllm"])
     assert wrong.exit_code == 1 and "--format vllm" in wrong.output
     listed = runner.invoke(app, ["--db", db, "tune", "list", "--json"])

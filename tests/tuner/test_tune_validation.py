@@ -54,6 +54,23 @@ def stored_studies(db: str) -> list[str]:
         (["--backend", "launch", "--command", "vllm serve {model"], 1, "--command"),
         (["--backend", "launch", "--command", "vllm serve 'x {port}"], 1, "close every quote"),
         (["--backend", "launch", "--command", "x {nope}"], 1, "unknown placeholder"),
+        (
+            [
+                "--backend",
+                "attach",
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--param",
+                "max_num_seqs=8",
+            ],
+            1,
+            "--backend attach measures the server as it runs and cannot apply max_num_seqs",
+        ),
+        (
+            ["--backend", "attach", "--endpoint", "http://127.0.0.1:9", "--prescreen", "sim"],
+            1,
+            "--backend attach cannot apply to a running server",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_stores_nothing(

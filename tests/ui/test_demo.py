@@ -73,7 +73,11 @@ def test_demo_runs_on_the_default_store_and_leaves_no_process(tmp_path: Path) ->
     assert report["backend"] == "launch"
     assert len(report["trial_details"]) >= 2
     assert report["default"] is not None
-    # the other command the demo prints, as printed
+    # the other command the demo prints, as printed, when a configuration met every SLO (a
+    # loaded machine can leave none)
+    if "slotune tune export" not in demo.stdout:
+        assert report["best"] is None and "no configuration met every SLO" in demo.stdout
+        return
     export = subprocess.run(
         [SLOTUNE, "tune", "export", match.group(1), "--format", "vllm"],
         env=env,

@@ -7,7 +7,9 @@ command line, or TensorRT-LLM's ``--extra_llm_api_options`` YAML followed by the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import Engine
@@ -31,6 +33,7 @@ def export_config(
     gpu: str,
     fmt: Engine | str,
     longest_tokens: int | None = None,
+    served_model: str | None = None,
 ) -> str:
     """Render a configuration for the engine it was tuned for.
 
@@ -46,6 +49,8 @@ def export_config(
             ``trtllm-serve`` command line after the YAML of its options file; …).
         longest_tokens: prompt + output tokens of the workload's longest request, over the
             whole workload (not the tuning sample); None: not checked.
+        served_model: the model the measured engines served, named in place of the catalog
+            model's Hugging Face name (None: the catalog's).
 
     Raises:
         ConfigError: the format does not match the engine the study tuned.
@@ -56,7 +61,29 @@ def export_config(
         raise ConfigError(f"this study tuned {engine} parameters; export it with --format {engine}")
     adapter = adapter_for(engine)
     config, note = _covering(config, adapter.length_param, model, longest_tokens)
-    return note + adapter.export(adapter.config_from_params(model, gpu, config))
+    text = adapter.export(adapter.config_from_params(model, gpu, config))
+    if served_model is not None:
+        text = text.replace(get_model(model).hf_name, shlex.quote(served_model))
+    return note + text
+
+
+# Where an engine's command line names its model: an option's value, or the word after these.
+_MODEL_OPTIONS = ("--model", "--model-path", "--model_path")
+_MODEL_AFTER = ("serve", "trtllm-serve")
+
+
+def model_in_argv(argv: Sequence[str]) -> str | None:
+    """The model an engine command line serves (``vllm serve M``, ``--model M``,
+    ``--model-path=M``, ``trtllm-serve M``), None when it names none."""
+    for i, word in enumerate(argv):
+        key, eq, value = word.partition("=")
+        if key in _MODEL_OPTIONS and eq:
+            return value
+        nxt = argv[i + 1] if i + 1 < len(argv) else "-"
+        names_next = word in _MODEL_OPTIONS or Path(word).name in _MODEL_AFTER
+        if names_next and not nxt.startswith("-"):
+            return nxt
+    return None
 
 
 def _covering(

@@ -22,8 +22,11 @@ from slotune.collector.store import (
     open_store,
     save_study,
 )
+from slotune.collector.vocabulary import BackendKind
+from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.tune.backends import make_backend
-from slotune.tuner.tune.export import export_config
+from slotune.tuner.tune.backends.launch import render_command
+from slotune.tuner.tune.export import export_config, model_in_argv
 from slotune.tuner.tune.objectives import ObjectiveKind
 from slotune.tuner.tune.prescreen import (
     prescreen_spec,
@@ -41,9 +44,11 @@ from slotune.tuner.tune.study import (
     build_space,
     create,
     gpu_slot,
+    is_study_running,
     load,
     load_plan,
     load_spec,
+    progress_of,
     run_workers,
     study_lock,
 )
@@ -91,6 +96,11 @@ def check_study(spec: StudySpec, options: RunOptions = RunOptions()) -> None:
     """
     spec.validate()
     options.validate()
+    if spec.backend is BackendKind.ATTACH and options.prescreen_k > 0:
+        raise ConfigError(
+            "--prescreen-k seeds the study with simulated configurations, which --backend "
+            "attach cannot apply to a running server; leave --prescreen-k at 0"
+        )
     build_space(spec, load_plan(spec))
 
 
@@ -199,8 +209,10 @@ def _run(
         save_study(store, _info(spec, StudyStatus.STOPPED))
         raise
     study = load(spec, db)
+    # An attached server runs one configuration: its trials are already re-runs of it.
     if (
         spec.recheck_k > 0
+        and spec.backend is not BackendKind.ATTACH
         and spec.objective is not ObjectiveKind.PARETO
         and study_report(study, spec, details=False).feasible
     ):
@@ -230,37 +242,98 @@ def show_study(name: str, url: str | None) -> StudyReport:
 
 
 def export_study(name: str, url: str | None, fmt: str) -> str:
-    """The best configuration of a study as a launch command / YAML."""
+    """The best configuration of a study as a launch command / YAML, headed by ``#`` lines
+    that name the engine and model it was measured on, and a warning when it was not
+    measured better than the default beyond the spread between repeats.
+
+    Raises:
+        ConfigError: no configuration met every SLO, or the study attached to a running
+            server (which changes no parameter, so there is nothing to recommend).
+    """
     report = show_study(name, url)
+    spec = load_spec(name, resolve_url(url))
+    if spec.backend is BackendKind.ATTACH:
+        raise ConfigError(
+            f"study {name!r} measured a running server (--backend attach), which changes no "
+            f"parameter: there is no configuration to export; `slotune tune show {name}` has "
+            "what the server runs, and --backend launch tunes it"
+        )
     if report.best is None:
         raise ConfigError(
             f"study {name!r} has no configuration that met every SLO; "
             "relax the SLOs or run more trials before exporting"
         )
-    plan = load_plan(load_spec(name, resolve_url(url)))
+    plan = load_plan(spec)
     # over the whole workload: the tuning sample may miss its longest requests
     whole = plan.source or plan.trace
-    return export_config(
+    measured = measured_model(spec)
+    return export_header(report, measured) + export_config(
         report.best.config,
         engine=report.engine,
         model=report.model,
         gpu=report.gpu,
         fmt=fmt,
         longest_tokens=max((r.input_tokens + r.output_tokens for r in whole.requests), default=0),
+        served_model=measured,
     )
+
+
+def measured_model(spec: StudySpec) -> str | None:
+    """The model the launch backend's engines served, as its command named it (None: the
+    catalog model's own, or another backend)."""
+    if spec.backend is not BackendKind.LAUNCH:
+        return None
+    argv = render_command(
+        spec.launch_command, model=spec.model, gpu=spec.gpu, port=0, engine_args=""
+    )
+    named = model_in_argv(argv)
+    return None if named in (None, spec.model, get_model(spec.model).hf_name) else named
+
+
+def export_header(report: StudyReport, measured: str | None) -> str:
+    """``#`` lines: what the configuration was measured on, and whether it beat the default."""
+    how = {
+        BackendKind.SIM.value: "simulated",
+        BackendKind.LAUNCH.value: "measured on launched engines",
+    }.get(report.backend, f"measured ({report.backend})")
+    served = measured or f"{report.model} (catalog)"
+    lines = [
+        f"# {how}: {report.engine} serving {served}, GPU {report.gpu}, trial "
+        f"{report.best.number if report.best else '-'} of study {report.name}\n"
+    ]
+    if not _beats_default(report):
+        lines.append(
+            "# WARNING: not better than the default configuration beyond the spread between "
+            f"repeats ({report.gain_note or 'no gain claimed'}); deploying it changes nothing "
+            "measurable\n"
+        )
+    return "".join(lines)
+
+
+def _beats_default(report: StudyReport) -> bool:
+    if report.default is not None and not report.default.feasible:
+        return True  # the default broke an SLO, the best held every one
+    return report.gain is not None and report.gain > 1.0
 
 
 def list_studies_report(url: str | None) -> list[StudyListing]:
     """Every stored study, newest first, with its status and headline result."""
+    db = url or default_db_url()
     store = open_store(url)
     try:
         out = []
         for info in list_studies(store):
             result = dict(info.result)
+            status = str(info.status)
+            if info.status is StudyStatus.RUNNING:
+                # The row says running until the study ends; a killed run never ends it.
+                if is_study_running(db, info.name) is False:
+                    status = StudyStatus.STOPPED.value
+                result["trials"] = progress_of(load(load_spec(info.name, db), db), 0).completed
             out.append(
                 StudyListing(
                     name=info.name,
-                    status=str(info.status),
+                    status=status,
                     backend=info.backend,
                     engine=info.engine,
                     model=info.model,

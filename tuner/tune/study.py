@@ -200,6 +200,12 @@ class StudySpec:
             )
         if self.backend is BackendKind.ATTACH and not self.endpoint:
             raise ConfigError("--backend attach needs --endpoint http://host:port")
+        if self.backend is BackendKind.ATTACH and self.space:
+            raise ConfigError(
+                f"--backend attach measures the server as it runs and cannot apply "
+                f"{', '.join(sorted(self.space))}: start the server with those flags, or tune "
+                "them with --backend launch"
+            )
 
 
 def load_plan(spec: StudySpec) -> WorkloadPlan:
@@ -234,6 +240,9 @@ def build_space(spec: StudySpec, plan: WorkloadPlan) -> SearchSpace:
     overrides = canonical_overrides(spec.engine, spec.space)
     check_overrides(spec.engine, overrides, defaults)
     space = default_space(spec.engine, defaults, max_model_len=max_model_len)
+    if spec.backend is BackendKind.ATTACH:
+        # Nothing restarts the server, so no parameter can change between its trials.
+        return dataclasses.replace(space, params=())
     return space.with_overrides(overrides)
 
 
@@ -303,6 +312,22 @@ def _file_lock(path: Path | None, *, wait: bool = True) -> Iterator[bool]:
         yield True
 
 
+def is_study_running(url: str, name: str) -> bool | None:
+    """Whether a process runs the study ``name`` now: it holds the study's lock on a SQLite
+    store (None on other stores, which keep no lock)."""
+    path = _sqlite_sibling(url, f"study-{_lock_digest(name)}.lock")
+    if path is None:
+        return None
+    if not path.exists():
+        return False
+    with _file_lock(path, wait=False) as free:
+        return not free
+
+
+def _lock_digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
 @contextmanager
 def study_lock(url: str, spec: StudySpec, workers: int) -> Iterator[None]:
     """Run a study's workers alone on a SQLite store.
@@ -314,8 +339,7 @@ def study_lock(url: str, spec: StudySpec, workers: int) -> Iterator[None]:
     Raises:
         ConfigError: naming PostgreSQL as the store for several workers.
     """
-    digest = hashlib.sha256(spec.name.encode()).hexdigest()[:16]
-    path = _sqlite_sibling(url, f"study-{digest}.lock")
+    path = _sqlite_sibling(url, f"study-{_lock_digest(spec.name)}.lock")
     fix = "use PostgreSQL (--db postgresql+psycopg://…) to run a study with several workers"
     if path is not None and workers > 1:
         raise ConfigError(f"--workers {workers} on a SQLite store: {fix}")

@@ -34,10 +34,11 @@ AtOption = Annotated[
     typer.Option("--at", help="Evaluation time: epoch seconds or ISO 8601 (UTC unless given)."),
 ]
 ScrapeOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--scrape-interval",
-        help="The agents' scrape interval (their default: 5s): shorter SLO windows are refused.",
+        help="The agents' scrape interval: shorter SLO windows are refused (default: the one "
+        "each SLO was applied with).",
     ),
 ]
 NotifyOption = Annotated[
@@ -76,6 +77,10 @@ def _seconds(text: str, flag: str) -> float:
     from slotune.collector.durations import parse_duration_s
 
     return parse_duration_s(text, field_name=flag)
+
+
+def _optional_seconds(text: str | None, flag: str) -> float | None:
+    return None if text is None else _seconds(text, flag)
 
 
 @alerts_app.command("apply")
@@ -186,7 +191,7 @@ def evaluate_cmd(
     record: Annotated[
         bool, typer.Option("--record", help="Store the state changes as alert events.")
     ] = False,
-    scrape_interval: ScrapeOption = "5s",
+    scrape_interval: ScrapeOption = None,
     json: JsonOption = False,
 ) -> None:
     """The state of every rule at a time: firing / pending / ok / error, value, burn rates."""
@@ -194,7 +199,7 @@ def evaluate_cmd(
     from slotune.collector.store import open_store
 
     at_ts = _parse_time(at)
-    min_window_s = _seconds(scrape_interval, "--scrape-interval")
+    min_window_s = _optional_seconds(scrape_interval, "--scrape-interval")
     with open_store(db_url(ctx)) as store:
         statuses = evaluate_all(
             store, at_ts, record=record, min_window_s=min_window_s, metrics=metrics_client(ctx)
@@ -243,7 +248,7 @@ def run_cmd(
         str,
         typer.Option(help="Send a still-firing alert to people again after this long (0s: never)."),
     ] = "4h",
-    scrape_interval: ScrapeOption = "5s",
+    scrape_interval: ScrapeOption = None,
     max_rounds: Annotated[
         int | None, typer.Option(help="Stop after this many evaluations (default: never).")
     ] = None,
@@ -261,7 +266,7 @@ def run_cmd(
         run_loop(
             store,
             interval_s=interval_s,
-            min_window_s=_seconds(scrape_interval, "--scrape-interval"),
+            min_window_s=_optional_seconds(scrape_interval, "--scrape-interval"),
             receivers=dispatcher.receivers,
             metrics=metrics_client(ctx),
             on_round=lambda statuses: _print_round(statuses, dispatcher.dispatch(statuses)),

@@ -110,7 +110,6 @@ def _render(result: DemoResult) -> None:
     if default and best and best.number == default.number:
         console.print("[bold]no gain: the default is the best configuration the study found[/]")
     elif default and best and 0 < best.sim_rate <= default.sim_rate:
-        # The study ranks trials at the demo's offered rate; capacity is the judge.
         console.print(
             f"[bold]no gain: the default holds {default.sim_rate:.2f} req/s under the SLOs, "
             f"the study's best (trial {best.number}) {best.sim_rate:.2f} req/s[/]"
@@ -130,9 +129,11 @@ def _render(result: DemoResult) -> None:
         f"\nstored in {escape(result.db)} as study [bold]{escape(result.study)}[/] "
         f"(and benchmark run {result.bench['run_id']}, agent samples)"
     )
+    # Nothing to export when no configuration met every SLO (export says so and fails).
+    export = f"  slotune tune export {escape(result.study)} --format vllm\n" if r.best else ""
     console.print(
         f"  slotune tune show {escape(result.study)}\n"
-        f"  slotune tune export {escape(result.study)} --format vllm\n"
+        f"{export}"
         f"  engine and agent logs: {escape(result.logs)}"
     )
     console.print(f"demo took {result.duration_s:.0f} s; open the results in the dashboard:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,7 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from slotune.collector.figures import figure
@@ -68,20 +75,39 @@ def _progress(
         MofNCompleteColumn(),
         TextColumn("{task.fields[best]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=err_console,
         disable=not enabled,
     )
-    task = bar.add_task("trials", total=None, best="")
+    task = bar.add_task("trials", total=None, best="", eta="")
+    started = time.monotonic()
+    first: int | None = None  # trials done before this run (a resumed study)
 
     def on_progress(p: StudyProgress) -> None:
+        nonlocal first
+        first = p.completed if first is None else first
         best = f"best {p.best_value:.3g}" if p.best_value is not None else "no feasible yet"
-        bar.update(task, completed=p.completed, total=p.target, best=best)
+        eta = eta_text(time.monotonic() - started, p.completed - first, p.target - p.completed)
+        bar.update(task, completed=p.completed, total=p.target, best=best, eta=eta)
 
     def on_phase(text: str) -> None:
         bar.console.print(f"[bold]›[/] {text}")
 
     with bar:
         yield on_progress, on_phase
+
+
+def eta_text(elapsed_s: float, done: int, left: int) -> str:
+    """``ETA 12m`` from the time the trials of this run took so far (every backend: a trial on
+    a real engine takes minutes, so the estimate is the mean over all of them)."""
+    if left <= 0:
+        return ""
+    if done <= 0:
+        return "ETA after the first trial"
+    remaining = round(elapsed_s / done * left)
+    return (
+        f"ETA {remaining // 60}m{remaining % 60:02d}s" if remaining >= 60 else f"ETA {remaining}s"
+    )
 
 
 @app.callback()

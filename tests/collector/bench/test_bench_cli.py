@@ -163,10 +163,11 @@ def test_client_timings_agree_with_the_emulated_engine(emulator: tuple[str, Path
         assert r.output_tokens == t["completion_tokens"] == len(t["token_times_s"])
         assert sum(r.chunk_tokens) == r.output_tokens
         assert r.input_tokens == t["prompt_tokens"]
-        # causality on one clock: the client sends before and receives after the engine
-        assert r.first_token_s is not None and result.wall_offset_s is not None
-        assert r.send_s + result.wall_offset_s <= t["arrival_s"] + 0.002
-        assert r.first_token_s + result.wall_offset_s >= t["first_token_s"] - 0.002
+        # The client sends before the engine's arrival and reads after its tokens, so each
+        # span on the client's clock holds the engine's span on its own.
+        assert r.first_token_s is not None and r.end_s is not None
+        assert r.first_token_s - r.send_s >= t["first_token_s"] - t["arrival_s"]
+        assert r.end_s - r.send_s >= t["token_times_s"][-1] - t["arrival_s"]
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from slotune.collector.store import (
     list_alert_rules,
     list_slos,
     open_store,
+    slo_scrape_intervals,
     upgrade,
 )
 from slotune.collector.store._models import Base
@@ -106,6 +107,8 @@ def test_upgrading_keeps_every_slo_whole_and_every_rule(store_url: str) -> None:
     with open_store(url) as store:
         assert list_slos(store) == sorted(expected, key=lambda s: s.name)
         assert load_slos(store) == {s.name: s for s in expected}
+        # Applied before 0008 kept no scrape interval: the evaluator's flag (or 0) applies.
+        assert slo_scrape_intervals(store) == {}
         assert list_alert_rules(store) == sorted(
             [*(r for s in expected for r in slo_rules(s)), *threshold_rules],
             key=lambda r: r.name,

@@ -52,6 +52,6 @@ async def _pipelined_arrivals() -> list[dict[str, float]]:
 
 def test_a_request_arrives_when_read_not_when_its_handler_starts() -> None:
     slow, fast = asyncio.run(_pipelined_arrivals())
-    assert fast["started_s"] - slow["started_s"] >= 0.19
-    assert abs(fast["arrival_s"] - slow["arrival_s"]) < 0.05
-    assert fast["arrival_s"] <= fast["started_s"] - 0.15
+    # One read carried both requests: one arrival, before either handler ran, although the
+    # second handler started only after the first one's sleep.
+    assert fast["arrival_s"] == slow["arrival_s"] <= slow["started_s"] < fast["started_s"]

@@ -48,12 +48,14 @@ def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:
         assert len(server["token_times_s"]) == 6
         # The client sends before the server sees the request and reads after it writes.
         assert s.send_s <= server["arrival_s"] <= server["first_token_s"] <= client_tokens[0][0]
+        # The client's TTFT holds the engine's: it starts earlier and ends later.
         client_ttft = client_tokens[0][0] - s.send_s
-        server_ttft = server["first_token_s"] - server["arrival_s"]
-        assert abs(client_ttft - server_ttft) < 0.1
-        client_itl = (client_tokens[-1][0] - client_tokens[0][0]) / 5
-        server_itl = (server["token_times_s"][-1] - server["first_token_s"]) / 5
-        assert abs(client_itl - server_itl) < 0.01
+        assert client_ttft >= server["first_token_s"] - server["arrival_s"]
+        # Each chunk is read after the engine wrote its last token.
+        served = 0
+        for at, text in client_tokens:
+            served += count_tokens(text)
+            assert at >= server["token_times_s"][served - 1]
         assert server["end_s"] >= server["token_times_s"][-1]
 
 

@@ -11,6 +11,7 @@ against SGLang's definitions instead (:func:`test_event_families_appear_with_sgl
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -56,10 +57,14 @@ def test_event_families_appear_with_sglangs_labels(sglang_emulator: RunningEmula
         with client.stream("POST", f"{url}/v1/completions", json=body) as response:
             next(response.iter_lines())  # the first token, then the client goes away
         shapes: dict[str, FamilyShape] = {}
-        for _ in range(100):  # the server sees the disconnect at its next write
+        # The server sees the disconnect at its next write, which a loaded machine delays:
+        # wait for it up to a deadline, not a number of scrapes.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
             shapes = sglang_shapes(client.get(f"{url}/metrics").text)
             if "sglang:num_aborted_requests" in shapes:
                 break
+            time.sleep(0.05)
     aborted = shapes["sglang:num_aborted_requests"]
     assert (aborted.type, aborted.label_names) == ("counter", {"model_name", "engine_type"})
     assert "sglang:num_requests" not in shapes

@@ -115,7 +115,7 @@ if not runs:
     )
     st.stop()
 
-st.dataframe([_row(r) for r in runs], column_config=_columns(), hide_index=True)
+st.dataframe([_row(r) for r in runs], column_config=_columns(), hide_index=True, placeholder="–")
 labels = {_label(r): r for r in runs}
 ids = [str(r.run_id) for r in runs]
 picked = [x for x in st.query_params.get_all("run") if x in ids][:2] or ids[:1]
@@ -147,6 +147,7 @@ if chosen:
                         for a in att
                     ],
                     hide_index=True,
+                    placeholder="–",
                 )
     cdf = st.toggle("Cumulative (CDF)", value=True)
     charts = st.columns(2)

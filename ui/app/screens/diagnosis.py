@@ -25,6 +25,7 @@ st.dataframe(
         for d in items
     ],
     hide_index=True,
+    placeholder="–",
 )
 for d in items[:20]:
     with st.expander(f"#{d.id} {md(d.kind)}: {md(d.subject or '-')} ({when(d.created_at)})"):

@@ -62,7 +62,7 @@ def _table(rows: list[dict[str, Any]], special: dict[str, Any] | None = None) ->
         for unit, f in _FORMATS.items()
         if c.endswith(unit)
     }
-    st.dataframe(rows, hide_index=True, column_config=columns | (special or {}))
+    st.dataframe(rows, hide_index=True, column_config=columns | (special or {}), placeholder="–")
 
 
 def _show_sim(policies: list[PolicyResult]) -> None:
@@ -239,6 +239,7 @@ st.dataframe(
         for d in items
     ],
     hide_index=True,
+    placeholder="–",
 )
 by_id = {str(d.id): d for d in items}
 picked_id = query_choice("result", list(by_id), str(items[0].id))

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import streamlit as st
 
 from slotune.collector.store import Store
-from slotune.collector.views import Overview, SLOState, overview
+from slotune.collector.views import Overview, SLOState, overview, window_label
 from slotune.tuner import StudyListing
 from slotune.ui.app._common import LIVE_S, TTL_S, db_url, guarded, md, metrics, store, when
 from slotune.ui.app.tables import slo_columns, slo_frame
@@ -38,7 +38,9 @@ def live() -> None:
     st.caption(f"as of {when(o.end_ts)}; targets by their newest `up` sample")
     cols = st.columns(4)
     cols[0].metric("Targets up", f"{o.num_up} / {o.num_targets}")
-    cols[0].caption(f"{o.num_down} down")
+    cols[0].caption(
+        f"{o.num_down} down, {o.num_stale} not scraped in the last {window_label(o.stale_after_s)}"
+    )
     cols[1].metric("SLOs met", f"{o.count(SLOState.MET)} / {len(o.slos)}")
     cols[1].caption(
         f"{o.count(SLOState.BURNING)} burning, {o.count(SLOState.BREACHED)} breached, "
@@ -61,7 +63,9 @@ def live() -> None:
         )
     st.subheader("SLOs")
     if o.slos:
-        st.dataframe(slo_frame(o.slos), column_config=slo_columns(o.slos), hide_index=True)
+        st.dataframe(
+            slo_frame(o.slos), column_config=slo_columns(o.slos), hide_index=True, placeholder="–"
+        )
     else:
         st.write("No SLO declared yet: see the SLOs page.")
     st.subheader("Firing alerts")
@@ -72,6 +76,7 @@ def live() -> None:
                 for e in o.firing
             ],
             hide_index=True,
+            placeholder="–",
         )
     else:
         st.write("No alert is firing.")

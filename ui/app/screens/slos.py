@@ -234,7 +234,9 @@ with guarded():
     statuses = _statuses(s, db_url(), end)
 st.caption(f"as of {when(end)}; attainment and budget over each SLO's window")
 if statuses:
-    st.dataframe(slo_frame(statuses), column_config=slo_columns(statuses), hide_index=True)
+    st.dataframe(
+        slo_frame(statuses), column_config=slo_columns(statuses), hide_index=True, placeholder="–"
+    )
     st.plotly_chart(_budget_chart(statuses), width="stretch")
     st.subheader("Over the window")
     with guarded():

@@ -210,7 +210,7 @@ def _best_vs_default(report: dict[str, Any]) -> None:
                 }
             )
     if rows:
-        st.dataframe(rows, hide_index=True)
+        st.dataframe(rows, hide_index=True, placeholder="–")
     if best:
         st.markdown("**Best configuration**")
         st.json(best["params"], expanded=True)
