@@ -11,8 +11,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from slotune.collector.textfile import write_text
 from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
-from slotune.ui.cli._common import JsonOption, console, db_url, err_console, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    err_console,
+    output_file,
+    print_json,
+    say,
+)
 
 if TYPE_CHECKING:
     from slotune.collector.slo import SLO
@@ -127,7 +136,8 @@ def export_cmd(
         Engine, typer.Option(help="Whose metric names the rules use.")
     ] = DEFAULT_ENGINE,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write here instead of stdout.", callback=output_file),
     ] = None,
 ) -> None:
     """Write the stored SLOs as Prometheus recording and burn-rate alerting rules."""
@@ -141,8 +151,8 @@ def export_cmd(
     if output is None:
         sys.stdout.write(exported.text)
     else:
-        output.write_text(exported.text, encoding="utf-8")
-        console.print(f"wrote {output}", highlight=False)
+        write_text(output, exported.text, "Prometheus rule file")
+        say(f"wrote {output}")
 
 
 def register(app: typer.Typer) -> None:
