@@ -35,11 +35,17 @@ from slotune.collector.agent.targets import load_targets_file
 from slotune.collector.alerts.history import parse_history
 from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.rules import parse_rules_yaml
+from slotune.collector.bench.persist import resolve_run
 from slotune.collector.errors import ConfigError, SourceError
+from slotune.collector.jsonfile import read_json
+from slotune.collector.observed import read_observed
+from slotune.collector.silicon import read_silicon
 from slotune.collector.slo import parse_slo
 from slotune.collector.workload.traces import load_trace as load_workload_trace
 from slotune.tuner.diagnose._trace import load_trace as load_profiler_trace
+from slotune.tuner.fleet.estimator import OutputLengthEstimator
 from slotune.tuner.fleet.route_config import parse_route_config
+from slotune.tuner.fleet.route_request import BadRequest, request_info
 from slotune.tuner.tune.space import Engine, space_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +119,17 @@ def _kineto(rocm: bool) -> str:
     )
 
 
+def _route_body(text: str) -> Any:
+    """What ``slotune route`` does with a request body before it routes it: decode it with
+    the bounded decoder, then read the routing fields."""
+    body = read_json(text, source="request body", error=BadRequest)
+    if not isinstance(body, dict):
+        raise BadRequest("request body: must be a JSON object")
+    return request_info(
+        "r", body, {}, default_model="m", block_size=16, estimator=OutputLengthEstimator()
+    )
+
+
 def parsers() -> list[Parser]:
     vllm = (DATA / "vllm" / "metrics-0.32.0.txt").read_text(encoding="utf-8")
     vllm_lines = vllm.splitlines()
@@ -140,6 +157,20 @@ def parsers() -> list[Parser]:
         "  - kind: dcgm\n    url: http://127.0.0.1:9400/metrics\n    interval: 10s\n"
     )
     space = "max_num_seqs: [64, 128, 256]\nenable_chunked_prefill: [true, false]\n"
+    measured = "\n".join(
+        json.dumps(
+            {"timestamp": t, "input_tokens": 812, "output_tokens": 190, "ttft_ms": 41.2,
+             "e2e_ms": 2210.5, "tpot_ms": 11.5, "hash_ids": [1, 2], "model": "m"}
+        )
+        for t in range(3)
+    )  # fmt: skip
+    bodies = [
+        '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 20, '
+        '"stream": true}',
+        '{"model": "m", "prompt": "Once upon a time", "max_tokens": 64, "user": "u1"}',
+    ]
+    silicon = _read(ROOT / "tests" / "data" / "silicon" / "silicon_h100_sample.csv")[0]
+    result_file = json.dumps({"name": "run", "summary": {"num_requests": 3, "ttft_p99_ms": 41.0}})
     return [
         Parser(
             "promtext",
@@ -172,6 +203,10 @@ def parsers() -> list[Parser]:
         ),
         Parser("targets file", [targets], _file_parser(lambda p: load_targets_file(p, node="n"), ".yaml")),
         Parser("OpenMetrics import", [history, openmetrics], lambda t: parse_history(t, "<fuzz>")),
+        Parser("measured requests (sim calibrate --observed)", [measured], _file_parser(read_observed, ".jsonl")),
+        Parser("route request body", bodies, _route_body),
+        Parser("bench result file (bench compare)", [result_file], _file_parser(lambda p: resolve_run(None, str(p)), ".json")),
+        Parser("silicon CSV (sim calibrate --silicon)", [silicon], _file_parser(read_silicon, ".csv")),
     ]  # fmt: skip
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.jsonfile import read_json
 from slotune.collector.records import RequestRecord
-from slotune.collector.textfile import read_text
+from slotune.collector.textfile import read_text, write_text
 from slotune.collector.workload.traces import TraceRequest
 
 REQUIRED_FIELDS = ("timestamp", "input_tokens", "output_tokens", "ttft_ms", "e2e_ms")
@@ -80,10 +81,7 @@ def read_observed(path: str | Path, *, model_names: Collection[str] = ()) -> lis
         if not raw.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            entry = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{where}: not a JSON object ({e.msg}); write one per line") from e
+        entry = read_json(raw, source=where)
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where}: not a JSON object; write one per line")
         request = _parse(entry, where, number, model_names)
@@ -218,8 +216,5 @@ def write_observed(
         ConfigError: the file cannot be written.
     """
     lines = [json.dumps(line) for line in observed_lines(records, trace)]
-    try:
-        Path(path).write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror}; check the path") from e
+    write_text(path, "".join(f"{x}\n" for x in lines), "measured requests")
     return len(lines)

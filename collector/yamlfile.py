@@ -7,17 +7,20 @@ a malformed or hostile file is one clear :class:`~slotune.collector.errors.Confi
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 import yaml
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.jsonfile import MAX_INT_DIGITS, is_unicode
 
 # PyYAML parses flow collections recursively: near a thousand levels it takes seconds per
 # file before it runs out of stack, so deeper nesting is refused before it starts.
 MAX_YAML_FLOW_DEPTH = 100
 _FLOW = re.compile(r"[\[\]{}]")
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 LineMap = dict[tuple[Any, ...], int]
 
@@ -58,11 +61,13 @@ def _deepest_flow(text: str) -> int:
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader, with a tagged value it cannot convert (``!!int 0xzz``,
     ``!!float abc``, ``!!timestamp notatime``, a 5,000-digit integer) reported as a YAML
-    error at its line instead of escaping as the converter's own exception."""
+    error at its line instead of escaping as the converter's own exception, and numbers held
+    to the limits JSON input has (:mod:`slotune.collector.jsonfile`): finite, integers of at
+    most :data:`~slotune.collector.jsonfile.MAX_INT_DIGITS` digits, text without lone surrogates."""
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
-            return super().construct_object(node, deep)
+            value = super().construct_object(node, deep)
         except (ValueError, TypeError, AttributeError, OverflowError) as e:
             tag = node.tag.removeprefix("tag:yaml.org,2002:")
             value = node.value if isinstance(node, yaml.ScalarNode) else type(node).__name__
@@ -70,6 +75,19 @@ class _Loader(yaml.SafeLoader):
             raise yaml.constructor.ConstructorError(
                 None, None, f"!!{tag} {text} is not a valid {tag}", node.start_mark
             ) from e
+        if isinstance(value, float) and not math.isfinite(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a finite number", node.start_mark
+            )
+        if isinstance(value, int) and not -_INT_LIMIT < value < _INT_LIMIT:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of more than {MAX_INT_DIGITS} digits", node.start_mark
+            )
+        if isinstance(value, str) and not is_unicode(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a lone surrogate (\\ud800-\\udfff) is not text", node.start_mark
+            )
+        return value
 
 
 def read_yaml(

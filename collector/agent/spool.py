@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from slotune.collector.errors import ConfigError
 from slotune.collector.store import SampleIn
+from slotune.collector.textfile import output_dir
 
 log = logging.getLogger(__name__)
 
@@ -96,19 +96,7 @@ class Spool:
         max_bytes: int = DEFAULT_MAX_BYTES,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
-        self.directory = Path(directory)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ConfigError(
-                f"--spool-dir {self.directory}: cannot use it as a directory "
-                f"({e.strerror or e}); pass a writable directory"
-            ) from e
-        if not os.access(self.directory, os.W_OK | os.X_OK):
-            raise ConfigError(
-                f"--spool-dir {self.directory}: not writable by this user; pass a writable "
-                "directory"
-            )
+        self.directory = output_dir(directory, "spool directory (--spool-dir)")
         self.max_bytes = max_bytes
         self.segment_bytes = min(segment_bytes, max_bytes)
         self._dropped_batches = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from slotune.collector.bench.result import BenchResult
 from slotune.collector.errors import ConfigError
+from slotune.collector.jsonfile import read_json
 from slotune.collector.redact import redact_url
 from slotune.collector.store import (
     BenchRunInfo,
@@ -20,6 +20,7 @@ from slotune.collector.store import (
     open_store,
     save_bench_run,
 )
+from slotune.collector.textfile import read_text
 
 
 def run_name(result: BenchResult) -> str:
@@ -81,13 +82,9 @@ def resolve_run(db_url: str | None, ref: str) -> RunRef:
         ConfigError: neither an id in the store nor a readable result file.
     """
     path = Path(ref)
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as e:
-            # ValueError covers bad JSON and bytes that are not UTF-8 text
-            reason = f"{type(e).__name__}: {e}"[:200]
-            raise ConfigError(f"{ref}: not a result file written by --save ({reason})") from e
+    if path.exists():
+        text = read_text(path, "result file written by --save")
+        data = read_json(text, source=ref)
         if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
             raise ConfigError(f"{ref}: has no 'summary'; give a file written by --save")
         return RunRef(label=str(data.get("name") or path.name), summary=data["summary"])

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from slotune.collector.bench.client import Prompt
 from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import read_text
 from slotune.collector.workload.tokens import count_tokens, synthetic_text
 from slotune.collector.workload.traces import Trace, TraceRequest
 
@@ -75,7 +76,11 @@ def _load_tokenizer(path: Path) -> tuple[Any, Any]:
     except ImportError:
         tokenizers = None
     if tokenizers is not None and (path / "tokenizer.json").is_file():
-        tok = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
+        text = read_text(path / "tokenizer.json", "tokenizer (tokenizer.json)")
+        try:
+            tok = tokenizers.Tokenizer.from_str(text)
+        except Exception as e:  # the Rust parser's one exception type for every bad file
+            raise ConfigError(f"{path}/tokenizer.json: not a tokenizer ({e})") from None
         return (lambda t: tok.encode(t, add_special_tokens=False).ids, lambda ids: tok.decode(ids))
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]

@@ -30,7 +30,7 @@ from slotune.collector.bench.client import (
 )
 from slotune.collector.bench.config import BenchConfig
 from slotune.collector.bench.plan import Plan, make_plan
-from slotune.collector.bench.prompts import PromptBuilder, token_counter
+from slotune.collector.bench.prompts import PromptBuilder, TokenCounter, token_counter
 from slotune.collector.bench.result import BenchResult, build_result
 from slotune.collector.errors import ConfigError
 from slotune.collector.records import RequestRecord
@@ -67,10 +67,11 @@ class _Run:
         session: aiohttp.ClientSession,
         options: ClientOptions,
         sink: ProgressSink | None,
+        counter: TokenCounter,
     ) -> None:
         self.plan, self.config, self.session, self.options = plan, config, session, options
         self.sink = sink
-        self.counter = token_counter(config.tokenizer)
+        self.counter = counter
         self.builder = PromptBuilder(
             seed=config.seed, shared_prefix_tokens=config.shared_prefix_tokens, counter=self.counter
         )
@@ -220,6 +221,8 @@ async def arun_benchmark(
 ) -> BenchResult:
     """Run one benchmark (async); see :func:`run_benchmark`."""
     plan = make_plan(config)
+    # Before the server is asked anything: a bad --tokenizer is refused even with no server.
+    counter = token_counter(config.tokenizer)
     started_at = time.time()
     wall_offset_s = started_at - time.perf_counter()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
@@ -242,7 +245,7 @@ async def arun_benchmark(
             stream=config.stream,
             ignore_eos=config.ignore_eos,
         )
-        run = _Run(plan, config, session, options, progress)
+        run = _Run(plan, config, session, options, progress, counter)
         refresher = asyncio.create_task(_refresh(progress)) if progress is not None else None
         if progress is not None:
             progress.start(plan.num_measured, config.duration_s)

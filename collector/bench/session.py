@@ -16,7 +16,7 @@ from slotune.collector.bench.persist import check_store, run_name, save_run
 from slotune.collector.bench.result import BenchResult
 from slotune.collector.bench.runner import run_benchmark
 from slotune.collector.bench.search import MaxRateRun, search_max_rate
-from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import write_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,4 @@ def measure_max_rate(
 def _save(path: Path | None, data: dict[str, Any]) -> None:
     if path is None:
         return
-    try:
-        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"--save {path}: cannot write ({e.strerror}); check the path") from e
+    write_text(path, json.dumps(data, indent=1, default=str) + "\n", "--save result file")

@@ -17,16 +17,11 @@ from slotune.collector.slo._model import NAME_RE, SLI, SLO, Alerting, BurnWindow
 from slotune.collector.slo._shorthand import SHORTHAND_FORMS, parse_slo
 from slotune.collector.yamlfile import read_yaml
 
-_FILE_FORM = """accepted form:
-  slos:
-    - name: chat-ttft            # unique, lowercase
-      spec: ttft:p99<=500ms      # or: sli/percentile/threshold fields
-      window: 30d                # optional, default 30d
-      objective: 99.5%           # optional, default from the percentile
-      selector: {model: llama-3.1-8b, pool: chat}   # optional
-      interpolate: false         # optional: between histogram bucket bounds
-      alerting:                  # optional: burn-rate alerts (default: SRE workbook pairs)
-        windows: [{severity: page, long: 1h, short: 5m, factor: 14.4}]"""
+# One line, as every error is: the whole form, with each optional field, is examples/slos.yaml.
+_FILE_FORM = (
+    "accepted form: slos: [{name: chat-ttft, spec: 'ttft:p99<=500ms'}], optional fields "
+    "window, objective, selector, interpolate, alerting (see examples/slos.yaml)"
+)
 
 _ALLOWED_KEYS = {
     "name",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.jsonfile import read_json
 from slotune.collector.textfile import open_regular
 
 MOONCAKE_BLOCK_SIZE = 512
@@ -186,12 +186,7 @@ def _read_jsonl(p: Path) -> list[TraceRequest]:
         for lineno, line in _lines(f, p):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{p}:{lineno}: not valid JSON ({e.msg})") from e
-            except (ValueError, RecursionError) as e:  # 5000-digit numbers, deep nesting
-                raise ConfigError(f"{p}:{lineno}: not a trace line ({type(e).__name__})") from e
+            obj = read_json(line, source=f"{p}:{lineno}", max_chars=MAX_LINE_CHARS)
             out.append(_from_json(obj, p, lineno))
     return out
 

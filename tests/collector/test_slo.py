@@ -221,7 +221,7 @@ def test_to_dict_names_units() -> None:
             "threshold: 100000000000000000000000000000000000000000s}\n",
             "at most 1 day",
         ),
-        ("slos:\n  - {name: a, spec: 'ttft:p99<=500ms', window: .nan}\n", "not a duration"),
+        ("slos:\n  - {name: a, spec: 'ttft:p99<=500ms', window: .nan}\n", "not a finite number"),
         ("[" * 100_000, "nests deeper"),
     ],
 )

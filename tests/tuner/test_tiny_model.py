@@ -113,3 +113,15 @@ def test_cli_builds_the_model(tmp_path: Path) -> None:
     report = json.loads(out.stdout)
     assert report["path"] == str(tmp_path / "m")
     assert (tmp_path / "m" / "model.safetensors").is_file()
+
+
+def test_cli_prints_a_directory_with_rich_markup_as_it_is(tmp_path: Path) -> None:
+    out_dir = tmp_path / "[" / "x]"
+    out = subprocess.run(
+        [SLOTUNE, "tiny-model", "build", str(out_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"{out_dir}: Llama,") and not out.stderr

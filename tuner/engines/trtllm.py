@@ -268,9 +268,10 @@ def load_extra_llm_api_options(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
         text = read_text(p, "LLM API options file", ConfigError)
-        data = read_yaml(text, source=str(p), error=ConfigError)[0] or {}
+        data = read_yaml(text, source=str(p), error=ConfigError)[0]
     except ConfigError as e:
         raise ConfigError(f"--extra_llm_api_options {e}") from None
+    # An empty file too: trtllm-serve reads it as None and fails at start.
     if not isinstance(data, dict):
         raise ConfigError(f"--extra_llm_api_options {p}: expected a mapping of LLM API options")
     out: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from slotune.collector.errors import ConfigError, SlotuneError
+from slotune.collector.textfile import read_text
 from slotune.tuner.sim import EngineConfig, EngineCore, ResolvedConfig, parse_engine_flags, resolve
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -74,23 +75,35 @@ def parse_pool(text: str, *, engine: str = "vllm") -> PoolSpec:
     argv = _config_argv(parts[4]) if len(parts) == 5 else []
     try:
         config = parse_engine_flags(argv, engine=engine, model=model, gpu=gpu)
+        # the pool's model and GPU, not the one a copied command names
+        spec = PoolSpec(name, replicas, replace(config, model=model, gpu=gpu))
+        spec.resolved()
     except SlotuneError as e:
+        if len(parts) == 5 and Path(parts[4]).is_file():  # name the file the flags came from
+            raise ConfigError(f"{parts[4]}: {e}") from None
         raise ConfigError(f"--pool {name}: {e}") from None
-    # the pool's model and GPU, not the one a copied command names
-    spec = PoolSpec(name, replicas, replace(config, model=model, gpu=gpu))
-    spec.resolved()
     return spec
 
 
 def _config_argv(config: str) -> list[str]:
     path = Path(config)
-    text = path.read_text() if path.is_file() else config
+    is_file = path.exists()
+    shown = config if len(config) <= 120 else f"{config[:120]}..."
+    text = read_text(path, "pool configuration") if is_file else config
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    argv = shlex.split(" ".join(line.rstrip("\\") for line in lines))
+    try:
+        argv = shlex.split(" ".join(line.rstrip("\\") for line in lines))
+    except ValueError as e:  # an unclosed quote
+        raise ConfigError(f"{shown}: not engine flags ({e})") from None
     if argv[:2] == ["vllm", "serve"]:
         argv = argv[2:]
         if argv and not argv[0].startswith("-"):
             argv = argv[1:]  # the served model: the pool names its own
+    # A path that is not there reads as text: it must not pass for an empty configuration.
+    if (argv and not argv[0].startswith("-")) or (is_file and not argv):
+        raise ConfigError(
+            f"{shown}: neither a file of engine flags nor flags (e.g. --max-num-seqs 64)"
+        )
     return argv
 
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from slotune.collector.errors import ConfigError
+from slotune.collector.textfile import output_dir, write_text
 from slotune.tuner.tiny_model._llama import LlamaShape, hf_config, write_weights
 from slotune.tuner.tiny_model._tokenizer import (
     BOS,
@@ -48,7 +48,7 @@ class TinyModel:
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(data, indent=2) + "\n", "model file")
 
 
 def build_tiny_model(out_dir: Path, *, seed: int = 0, max_model_len: int = 2048) -> TinyModel:
@@ -63,9 +63,7 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0, max_model_len: int = 2048)
     Returns:
         The directory and the model's sizes.
     """
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir}: exists and is not a directory; give a directory path")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(out_dir, "model directory")
     vocabulary = train_tokenizer(out_dir, _VOCAB_TARGET)
     shape = LlamaShape(vocab_size=vocabulary.size, max_position_embeddings=max_model_len)
     bos_id, eos_id = SPECIAL_TOKENS.index(BOS), SPECIAL_TOKENS.index(EOS)

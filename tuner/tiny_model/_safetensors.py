@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from slotune.collector.textfile import open_output
+
 _DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16"}
 
 
@@ -34,7 +36,7 @@ def write_safetensors(path: Path, tensors: Mapping[str, np.ndarray]) -> None:
         offset += len(blob)
     encoded = json.dumps(header, separators=(",", ":")).encode()
     encoded += b" " * (-len(encoded) % 8)
-    with path.open("wb") as out:
+    with open_output(path, "model weights") as out:
         out.write(struct.pack("<Q", len(encoded)))
         out.write(encoded)
         for blob in blobs:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -14,6 +16,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from slotune.collector.errors import SlotuneError
+from slotune.collector.textfile import check_output
 
 if TYPE_CHECKING:
     from slotune.collector.metrics import PromClient
@@ -63,6 +66,23 @@ def metrics_client(ctx: typer.Context) -> PromClient | None:
     return client
 
 
+def say(text: str, *, err: bool = False) -> None:
+    """Print one plain line that holds user text (paths, names, URLs).
+
+    Never read as Rich markup, so a path such as ``[/x]`` prints as it is; inside markup or a
+    table cell, escape user text with :func:`rich.markup.escape` instead.
+    """
+    (err_console if err else console).print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def output_file(path: Path | None) -> Path | None:
+    """Option callback of every file the CLI writes: refuse, before any work, an output that
+    can never be written (a FIFO, a device, a directory, a missing or read-only directory)."""
+    if path is not None:
+        check_output(path, "output")
+    return path
+
+
 def fail(code: int, message: str) -> NoReturn:
     """Print one red ``error:`` line on stderr and exit with ``code``.
 
@@ -92,6 +112,21 @@ class SlotuneGroup(TyperGroup):
 
 
 def print_json(data: Any) -> None:
-    """Write JSON to stdout (no Rich markup, so it pipes into jq)."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """Write JSON to stdout (no Rich markup, so it pipes into jq).
+
+    A value that is not a finite number (NaN, infinity) is written as ``null``: JSON has no
+    other spelling for it, and a bare ``NaN`` breaks every strict reader.
+    """
+    text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data

@@ -20,7 +20,7 @@ import typer
 from rich.table import Table
 
 from slotune.collector.errors import ConfigError
-from slotune.ui.cli._common import JsonOption, console, db_url, print_json
+from slotune.ui.cli._common import JsonOption, console, db_url, output_file, print_json, say
 from slotune.ui.cli._options import MaybeGpuOption, MaybeModelOption
 
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ def calibrate_command(
             "a silicon CSV too, and the engine flags are not used."
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Overlay YAML to write.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Overlay YAML to write.", callback=output_file)
+    ] = None,
     fit_fraction: Annotated[
         float, typer.Option(help="Share of the requests fitted; the rest judge the fit.")
     ] = 1 / 3,
@@ -163,12 +165,11 @@ def _silicon(request: CalibrationRequest, gpu: str | None, as_json: bool) -> Non
 
 def _render(report: CalibrationReport, written: Path | None, out: Path | None) -> None:
     fit = report.fit
-    console.print(
+    say(
         f"calibrated {report.config.model.id} on {report.config.gpu.id} from "
         f"{report.fitted_on}: {report.num_fit} requests fitted ({fit.num_ttft} TTFT without "
         f"queueing, {fit.num_tpot} TPOT), judged on {report.judged_on}; "
-        f"{fit.num_simulations} simulations",
-        highlight=False,
+        f"{fit.num_simulations} simulations"
     )
     terms = Table(title="step terms added to the roofline (posterior mean ± sd; prior sd)")
     for col in ("term", "value", "sd", "prior sd"):
@@ -197,17 +198,15 @@ def _render(report: CalibrationReport, written: Path | None, out: Path | None) -
     console.print(table)
     before, after = report.judged_before.score, report.judged_after.score
     if not report.is_better:
-        console.print(
+        say(
             f"the fit does not beat the uncalibrated model on {report.judged_on} "
             f"(score {after:.2f} vs {before:.2f})"
-            + ("" if written is not None else "; nothing written (--force writes it)"),
-            highlight=False,
+            + ("" if written is not None else "; nothing written (--force writes it)")
         )
     if written is not None:
-        console.print(
+        say(
             f"wrote {written}: use it with --catalog {written} or SLOTUNE_CATALOG={written} "
-            "(slotune sim, tune, emulate)",
-            highlight=False,
+            "(slotune sim, tune, emulate)"
         )
     elif out is None:
         console.print("no --out given: nothing written", highlight=False)

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from slotune.collector.vocabulary import Endpoint
-from slotune.ui.cli._common import JsonOption, console, db_url, fail, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    fail,
+    output_file,
+    print_json,
+)
 from slotune.ui.cli._options import (
     InputLenOption,
     NoStoreOption,
@@ -153,10 +160,16 @@ def bench(
     stream: Annotated[bool, typer.Option(help="Stream responses (SSE).")] = True,
     name: Annotated[str | None, typer.Option(help="Run name in the store.")] = None,
     no_store: NoStoreOption = False,
-    save: Annotated[Path | None, typer.Option(help="Write the result JSON (with records).")] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Write the result JSON (with records).", callback=output_file),
+    ] = None,
     requests_out: Annotated[
         Path | None,
-        typer.Option(help="Write the measured requests as JSONL (sim calibrate --observed)."),
+        typer.Option(
+            help="Write the measured requests as JSONL (sim calibrate --observed).",
+            callback=output_file,
+        ),
     ] = None,
     json: JsonOption = False,
 ) -> None:

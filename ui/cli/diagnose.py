@@ -15,7 +15,15 @@ from rich.table import Table
 
 from slotune.collector.stored_results import store_result
 from slotune.collector.vocabulary import DEFAULT_ENGINE
-from slotune.ui.cli._common import JsonOption, console, db_url, metrics_client, print_json
+from slotune.ui.cli._common import (
+    JsonOption,
+    console,
+    db_url,
+    metrics_client,
+    output_file,
+    print_json,
+    say,
+)
 from slotune.ui.cli._options import (
     EngineOption,
     GpuOption,
@@ -74,7 +82,10 @@ def trace(
     ] = "compute",
     top: Annotated[int, typer.Option(min=0, help="Kernels to list.")] = 15,
     html: Annotated[
-        Path | None, typer.Option(help="Also write a standalone HTML report with a timeline.")
+        Path | None,
+        typer.Option(
+            help="Also write a standalone HTML report with a timeline.", callback=output_file
+        ),
     ] = None,
     engine: EngineOption = DEFAULT_ENGINE,
     model: ModelOption = "llama-3.1-8b",
@@ -90,6 +101,7 @@ def trace(
     idle; launch overhead; top kernels by category; findings.
     """
     from slotune.collector.errors import ConfigError
+    from slotune.collector.textfile import write_text
     from slotune.tuner.diagnose import diagnose_trace, trace_html
 
     if memset not in ("compute", "separate"):
@@ -97,7 +109,7 @@ def trace(
     context = _tune_context(engine, model, gpu, tune_workload, slo)
     result = diagnose_trace(path, memset_separate=memset == "separate", top=top, context=context)
     if html is not None:
-        html.write_text(trace_html(result), encoding="utf-8")
+        write_text(html, trace_html(result), "HTML report")
     data = result.to_dict()
     if not no_store:
         inputs = {"path": str(path), "memset": memset}
@@ -107,7 +119,7 @@ def trace(
         return
     _render_trace(result)
     if html is not None:
-        console.print(f"report: {html}")
+        say(f"report: {html}")
 
 
 @diagnose_app.command("live")

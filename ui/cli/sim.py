@@ -12,7 +12,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from slotune.collector.vocabulary import DEFAULT_ENGINE
-from slotune.ui.cli._common import JsonOption, console, err_console, print_json
+from slotune.ui.cli._common import JsonOption, console, err_console, output_file, print_json
 from slotune.ui.cli._options import (
     WORKLOAD_PANEL,
     ConcurrencyOption,
@@ -118,7 +118,8 @@ def sim(
         Path | None,
         typer.Option(
             help="Also write every simulated request as JSONL in the measured-requests "
-            "format of `slotune sim calibrate --observed` (plus request_id)."
+            "format of `slotune sim calibrate --observed` (plus request_id).",
+            callback=output_file,
         ),
     ] = None,
     gpus: Annotated[bool, typer.Option("--list-gpus", help="List known GPUs and exit.")] = False,

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from slotune.collector.textfile import write_text
 from slotune.collector.vocabulary import DEFAULT_ENGINE, Engine
 from slotune.ui.cli._common import (
     JsonOption,
@@ -18,7 +19,9 @@ from slotune.ui.cli._common import (
     db_url,
     err_console,
     metrics_client,
+    output_file,
     print_json,
+    say,
 )
 
 if TYPE_CHECKING:
@@ -143,7 +146,8 @@ def export_cmd(
         Engine, typer.Option(help="Whose metric names the rules use.")
     ] = DEFAULT_ENGINE,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write here instead of stdout.", callback=output_file),
     ] = None,
 ) -> None:
     """Write the stored SLOs as Prometheus recording and burn-rate alerting rules, or as
@@ -164,8 +168,8 @@ def export_cmd(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
-        console.print(f"wrote {output}", highlight=False)
+        write_text(output, text, f"{format_.value} export")
+        say(f"wrote {output}")
 
 
 def register(app: typer.Typer) -> None:

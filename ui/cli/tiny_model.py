@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from slotune.ui.cli._common import JsonOption, console, print_json
+from slotune.ui.cli._common import JsonOption, print_json, say
 
 tiny_model_app = typer.Typer(
     help="A tiny random-weight Llama with a locally trained tokenizer (no download), for "
@@ -36,10 +36,9 @@ def build_cmd(
     if json:
         print_json(model.to_dict())
     else:
-        console.print(
+        say(
             f"{model.path}: Llama, {model.num_params / 1e6:.1f} M parameters, vocabulary "
-            f"{model.vocab_size}, context {model.max_model_len} tokens (random weights)",
-            highlight=False,
+            f"{model.vocab_size}, context {model.max_model_len} tokens (random weights)"
         )
 
 

@@ -120,7 +120,7 @@ def test_refusals() -> None:
         (
             "apiVersion: openslo/v1\nkind: AlertCondition\nmetadata: {name: c}\n"
             "spec: {severity: page, condition: {threshold: .inf, lookbackWindow: 1h}}\n",
-            "the burn-rate factor must be a positive number",
+            "not a finite number",
         ),
         (
             "apiVersion: openslo/v1\nkind: SLO\nmetadata: {name: s}\nspec: {budgetingMethod: "

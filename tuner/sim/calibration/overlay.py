@@ -13,6 +13,7 @@ import yaml
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.observed import ObservedRequest, observed_lines, read_observed
+from slotune.collector.textfile import write_text
 from slotune.tuner.sim.calibration.measured import CalibrationReport, calibrate
 from slotune.tuner.sim.config import resolve
 from slotune.tuner.sim.flags import parse_engine_flags
@@ -94,7 +95,7 @@ def calibrate_overlay(
     out = request.out
     written = out if out is not None and (report.is_better or request.force) else None
     if written is not None:
-        _write_overlay(written, report, fix="check the path")
+        _write_overlay(written, report)
     return CalibrationOutcome(report, written)
 
 
@@ -129,16 +130,12 @@ def calibrate_for_study(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot write {path}: {e.strerror}; check the data directory") from e
-    _write_overlay(path, report, fix="check the data directory")
+    _write_overlay(path, report)
     return path, report
 
 
-def _write_overlay(path: Path, report: CalibrationReport, *, fix: str) -> None:
-    text = yaml.safe_dump(report.overlay(), sort_keys=False)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror}; {fix}") from e
+def _write_overlay(path: Path, report: CalibrationReport) -> None:
+    write_text(path, yaml.safe_dump(report.overlay(), sort_keys=False), "overlay")
 
 
 def observed_from_run(db_url: str | None, run_id: int, model_id: str) -> list[ObservedRequest]:

@@ -31,6 +31,7 @@ import yaml
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.silicon import read_silicon
+from slotune.collector.textfile import write_text
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.calibration._replay import with_terms
 from slotune.tuner.sim.calibration.overlay import CalibrationRequest
@@ -271,8 +272,4 @@ def _write_overlay(
         "judged_on": judged_on,
         **result.to_dict(),
     }
-    text = yaml.safe_dump({"gpus": [entry]}, sort_keys=False)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror}; check the path") from e
+    write_text(path, yaml.safe_dump({"gpus": [entry]}, sort_keys=False), "catalog overlay")

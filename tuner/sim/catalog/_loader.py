@@ -17,10 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slotune.collector.errors import ConfigError
 from slotune.collector.textfile import read_text
+from slotune.collector.yamlfile import read_yaml
 from slotune.tuner.sim.catalog._types import GPU, Efficiency, ModelSpec, StepTerms
 
 CATALOG_ENV = "SLOTUNE_CATALOG"
@@ -137,10 +136,7 @@ def load_catalog_file(path: str | Path) -> tuple[list[str], list[str]]:
 
 
 def _load_text(registry: _Registry, text: str, origin: str) -> tuple[list[str], list[str]]:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"catalog file {origin} is not valid YAML: {e}") from e
+    doc, _ = read_yaml(text, source=f"catalog file {origin}")
     if not isinstance(doc, Mapping) or not (set(doc) & {"gpus", "models"}):
         raise ConfigError(
             f"catalog file {origin} must be a mapping with a `gpus:` and/or `models:` list"
