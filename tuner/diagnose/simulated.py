@@ -56,10 +56,15 @@ class SimDiagnosis:
 
 
 def diagnose_simulated(
-    config: EngineConfig, trace: Trace, *, context: TuneContext | None = None
+    config: EngineConfig,
+    trace: Trace,
+    *,
+    context: TuneContext | None = None,
+    concurrency: int | None = None,
 ) -> SimDiagnosis:
-    """Simulate ``trace`` on ``config`` and explain where the time goes."""
-    result = simulate(config, trace)
+    """Simulate ``trace`` on ``config`` (in a closed loop of ``concurrency`` requests when
+    given) and explain where the time goes."""
+    result = simulate(config, trace, concurrency=concurrency)
     overall = simulated_split(result)
     figures = simulated_figures(result)
     split_found = trace_findings(overall, None, context)

@@ -25,6 +25,7 @@ from slotune.ui.cli._common import (
     say,
 )
 from slotune.ui.cli._options import (
+    ConcurrencyOption,
     EngineOption,
     GpuOption,
     ModelOption,
@@ -189,6 +190,7 @@ def sim(
     workload_name: WorkloadOption = None,
     trace: TraceOption = None,
     rate: RateOption = None,
+    concurrency: ConcurrencyOption = None,
     time_scale: TimeScaleOption = None,
     num_requests: NumRequestsOption = None,
     engine: EngineOption = DEFAULT_ENGINE,
@@ -218,7 +220,7 @@ def sim(
     context = TuneContext(
         ("--engine", engine, "--model", model, "--gpu", gpu, *source), engine, _slos(slo)
     )
-    result = diagnose_simulated(config, requests, context=context)
+    result = diagnose_simulated(config, requests, context=context, concurrency=concurrency)
     data = result.to_dict()
     if not no_store:
         inputs = {"args": list(ctx.args), "workload": requests.name, "config": result.config}
