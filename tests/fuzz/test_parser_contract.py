@@ -54,6 +54,7 @@ ALLOWED = {
     "collector/store/_fleet.py": "the store's own JSON",
     "collector/bench/client.py": "a server's response, read up to 1 MiB",
     "collector/bench/sse.py": "a server's stream, bounded by the client",
+    "collector/metrics/_client.py": "a metrics API response, read up to its byte cap",
     "tuner/tune/study.py": "the store's own study spec",
     "tuner/tune/worker.py": "the study's own scratch files",
     "tuner/tune/backends/launch.py": "the trial's own logs and option files",

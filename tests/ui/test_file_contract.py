@@ -127,24 +127,9 @@ def _cases(role: Role) -> list[Any]:
     return [pytest.param(o, id=name) for name, o in REGISTRY.items() if o.role is role]
 
 
-# Cases that fail the contract today, each with why; strict, so a fix shows up as a failure
-# that asks for its line here to go.
-KNOWN_GAPS = {
-    "sim calibrate --held-out-empty": "an empty --held-out is not yet held to --observed's "
-    "minimum size (it judges the fit on nothing and prints a NaN score)",
-}
-
-
 def _content_cases(role: Role) -> list[Any]:
     return [
-        pytest.param(
-            option,
-            data,
-            id=f"{name}-{case}",
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[f"{name}-{case}"])]
-            if f"{name}-{case}" in KNOWN_GAPS
-            else [],
-        )
+        pytest.param(option, data, id=f"{name}-{case}")
         for name, option in REGISTRY.items()
         if option.role is role and option.holds is not None
         for case, data in CONTENTS[option.holds].items()

@@ -128,7 +128,7 @@ def calibrate_command(
 
 
 def _silicon(request: CalibrationRequest, gpu: str | None, as_json: bool) -> None:
-    from slotune.tuner.sim.calibration.silicon_fit import calibrate_silicon_file
+    from slotune.tuner.sim.calibration import calibrate_silicon_file
 
     outcome = calibrate_silicon_file(request, gpu=gpu)
     fit, written = outcome.fit, outcome.written

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         calibrate_for_study,
         calibrate_overlay,
     )
+    from slotune.tuner.sim.calibration.silicon_fit import calibrate_silicon_file
 
 # module -> the names it gives this package on first use
 _LAZY: dict[str, tuple[str, ...]] = {
@@ -28,6 +29,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "calibrate_for_study",
         "calibrate_overlay",
     ),
+    "slotune.tuner.sim.calibration.silicon_fit": ("calibrate_silicon_file",),
 }
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "Errors",
     "calibrate_for_study",
     "calibrate_overlay",
+    "calibrate_silicon_file",
 ]
 
 # type checkers see only the names imported above, so a misspelt one is an error

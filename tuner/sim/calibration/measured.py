@@ -140,7 +140,7 @@ def calibrate(
         group_size: requests per fitted mean (``step_fit.fit_terms``).
 
     Raises:
-        ConfigError: too few requests to fit.
+        ConfigError: too few requests to fit, or too few held out to judge on.
         EngineConfigError: the configuration is one the engine refuses.
     """
     resolved = config if isinstance(config, ResolvedConfig) else resolve(config)
@@ -152,6 +152,12 @@ def calibrate(
             f"{fitted_on}: {len(observed)} requests are too few to calibrate; at least "
             f"{needed} are needed (the first {fraction:.0%}, {MIN_FIT_REQUESTS} or "
             "more, are fitted and the rest held back); measure a longer run"
+        )
+    if held_out is not None and len(held_out) < MIN_FIT_REQUESTS:
+        raise ConfigError(
+            f"{held_out_on or 'the held-out run'}: {len(held_out)} requests are too few to "
+            f"judge a fit on; give at least {MIN_FIT_REQUESTS}, or leave --held-out out to "
+            "hold back the end of the fitted run"
         )
     everything = requests_of(observed, "observed")
     fit_requests = everything.head(num_fit)
