@@ -7,7 +7,8 @@ and not an engine's queueing. ``slotune bench`` drives Poisson load at each of `
 with streamed completions, alternating direct and proxied runs ``--repeats`` times so
 drift in the machine's load hits both alike. Prints per run the end-to-end latency p50 /
 p99 and errors, then per rate the medians over the repeats and the added latency (proxy -
-direct), with the load average before and after each rate. Asserts nothing.
+direct), with the load average before and after each rate, and the requests a second the
+stub holds alone (64 streams at once). Asserts nothing.
 
     .venv/bin/python benchmarks/route_overhead.py [--rates 200,400,800] [--seconds 10]
         [--repeats 2]
@@ -68,6 +69,14 @@ def main() -> None:
                     e2e = s["e2e_ms"]
                     runs.append(Run(rate, path, e2e["p50"], e2e["p99"], s["num_errors"], num))
             loads[rate] = (before, _load())
+        # what the stub holds: a closed loop of 64 at once, as fast as it answers
+        capacity = bench(
+            stub,
+            [
+                *("--concurrency", "64", "--num-requests", "20000", "--warmup", str(_WARMUP)),
+                *("--input-len", "16", "--output-len", "4", "--timeout", "60"),
+            ],
+        )
     print(f"\n{'rate':>6}  {'path':<8}{'E2E p50 ms':>11}{'E2E p99 ms':>11}{'errors':>14}")
     for r in runs:
         print(
@@ -93,6 +102,10 @@ def main() -> None:
             f"{p50 - d50:>+10.2f} /{p99 - d99:>+7.2f}{errors:>14}  "
             f"{loads[rate][0]} -> {loads[rate][1]}"
         )
+    print(
+        f"stub backend alone, 64 streams at once: {capacity['request_throughput']:,.0f} req/s, "
+        f"{capacity['num_errors']} errors of {capacity['num_requests']}"
+    )
     print(
         "(medians over the repeats; targets: 0 errors at 400 req/s, added p99 <= 1 ms at 200 "
         "and <= 3 ms at 400)"
