@@ -70,6 +70,22 @@ def emulated_engines(
             _stop(procs)
 
 
+@contextlib.contextmanager
+def stub_backend(core: int | None = None) -> Iterator[str]:
+    """The fast stub backend (``_stub_backend.py``) in its own process; yields its base URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log, port = Path(tmp) / "stub.log", free_port()
+        stub = Path(__file__).with_name("_stub_backend.py")
+        proc = _start([sys.executable, str(stub), "--port", str(port)], log)
+        if core is not None:
+            pin(proc.pid, core)
+        try:
+            _wait_for(proc, log, "Starting stub backend")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            _stop([proc])
+
+
 class Proxy(NamedTuple):
     url: str
     pid: int

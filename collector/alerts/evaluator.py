@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -417,16 +418,21 @@ def run_loop(
     metrics: PromClient | None = None,
     on_round: Callable[[list[RuleStatus]], None] | None = None,
     max_rounds: int | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], object] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """Evaluate every ``interval_s``, recording events pending for ``receivers``, until
-    ``max_rounds`` (forever: None); ``on_round`` gets each round's statuses.
+    ``max_rounds`` (forever: None) or ``stop`` is set; ``on_round`` gets each round's statuses.
 
     A store that cannot be reached is logged and retried next round; the loop never stops
-    on it. Returns the number of rounds run.
+    on it. ``stop`` ends the wait between rounds at once, and a round it interrupts is
+    finished first (its events stored, its notifications handed over). Returns the number
+    of rounds run.
     """
+    stop = stop if stop is not None else threading.Event()
+    wait = sleep if sleep is not None else stop.wait
     rounds = 0
-    while max_rounds is None or rounds < max_rounds:
+    while (max_rounds is None or rounds < max_rounds) and not stop.is_set():
         started = time.monotonic()
         try:
             statuses = evaluate_all(
@@ -442,5 +448,5 @@ def run_loop(
             log.warning("alert evaluation skipped: %s; retrying in %gs", e, interval_s)
         rounds += 1
         if max_rounds is None or rounds < max_rounds:
-            sleep(max(0.0, interval_s - (time.monotonic() - started)))
+            wait(max(0.0, interval_s - (time.monotonic() - started)))
     return rounds

@@ -22,10 +22,13 @@ Failures:
   when none is left the client gets 502 with an OpenAI error body. Generation has no side
   effects, so a retry costs only the work a dead backend may already have done.
 - no connection within ``timeouts.connect``: the request goes to another backend too, but
-  it is not counted against the circuit. Under load a connect can wait on a busy engine's
-  accept queue; that is a slow engine, not a dead one, and ejecting it would move its load
-  onto the others. A host that stopped answering fails its ``/metrics`` reads as well, and
-  those eject it.
+  it is not counted against the circuit, and the last backend it can go to gets no connect
+  limit (only ``timeouts.first_byte``), so a connect timeout alone never ends in 502. Under
+  load a connect can wait on a busy engine's accept queue, or the timer can fire while this
+  process was starved of CPU (a connect that the kernel completed at once then reads as
+  timed out): that is a slow engine or a slow proxy, not a dead engine, and ejecting it, or
+  failing the request, would turn load into an outage. A host that stopped answering fails
+  its ``/metrics`` reads as well, and those eject it.
 - no response head within ``timeouts.first_byte`` (or, streaming, no bytes for
   ``timeouts.idle``): 504, counted, not retried (a hung backend would only make the client
   wait twice);
@@ -56,6 +59,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 from multidict import CIMultiDict
 
 from slotune.tuner.fleet.estimator import OutputLengthEstimator
@@ -63,7 +67,7 @@ from slotune.tuner.fleet.policy import RequestInfo, RoutingPolicy
 from slotune.tuner.fleet.route_backend import Backend, QueuedPrompt, poll_forever
 from slotune.tuner.fleet.route_config import RouteConfig
 from slotune.tuner.fleet.route_metrics import CONTENT_TYPE, RouteMetrics
-from slotune.tuner.fleet.route_request import BadRequest, request_info
+from slotune.tuner.fleet.route_request import BadRequest, check_text, request_info
 
 log = logging.getLogger("slotune.route")
 
@@ -85,7 +89,7 @@ _HOP_BY_HOP = frozenset(
     )
 )
 # headers aiohttp adds to a request unless told not to: the engine sees only the client's
-_SKIP_AUTO_HEADERS = ("Accept-Encoding", "User-Agent", "Content-Type")
+_SKIP_AUTO_HEADERS = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
 _UPSTREAM_KEEPALIVE_S = 4.0
 _USAGE_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -122,6 +126,14 @@ def _forward_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
         for k, v in headers.items()
         if k.lower() not in _HOP_BY_HOP and k.lower() not in named
     )
+
+
+def _refuse(request: web.Request, status: int, err_type: str, message: str) -> web.Response:
+    """A client error: the answer, and one WARNING line with the reason (never a traceback)."""
+    log.warning(
+        "%s %s from %s: %d %s", request.method, request.path, request.remote, status, message
+    )
+    return _error(status, err_type, message)
 
 
 class _Retry(Exception):
@@ -168,7 +180,7 @@ class RouteProxy:
         timeouts = self.config.timeouts
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=_UPSTREAM_KEEPALIVE_S),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect_s),
+            timeout=aiohttp.ClientTimeout(total=None),
             auto_decompress=False,
             skip_auto_headers=_SKIP_AUTO_HEADERS,
         )
@@ -210,24 +222,41 @@ class RouteProxy:
         try:
             async with asyncio.timeout(client_s):
                 raw = await request.read()
+        except RequestPayloadError as e:  # a body that its framing or encoding breaks
+            return _refuse(
+                request,
+                400,
+                "BadRequestError",
+                "The request body is malformed: " + " ".join(str(e).split()),
+            )
         except TimeoutError:
-            return _error(
-                408, "RequestTimeoutError", f"the request body did not arrive within {client_s:g} s"
+            return _refuse(
+                request,
+                408,
+                "RequestTimeoutError",
+                f"the request body did not arrive within {client_s:g} s",
             )
         try:
             body = json.loads(raw)
         except RecursionError:
-            return _error(400, "BadRequestError", "The request body is nested too deeply.")
+            return _refuse(
+                request, 400, "BadRequestError", "The request body is nested too deeply."
+            )
         except ValueError as e:  # UnicodeDecodeError and too-long integers included
-            return _error(400, "BadRequestError", f"The request body is not valid JSON: {e}")
+            return _refuse(
+                request, 400, "BadRequestError", f"The request body is not valid JSON: {e}"
+            )
         if not isinstance(body, dict):
-            return _error(400, "BadRequestError", "The request body must be a JSON object.")
+            return _refuse(
+                request, 400, "BadRequestError", "The request body must be a JSON object."
+            )
         limit = self.config.shedding.max_in_flight
         if limit and self.in_flight >= limit:
             return self._shed(
                 429, "max_in_flight", f"{limit} requests in flight (shedding.max_in_flight)"
             )
         try:
+            check_text(raw, body)
             info = request_info(
                 f"route-{next(self._ids)}",
                 body,
@@ -237,7 +266,7 @@ class RouteProxy:
                 estimator=self.estimator,
             )
         except BadRequest as e:
-            return _error(400, "BadRequestError", str(e))
+            return _refuse(request, 400, "BadRequestError", str(e))
         serving = self._by_model.get(info.model)
         if serving is None:
             return _error(404, "NotFoundError", f"The model `{info.model}` does not exist.")
@@ -263,6 +292,7 @@ class RouteProxy:
                 if decision.replica is None:
                     return self._shed(429, "policy", decision.shed_reason, decision.retry_after_s)
                 backend = self.backends[decision.replica]
+                can_move_on = len(candidates) > 1
                 if not tried:
                     self.metrics.overhead.observe(time.perf_counter() - received)
                 self.metrics.decisions.labels(
@@ -270,7 +300,7 @@ class RouteProxy:
                 ).inc()
                 try:
                     return await self._forward(
-                        request, backend, raw, info, bool(body.get("stream"))
+                        request, backend, raw, info, bool(body.get("stream")), can_move_on
                     )
                 except _Retry as e:
                     log.warning("backend %s: %s; trying another", backend.spec.name, e.message)
@@ -293,14 +323,20 @@ class RouteProxy:
         raw: bytes,
         info: RequestInfo,
         stream: bool,
+        can_move_on: bool,
     ) -> web.StreamResponse:
+        """Send the request to ``backend`` and relay its answer.
+
+        ``can_move_on``: another backend could take the request, so a connect slower than
+        ``timeouts.connect`` gives up here; the last one has until ``timeouts.first_byte``.
+        """
         assert self._session is not None, "the app's startup opens the session"
         timeouts = self.config.timeouts
         name = backend.spec.name
         # streaming: the gap between chunks is bounded; else the whole answer is one read
         read_timeout = aiohttp.ClientTimeout(
             total=None,
-            sock_connect=timeouts.connect_s,
+            sock_connect=timeouts.connect_s if can_move_on else None,
             sock_read=timeouts.idle_s if stream else timeouts.first_byte_s,
         )
         ok: bool | None = None  # None: the client left, which says nothing about the backend

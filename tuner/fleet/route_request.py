@@ -18,11 +18,15 @@ per-client output-length quantiles) is the body's ``user``.
 
 A body whose routing fields cannot be read (a token id or ``max_tokens`` beyond a signed 64-bit
 integer, as the engines hold them) raises :class:`BadRequest`: the proxy answers 400 with its
-message rather than guessing.
+message rather than guessing. So does text that is not Unicode (a lone surrogate such as
+``"\\ud800"``: valid JSON, but no UTF-8 encodes it), checked by :func:`check_text` before
+anything re-encodes the body.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import zlib
 from array import array
 from collections.abc import Mapping
@@ -42,6 +46,56 @@ MAX_INT = 2**63 - 1
 
 class BadRequest(ConfigError):
     """A request body the proxy cannot route; the message names the field and the fix."""
+
+
+# a JSON escape of a UTF-16 surrogate: the only way a lone one gets into decoded text
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _field(path: str, key: str) -> str:
+    # the client's key goes into a message and a log line: quoted (no newline gets through)
+    # and cut short unless it is a plain name
+    if key.isidentifier() and len(key) <= 64:
+        return f"{path}.{key}" if path else key
+    quoted = json.dumps(key[:64] + ("…" if len(key) > 64 else ""))
+    return f"{path}[{quoted}]"
+
+
+def check_text(raw: bytes, body: Any) -> None:
+    """Refuse a body whose text holds a lone surrogate (nothing can encode it as UTF-8).
+
+    Args:
+        raw: the body as received (a cheap scan for surrogate escapes comes first).
+        body: the same body decoded.
+
+    Raises:
+        BadRequest: naming the first such field, e.g. ``messages[0].content``.
+    """
+    if not _SURROGATE_ESCAPE.search(raw):
+        return  # the usual case: no escape of a surrogate at all, nothing to walk
+    stack: list[tuple[str, Any]] = [("", body)]
+    while stack:  # iterative: a deeply nested body must not recurse
+        path, value = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value)
+            if found:
+                where = path or "body"
+                raise BadRequest(
+                    f"field '{where}': lone surrogate \\u{ord(found.group()):04x} is not "
+                    f"Unicode text; send UTF-8 text (a character beyond U+FFFF as a surrogate "
+                    f"pair)"
+                )
+        elif isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                if _SURROGATE.search(key):
+                    raise BadRequest(
+                        f"field '{path or 'body'}': a key holds a lone surrogate; keys must be "
+                        f"Unicode text"
+                    )
+                stack.append((_field(path, key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
 
 
 def _describe(value: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -10,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from slotune.collector.errors import ConfigError
 from slotune.tuner.fleet.proxy import RouteProxy
@@ -18,6 +21,29 @@ from slotune.tuner.fleet.route_config import RouteConfig, load_route_config
 log = logging.getLogger("slotune.route")
 _SHUTDOWN_GRACE_S = 1.0
 _BACKLOG = 2048
+_MAX_REASON_CHARS = 200
+
+
+class _MalformedRequestsInOneLine(logging.Filter):
+    """aiohttp's server logs a request it cannot parse at ERROR with a traceback; that is
+    the client's mistake, not the proxy's: one WARNING line with the reason instead. Other
+    errors (bugs) keep their traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError) and record.msg == "Unhandled exception":
+            return False  # the body the handler refused (one line there), read again at the end
+        if isinstance(exc, HttpProcessingError) and 400 <= exc.code < 500:
+            reason = exc.message
+        elif isinstance(exc, RequestPayloadError):
+            reason = str(exc)
+        else:
+            return True
+        reason = " ".join(reason.split())[:_MAX_REASON_CHARS]  # aiohttp's spans lines
+        record.msg, record.args = f"{record.getMessage()}: {exc.__class__.__name__}: {reason}", ()
+        record.exc_info = record.exc_text = None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 async def run_proxy(
@@ -41,6 +67,9 @@ async def run_proxy(
         keepalive_timeout=proxy.config.timeouts.client_s,
         shutdown_timeout=_SHUTDOWN_GRACE_S,
     )
+    one_line = _MalformedRequestsInOneLine()
+    server_log = logging.getLogger("aiohttp.server")
+    server_log.addFilter(one_line)
     await runner.setup()
     try:
         # as deep as an engine's (uvicorn's 2048): a client burst queues, it is not dropped
@@ -67,6 +96,7 @@ async def run_proxy(
         log.info("Shutting down slotune route")
     finally:
         await runner.cleanup()
+        server_log.removeFilter(one_line)
 
 
 def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8080) -> None:
@@ -84,6 +114,10 @@ def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8080) ->
         datefmt="%m-%d %H:%M:%S",
     )
     proxy = RouteProxy(config)
+    # the ~10^5 objects of the imports live as long as the process: out of every collection.
+    # Under load a full collection over them paused the loop for long enough to time out
+    # every connect in progress at once.
+    gc.freeze()
 
     async def main() -> None:
         stop = asyncio.Event()

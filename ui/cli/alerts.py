@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -261,9 +263,19 @@ def run_cmd(
     interval_s = _seconds(interval, "--interval")
     resend_s = _seconds(resend, "--resend")
     renotify_s = _seconds(renotify, "--renotify")
-    with open_when_reachable(db_url(ctx), retry_s=interval_s) as store:
+    # SIGTERM (docker stop, systemd) stops like the agent: the round in progress finishes
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: stop.set())
+    log = logging.getLogger("slotune.alerts")
+
+    def wait_for_store(seconds: float) -> None:
+        if stop.wait(seconds):
+            log.warning("stopped on SIGTERM before the store could be reached")
+            raise typer.Exit(0)
+
+    with open_when_reachable(db_url(ctx), retry_s=interval_s, sleep=wait_for_store) as store:
         dispatcher = Dispatcher(store, notifiers, interval_s, resend_s, renotify_s)
-        run_loop(
+        rounds = run_loop(
             store,
             interval_s=interval_s,
             min_window_s=_optional_seconds(scrape_interval, "--scrape-interval"),
@@ -271,7 +283,10 @@ def run_cmd(
             metrics=metrics_client(ctx),
             on_round=lambda statuses: _print_round(statuses, dispatcher.dispatch(statuses)),
             max_rounds=max_rounds,
+            stop=stop,
         )
+    if stop.is_set():
+        log.warning("stopped on SIGTERM after %d rounds", rounds)
 
 
 @alerts_app.command("history")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
 
-from _tools import require_binary
+from _tools import SLOTUNE, require_binary
 from alert_series import steady
 from receiver import Receiver
 from typer.testing import CliRunner
@@ -166,3 +167,28 @@ def test_an_slo_whose_data_stopped_shows_no_data(sqlite_url: str, tmp_path: Path
         (view,) = slo_statuses(store)
     # The alert cannot tell whether it still burns, but the budget it spent stays spent.
     assert view.state is SLOState.BREACHED and view.budget_shown == 0
+
+
+def test_run_stops_cleanly_on_sigterm(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    out = tmp_path / "run.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [SLOTUNE, "--db", sqlite_url, "alerts", "run", "--interval", "1s"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120  # generous: never reached unless something is wrong
+        while "evaluated" not in out.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, out.read_text()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, out.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+    text = out.read_text()
+    assert "stopped on SIGTERM after" in text
+    assert "Traceback" not in text

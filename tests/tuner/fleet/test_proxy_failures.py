@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -136,3 +137,44 @@ def test_a_backend_that_accepts_no_connection_is_retried_elsewhere() -> None:
                     'slotune_route_upstream_errors_total{backend="b0",kind="connect_timeout"}'
                     in metrics
                 )
+
+
+def test_a_connect_timeout_on_the_last_backend_waits_instead_of_failing() -> None:
+    # the only backend's accept queue is full for a while (a busy engine, or a proxy starved
+    # of CPU when its connect timer fires): slow is not dead, so the request waits for it
+    reply = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        b"Connection: close\r\n\r\n{}"
+    )
+    with socket.socket() as busy, socket.socket() as filler:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(0)
+        filler.connect(busy.getsockname())
+        url = f"http://127.0.0.1:{busy.getsockname()[1]}"
+        freed = threading.Event()
+
+        def free_then_answer() -> None:
+            freed.wait(60)
+            filler.close()
+            busy.settimeout(30)
+            for _ in range(2):  # the filler, then the proxy's connection
+                conn, _ = busy.accept()
+                with conn:
+                    if conn.recv(65536).startswith(b"POST"):
+                        conn.sendall(reply)
+                        return
+
+        text = fleet_yaml(
+            [url], extra="timeouts: {connect: 200ms}\ncircuit_breaker: {failures: 1000000}\n"
+        )
+        with (
+            running_proxy(text) as proxy,
+            httpx.Client(timeout=60) as client,
+            ThreadPoolExecutor(1) as pool,
+        ):
+            answering = pool.submit(free_then_answer)
+            threading.Timer(1.0, freed.set).start()  # well past the 200 ms connect limit
+            r = client.post(proxy.url + "/v1/completions", json={"prompt": "x"})
+            answering.result(timeout=60)
+            assert r.status_code == 200
+            assert proxy.proxy.backends["b0"].state() is BreakerState.CLOSED

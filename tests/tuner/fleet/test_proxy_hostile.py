@@ -1,8 +1,10 @@
-"""Hostile clients: bodies the proxy cannot route get 400 with the reason, slow senders are cut
-off, and only the client's own end-to-end headers travel, in both directions."""
+"""Hostile clients: bodies the proxy cannot route get 400 with the reason and one WARNING line
+(never a traceback), slow senders are cut off, and only the client's own end-to-end headers
+travel, in both directions."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterator
 
@@ -48,6 +50,12 @@ def backend() -> Iterator[FakeBackend]:
         (b'{"prompt": "x", "max_tokens": ' + b"9" * 5000 + b"}", "not valid JSON"),
         (b"\xff\xfe", "not valid JSON"),
         (b"[1, 2]", "must be a JSON object"),
+        # valid JSON, but no UTF-8 encodes a lone surrogate: refused before anything re-encodes
+        (b'{"prompt": "a\\ud800"}', "field 'prompt': lone surrogate \\ud800 is not Unicode"),
+        (
+            b'{"messages": [{"role": "user", "content": "\\udfff"}]}',
+            "field 'messages[0].content': lone surrogate",
+        ),
     ],
 )
 def test_bodies_it_cannot_route_get_400_with_the_reason(
@@ -110,3 +118,57 @@ def test_a_client_that_does_not_finish_its_request_is_cut_off(backend: FakeBacke
             answer = slow_body.recv(65536)
             assert answer.startswith(b"HTTP/1.1 408 ")
             assert b"did not arrive within 1 s" in answer
+
+
+def test_upstream_gets_only_the_headers_the_client_sent(backend: FakeBackend) -> None:
+    text = fleet_yaml([backend.url], extra=_NEVER_EJECT)
+    with running_proxy(text) as proxy, _connect(proxy.port) as client:
+        client.sendall(
+            b'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{"prompt": "x"}'
+        )
+        assert client.recv(65536).startswith(b"HTTP/1.1 200 ")
+    [sent] = [b for b in backend.received if b.startswith(b"POST")]
+    lines = sent.split(b"\r\n\r\n")[0].split(b"\r\n")[1:]
+    # Host names the backend (as a proxy must); no Accept, User-Agent, Content-Type of its own
+    assert sorted(line.split(b":")[0].lower() for line in lines) == [b"content-length", b"host"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+            "Content-Length",
+        ),
+        (b"POST /v1/completions HTTP/9.9\r\nHost: x\r\n\r\n", "Invalid HTTP version"),
+        (b"POST /v1/completions HTTP/1.1\r\nBad Header\r\n\r\n", "Invalid header token"),
+        (
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            b"Content-Encoding: gzip\r\n\r\n{}",
+            "content-encoding: gzip",
+        ),
+        (
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 21\r\n\r\n"
+            b'{"prompt": "a\\ud800"}',
+            "lone surrogate",
+        ),
+    ],
+)
+def test_a_malformed_request_is_one_warning_line_without_a_traceback(
+    backend: FakeBackend, caplog: pytest.LogCaptureFixture, raw: bytes, reason: str
+) -> None:
+    text = fleet_yaml([backend.url], extra=_NEVER_EJECT)
+    with (
+        caplog.at_level(logging.WARNING),
+        running_proxy(text) as proxy,
+        _connect(proxy.port) as client,
+    ):
+        client.sendall(raw)
+        assert client.recv(65536).startswith((b"HTTP/1.0 400 ", b"HTTP/1.1 400 "))
+    served = [r for r in caplog.records if r.name in ("aiohttp.server", "slotune.route")]
+    malformed = [r for r in served if "from 127.0.0.1" in r.getMessage()]
+    assert len(malformed) == 1, [r.getMessage() for r in served]
+    [record] = malformed
+    assert record.levelno == logging.WARNING
+    assert reason in record.getMessage() and "\n" not in record.getMessage()
+    assert not any(r.exc_info for r in served)

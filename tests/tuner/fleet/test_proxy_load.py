@@ -1,11 +1,14 @@
-"""The proxy under a steady 200 req/s to two emulated engines: every request answered, no
-healthy backend ejected, and upstream connections kept alive (far fewer than requests)."""
+"""The proxy under load in front of two emulated engines: at a steady 200 req/s every request
+is answered, no healthy backend is ejected, and upstream connections are kept alive (far fewer
+than requests); at a rate one engine alone serves, the proxy fails no request the engines
+would have served, even with connects that time out."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +30,40 @@ def counted_engines() -> Iterator[tuple[list[Engine], list[ConnectionCounter]]]:
         finally:
             for c in counters:
                 c.close()
+
+
+def _bench(url: str, rate: int, num_requests: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            *(SLOTUNE, "bench", "--url", url, "--no-store", "--json"),
+            *("--rate", str(rate), "--num-requests", str(num_requests)),
+            *("--input-len", "16", "--output-len", "4", "--timeout", "120"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout)["summary"]
+    return summary
+
+
+@pytest.mark.slow
+def test_the_proxy_fails_no_request_that_the_engines_alone_serve(
+    counted_engines: tuple[list[Engine], list[ConnectionCounter]],
+) -> None:
+    started, _ = counted_engines
+    rate, num_requests = 400, 1200
+    alone = _bench(started[0].url, rate, num_requests)
+    # a connect limit far below what a loaded machine needs: connects time out under this
+    # load, and a connect timeout must move a request, never fail it
+    text = fleet_yaml([e.url for e in started], extra="timeouts: {connect: 50ms}\n")
+    with running_proxy(text) as proxy:
+        through = _bench(proxy.url, rate, num_requests)
+        backends = proxy.proxy.backends.values()
+        assert all(b.state() is BreakerState.CLOSED for b in backends)
+    assert through["num_errors"] <= alone["num_errors"], (through, alone)
+    assert through["num_completed"] >= alone["num_completed"]
 
 
 @pytest.mark.slow
