@@ -11,7 +11,6 @@ alerts).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -23,7 +22,7 @@ from typing import Any
 from slotune.collector.alerts.rules import THRESHOLD_KIND, ThresholdRule
 from slotune.collector.alerts.sli_source import SliSource, sli_reader
 from slotune.collector.alerts.slo_rules import SLO_KIND, load_slos
-from slotune.collector.alerts.status import slo_status, status_windows
+from slotune.collector.alerts.status import read_ahead, slo_status
 from slotune.collector.alerts.thresholds import STALE_S, ThresholdReader
 from slotune.collector.errors import (
     MetricsUnavailable,
@@ -131,6 +130,7 @@ def evaluate_all(
     min_window_s: float | None = None,
     receivers: Sequence[str] = (),
     metrics: PromClient | None = None,
+    reader: SliSource | None = None,
 ) -> list[RuleStatus]:
     """Every enabled rule's state at ``at_ts`` (now when None).
 
@@ -144,6 +144,8 @@ def evaluate_all(
             unless its rule is silenced.
         metrics: the query API SLO rules read (None: the store's samples); an SLO rule
             whose data it cannot give is ``no_data``, never ``ok``.
+        reader: the SLI reader at ``at_ts`` to share with other reads of that time (the
+            overview's SLO list); made from ``metrics`` when None.
 
     Returns:
         One status per alert instance, by rule then labels.
@@ -160,9 +162,10 @@ def evaluate_all(
     }
     last = last_alert_events(store)
     silences = active_silences(store, at)
-    reader = sli_reader(store, at, metrics)
-    with contextlib.suppress(MetricsUnavailable):  # each rule says so in its own status
-        reader.prefetch(_slo_needs(rules, slos, windows))
+    if reader is None or reader.at_ts != at:
+        reader = sli_reader(store, at, metrics)
+    names = {r.slo_name or "" for r in rules if r.kind == SLO_KIND} & slos.keys()
+    read_ahead(reader, [(slos[n], windows[n]) for n in sorted(names)])
     thr_reader = ThresholdReader(store, at)
     out: list[RuleStatus] = []
     for rule in rules:
@@ -198,20 +201,6 @@ def evaluate_all(
                 status = _with(status, silenced_until=silence.until_ts)
             out.append(_transition(store, status, last, record, receivers))
     return out
-
-
-def _slo_needs(
-    rules: Sequence[AlertRuleInfo], slos: Mapping[str, SLO], min_window_s: Mapping[str, float]
-) -> list[tuple[SLO, list[float]]]:
-    """(SLO, windows) of every SLO rule whose SLO can be evaluated (the others fail later,
-    one by one, with their own message)."""
-    needs = []
-    for rule in rules:
-        slo = slos.get(rule.slo_name or "") if rule.kind == SLO_KIND else None
-        if slo is not None:
-            with contextlib.suppress(SlotuneError):
-                needs.append((slo, status_windows(slo, min_window_s=min_window_s[slo.name])))
-    return needs
 
 
 def _with(status: RuleStatus, **changes: Any) -> RuleStatus:

@@ -10,15 +10,19 @@ fleet mixing engines reads as one. Prometheus extrapolates ``increase`` to the w
 when its samples do not reach them; good and total scale alike, so ratios and burn rates are
 unchanged.
 
-Reads are cached per (metric, selector, window): the SLOs of one round that share them cost
-one query. A query that fails raises :class:`~collector.errors.MetricsUnavailable`; the
-evaluator reads that as no data for the rule, never as ok.
+A round reads ahead (:meth:`PromSliReader.prefetch`): one query per (SLI, window) for all its
+SLOs whose selectors name the same labels, summed ``by`` them (``job, instance`` for a
+target, ``pool``, ``model_name``) and split per selector here, so a round of hundreds of
+SLOs costs a few queries. Otherwise reads are cached per (SLI, selector,
+window) on first use. A query that fails raises :class:`~collector.errors.MetricsUnavailable`;
+the evaluator reads that as no data for the rule, never as ok.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from slotune.collector.alerts.sli import (
     BAD_REASONS,
@@ -30,14 +34,18 @@ from slotune.collector.alerts.sli import (
 )
 from slotune.collector.metrics import (
     PromClient,
-    PromMetrics,
+    Series,
+    bucket_query,
+    bucket_sums,
     outcome_counters,
     promql,
     raw_names,
 )
 from slotune.collector.slo import SLI, SLO, Selector
 
-_Key = tuple[str, Selector, float]
+_Key = tuple[SLI, Selector, float]
+_T = TypeVar("_T")
+_NEWEST = -1.0  # the window of a newest-sample read: Prometheus' lookback
 
 
 class PromSliReader:
@@ -46,13 +54,31 @@ class PromSliReader:
 
     def __init__(self, client: PromClient, at_ts: float) -> None:
         self.client = client
-        self.metrics = PromMetrics(client)
         self.at_ts = at_ts
         self._buckets: dict[_Key, dict[float, float]] = {}
         self._outcomes: dict[_Key, Counts | None] = {}
+        self._newest: dict[_Key, float | None] = {}
 
     def prefetch(self, needs: Iterable[tuple[SLO, Sequence[float]]]) -> None:
-        """Nothing to batch: each (metric, selector, window) is one query, cached on first use."""
+        """Read what the SLOs need, one query per (SLI, window, labels their selectors name).
+
+        Raises:
+            MetricsUnavailable: a query failed and the read-ahead stopped there (an API that
+                is down costs one timeout here); what it did not read is read per SLO later,
+                and fails there SLO by SLO if the API stays down.
+        """
+        plan: dict[tuple[SLI, float, tuple[str, ...]], set[Selector]] = {}
+        for slo, windows in needs:
+            group = promql.group_labels(slo.selector)
+            for w in {*windows, slo.window_s, _NEWEST}:
+                plan.setdefault((slo.sli, w, group), set()).add(slo.selector)
+        for (sli, w, group), selectors in plan.items():
+            if w == _NEWEST:
+                self._read_many(self._newest, _newest, sli, w, group, selectors)
+            elif sli is SLI.ERROR_RATE:
+                self._read_many(self._outcomes, _outcomes, sli, w, group, selectors)
+            else:
+                self._read_many(self._buckets, _buckets, sli, w, group, selectors)
 
     def counts(self, slo: SLO, windows: Sequence[float]) -> SliCounts:
         """Good / total of ``slo`` over each window ending at the reader's time (None: no
@@ -69,7 +95,7 @@ class PromSliReader:
         ]
         out = []
         for w in windows:
-            inc = self._bucket_increases(slo, w)
+            inc = self._bucket_increases(slo.sli, slo.selector, w)
             sums = {b: inc.get(b) for b in (*wanted, math.inf)}
             out.append(latency_counts(slo, sums, lower, upper, note))
         return SliCounts(tuple(out), note)
@@ -79,7 +105,8 @@ class PromSliReader:
         error_rate)."""
         if slo.sli is SLI.ERROR_RATE:
             return []
-        return sorted(b for b in self._bucket_increases(slo, slo.window_s) if not math.isinf(b))
+        found = self._bucket_increases(slo.sli, slo.selector, slo.window_s)
+        return sorted(b for b in found if not math.isinf(b))
 
     def note(self, slo: SLO) -> BoundaryNote | None:
         return None if slo.sli is SLI.ERROR_RATE else nearest_bounds(slo, self.bounds(slo))[2]
@@ -87,48 +114,118 @@ class PromSliReader:
     def newest_ts(self, slo: SLO) -> float | None:
         """The newest sample time of the SLO's series within Prometheus' lookback (None:
         none)."""
-        expr = promql.newest_sample(self._names(slo), promql.selector_matchers(slo.selector))
-        found = self.client.query(expr, self.at_ts)
-        return found[0].value if found else None
+        return self._read(self._newest, _newest, slo.sli, slo.selector, _NEWEST)
 
-    def _names(self, slo: SLO) -> list[str]:
-        if slo.sli is SLI.ERROR_RATE:
-            return [n for o in outcome_counters() for n in (o.finished, o.failed) if n]
-        return [f"{r.name}_bucket" for r in raw_names(slo.sli.value)]
-
-    def _bucket_increases(self, slo: SLO, window_s: float) -> dict[float, float]:
-        """Increase per bucket bound (seconds) of every engine's histogram for the SLO."""
-        key = (slo.sli.value, slo.selector, window_s)
-        if key not in self._buckets:
-            matchers = promql.selector_matchers(slo.selector)
-            self._buckets[key] = self.metrics.buckets(slo.sli.value, matchers, window_s, self.at_ts)
-        return self._buckets[key]
+    def _bucket_increases(
+        self, sli: SLI, selector: Selector, window_s: float
+    ) -> dict[float, float]:
+        """Increase per bucket bound (seconds) of every engine's histogram for the SLI."""
+        return self._read(self._buckets, _buckets, sli, selector, window_s)
 
     def _availability(self, selector: Selector, window_s: float) -> Counts | None:
-        key = ("requests_finished", selector, window_s)
-        if key not in self._outcomes:
-            self._outcomes[key] = self._read_outcomes(selector, window_s)
-        return self._outcomes[key]
+        return self._read(self._outcomes, _outcomes, SLI.ERROR_RATE, selector, window_s)
 
-    def _read_outcomes(self, selector: Selector, window_s: float) -> Counts | None:
-        matchers = promql.selector_matchers(selector)
-        w = promql.duration(window_s)
-        by_reason = [o.finished for o in outcome_counters() if not o.failed]
-        apart = [o for o in outcome_counters() if o.failed]
-        total = bad = 0.0
-        seen = False
-        shape = f"sum by (finished_reason) (increase({{}}[{w}]))"
-        by_reason_expr = promql.per_name(by_reason, [*matchers, 'finished_reason!=""'], shape)
-        for s in self.client.query(by_reason_expr, self.at_ts):
-            seen = True
-            total += s.value
-            bad += s.value if s.labels.get("finished_reason") in BAD_REASONS else 0.0
-        if apart:
-            failed = {o.failed for o in apart}
-            names = [n for o in apart for n in (o.finished, o.failed)]
-            expr = promql.per_name(names, matchers, f"sum(increase({{}}[{w}]))")
-            for s in self.client.query(expr, self.at_ts):
-                seen = True
-                total += s.value
-                bad += s.value if s.labels.get(promql.SERIES_LABEL) in failed else 0.0
-        return Counts(total - bad, total) if seen else None
+    def _read(
+        self,
+        cache: dict[_Key, _T],
+        reduce: Callable[[SLI, Sequence[Series]], _T],
+        sli: SLI,
+        selector: Selector,
+        window_s: float,
+    ) -> _T:
+        """One figure, from the round's read-ahead or else its own query."""
+        key = (sli, selector, window_s)
+        if key not in cache:
+            matchers = promql.selector_matchers(selector)
+            cache[key] = reduce(sli, self.client.query(_query(sli, window_s, matchers), self.at_ts))
+        return cache[key]
+
+    def _read_many(
+        self,
+        cache: dict[_Key, _T],
+        reduce: Callable[[SLI, Sequence[Series]], _T],
+        sli: SLI,
+        window_s: float,
+        group: Sequence[str],
+        selectors: Iterable[Selector],
+    ) -> None:
+        """The figure of every selector (that reads the labels ``group``) from one query
+        summed by them, split per selector."""
+        todo = [s for s in selectors if (sli, s, window_s) not in cache]
+        if todo:
+            matchers = promql.any_of(todo)
+            found = self.client.query(_query(sli, window_s, matchers, group), self.at_ts)
+            groups = _Groups(found)
+            for selector in todo:
+                cache[(sli, selector, window_s)] = reduce(sli, groups.kept(selector))
+
+
+class _Groups:
+    """A grouped query's series, found by the selector that keeps them."""
+
+    def __init__(self, found: Sequence[Series]) -> None:
+        self.found = found
+        self._by: dict[tuple[str, str], list[Series]] = {}
+        for s in found:
+            for label in ("instance", "pool", "model_name"):
+                self._by.setdefault((label, s.labels.get(label, "")), []).append(s)
+
+    def kept(self, selector: Selector) -> list[Series]:
+        if selector.target is not None:
+            some = self._by.get(("instance", promql.split_target(selector.target)[1]), [])
+        elif selector.pool is not None:
+            some = self._by.get(("pool", selector.pool), [])
+        elif selector.model is not None:
+            some = self._by.get(("model_name", selector.model), [])
+        else:
+            some = list(self.found)
+        return [s for s in some if promql.keeps(selector, s.labels)]
+
+
+def _query(sli: SLI, window_s: float, matchers: Sequence[str], group: Sequence[str] = ()) -> str:
+    """The PromQL of one figure over the series the matchers keep, summed ``by`` ``group``."""
+    if window_s == _NEWEST:
+        return promql.newest_sample(_names(sli), matchers, group)
+    if sli is not SLI.ERROR_RATE:
+        return bucket_query(sli.value, matchers, window_s, group)
+    w = promql.duration(window_s)
+    by_reason = [o.finished for o in outcome_counters() if not o.failed]
+    shape = f"sum {promql.by([*group, 'finished_reason'])} (increase({{}}[{w}]))"
+    expr = promql.per_name(by_reason, [*matchers, 'finished_reason!=""'], shape)
+    apart = [n for o in outcome_counters() if o.failed for n in (o.finished, o.failed)]
+    if apart:
+        shape = f"sum {promql.by(group)} (increase({{}}[{w}]))"
+        expr += " or " + promql.per_name(apart, matchers, shape)
+    return expr
+
+
+def _names(sli: SLI) -> list[str]:
+    """The raw series an SLI reads."""
+    if sli is SLI.ERROR_RATE:
+        return [n for o in outcome_counters() for n in (o.finished, o.failed) if n]
+    return [f"{r.name}_bucket" for r in raw_names(sli.value)]
+
+
+def _buckets(sli: SLI, found: Sequence[Series]) -> dict[float, float]:
+    return bucket_sums(sli.value, found)
+
+
+def _outcomes(sli: SLI, found: Sequence[Series]) -> Counts | None:
+    """Good / total requests: by ``finished_reason``, or, for an engine that counts its
+    failures apart, its failed counter's increase as bad (None: no series)."""
+    failed = {o.failed for o in outcome_counters() if o.failed}
+    total = bad = 0.0
+    for s in found:
+        reason = s.labels.get("finished_reason")
+        total += s.value
+        if (
+            reason in BAD_REASONS
+            if reason is not None
+            else s.labels.get(promql.SERIES_LABEL) in failed
+        ):
+            bad += s.value
+    return Counts(total - bad, total) if found else None
+
+
+def _newest(sli: SLI, found: Sequence[Series]) -> float | None:
+    return max((s.value for s in found), default=None)

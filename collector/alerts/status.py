@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +11,7 @@ from slotune.collector.alerts.policy import burn_windows, error_budget, has_budg
 from slotune.collector.alerts.sli import Counts, SliReader
 from slotune.collector.alerts.sli_source import SliSource
 from slotune.collector.alerts.thresholds import STALE_S
+from slotune.collector.errors import MetricsUnavailable, SlotuneError
 from slotune.collector.slo import SLO, BurnWindow
 from slotune.collector.store import Store
 
@@ -167,6 +170,17 @@ def status_windows(slo: SLO, *, min_window_s: float = 0.0) -> list[float]:
         return [slo.window_s]
     policy = burn_windows(slo, min_window_s=min_window_s)
     return sorted({w for c in policy for w in (c.long_s, c.short_s)} | {slo.window_s})
+
+
+def read_ahead(reader: SliSource, slos: Iterable[tuple[SLO, float]]) -> None:
+    """Have ``reader`` read at once what :func:`slo_status` reads of each (SLO, scrape
+    interval); an SLO that cannot be read ahead is read, and fails, on its own."""
+    needs = []
+    for slo, min_window_s in slos:
+        with contextlib.suppress(SlotuneError):
+            needs.append((slo, status_windows(slo, min_window_s=min_window_s)))
+    with contextlib.suppress(MetricsUnavailable):
+        reader.prefetch(needs)
 
 
 def _burn(window_s: float, counts: Counts | None, budget: float | None) -> WindowBurn:

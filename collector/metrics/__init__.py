@@ -12,6 +12,8 @@ Public surface:
 - :class:`MetricsReader` (:class:`StoreMetrics`, :class:`PromMetrics`),
   :func:`metrics_reader` ``(store, client)``: what a target did over a window (bucket and
   counter increases, newest values, gauge averages), from either.
+- :func:`bucket_query`, :func:`bucket_sums`: a histogram's bucket increases as PromQL (grouped
+  by target, pool and model when many selectors share one query) and their sums per bound.
 - :func:`read_window` ``(reader, target, start_ts, end_ts) -> TargetWindow``: one target's
   histograms (bucket increases), counters and gauge means over a window (``sim calibrate``).
 - :func:`summarize_metrics` (``slotune metrics summary``): per-target figures over a window.
@@ -27,6 +29,8 @@ from slotune.collector.metrics._reader import (
     PromMetrics,
     StoreMetrics,
     TargetWindow,
+    bucket_query,
+    bucket_sums,
     kind_prefixes,
     metrics_reader,
     read_window,
@@ -43,6 +47,8 @@ __all__ = [
     "StoreMetrics",
     "TargetMetricsSummary",
     "TargetWindow",
+    "bucket_query",
+    "bucket_sums",
     "kind_prefixes",
     "metrics_reader",
     "open_metrics",

@@ -19,6 +19,7 @@ from slotune.collector.agent.canonical import format_le
 from slotune.collector.metrics import promql
 from slotune.collector.metrics._client import PromClient, Series
 from slotune.collector.metrics._names import RawName, outcome_counters, raw_names, spellings
+from slotune.collector.slo import Selector
 from slotune.collector.store import (
     SeriesPoints,
     Store,
@@ -148,17 +149,8 @@ class PromMetrics:
     ) -> dict[float, float]:
         """Increase per bucket bound (seconds) of every engine's histogram for ``family``
         over the window ending at ``at_ts``, summed over the series the matchers keep."""
-        raws = {f"{r.name}_bucket": r for r in raw_names(family)}
-        shape = f"sum by (le) (increase({{}}[{promql.duration(window_s)}]))"
-        results = self.client.query(promql.per_name(raws, matchers, shape), at_ts)
-        chosen = _first_per_kind(raws, results)
-        found: dict[float, float] = {}
-        for s in results:
-            raw = chosen.get(s.labels.get(promql.SERIES_LABEL, ""))
-            le = parse_le(s.labels.get("le"))
-            if raw is not None and le is not None:
-                found[le * raw.scale] = found.get(le * raw.scale, 0.0) + s.value
-        return found
+        found = self.client.query(bucket_query(family, matchers, window_s), at_ts)
+        return bucket_sums(family, found)
 
     def increase(self, target: str, name: str, start_ts: float, end_ts: float) -> float | None:
         w = promql.duration(end_ts - start_ts)
@@ -194,7 +186,7 @@ class PromMetrics:
         is read as reset just after the first (its increase is then the second value)."""
         grid = list(at_ts)
         wanted = None if targets is None else set(targets)
-        matchers = [] if targets is None else _any_target(targets)
+        matchers = [] if targets is None else promql.any_of(Selector(target=t) for t in targets)
         out: list[SeriesPoints] = []
         for name in dict.fromkeys(names):
             raws = _series_names(name)
@@ -229,6 +221,30 @@ class PromMetrics:
         return found[0].value if found else None
 
 
+def bucket_query(
+    family: str, matchers: Sequence[str], window_s: float, group: Sequence[str] = ()
+) -> str:
+    """The increase of every engine's buckets of ``family`` over the window, summed ``by``
+    ``le`` and ``group``, each raw name apart (:func:`bucket_sums` adds them up)."""
+    names = [f"{r.name}_bucket" for r in raw_names(family)]
+    shape = f"sum {promql.by([*group, 'le'])} (increase({{}}[{promql.duration(window_s)}]))"
+    return promql.per_name(names, matchers, shape)
+
+
+def bucket_sums(family: str, found: Sequence[Series]) -> dict[float, float]:
+    """Increase per bucket bound (seconds) from :func:`bucket_query`'s series (all of them,
+    or the groups one selector keeps): of each engine the first raw name present."""
+    raws = {f"{r.name}_bucket": r for r in raw_names(family)}
+    chosen = _first_per_kind(raws, found)
+    sums: dict[float, float] = {}
+    for s in found:
+        raw = chosen.get(s.labels.get(promql.SERIES_LABEL, ""))
+        le = parse_le(s.labels.get("le"))
+        if raw is not None and le is not None:
+            sums[le * raw.scale] = sums.get(le * raw.scale, 0.0) + s.value
+    return sums
+
+
 def _first_per_kind(raws: Mapping[str, RawName], results: Sequence[Series]) -> dict[str, RawName]:
     """Of each kind's names that have data, the first (the source's priority): one engine's
     old and new names are alternatives, different engines' names add up."""
@@ -238,21 +254,6 @@ def _first_per_kind(raws: Mapping[str, RawName], results: Sequence[Series]) -> d
         if name in present and raw.kind not in {r.kind for r in chosen.values()}:
             chosen[name] = raw
     return chosen
-
-
-def _any_target(targets: Sequence[str]) -> list[str]:
-    """Matchers that keep the series of any of ``targets`` (and maybe a few more, which the
-    caller drops): every job and every instance named."""
-    jobs, instances = set(), set()
-    for t in targets:
-        job, sep, instance = t.partition("/")
-        instances.add(instance if sep else t)
-        if sep:
-            jobs.add(job)
-    out = [f"instance=~{promql.quote('|'.join(re.escape(i) for i in sorted(instances)))}"]
-    if jobs:
-        out.append(f"job=~{promql.quote('|'.join(re.escape(j) for j in sorted(jobs)))}")
-    return out
 
 
 def _series_names(name: str) -> tuple[RawName, ...]:

@@ -8,7 +8,7 @@ the targets it reads through ``--scrape prometheus=`` (a bare name is an ``insta
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from slotune.collector.slo import Selector
 
@@ -18,12 +18,16 @@ def quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def split_target(target: str) -> tuple[str | None, str]:
+    """(job, instance) of a target name; a bare name is an instance of any job."""
+    job, sep, instance = target.partition("/")
+    return (job, instance) if sep else (None, target)
+
+
 def target_matchers(target: str) -> list[str]:
     """Matchers of one target name (``job/instance`` or an ``instance``)."""
-    job, sep, instance = target.partition("/")
-    if sep:
-        return [f"job={quote(job)}", f"instance={quote(instance)}"]
-    return [f"instance={quote(target)}"]
+    job, instance = split_target(target)
+    return ([] if job is None else [f"job={quote(job)}"]) + [f"instance={quote(instance)}"]
 
 
 def selector_matchers(selector: Selector) -> list[str]:
@@ -32,6 +36,55 @@ def selector_matchers(selector: Selector) -> list[str]:
         out.append(f"pool={quote(selector.pool)}")
     if selector.model is not None:
         out.append(f"model_name={quote(selector.model)}")
+    return out
+
+
+def group_labels(selector: Selector) -> tuple[str, ...]:
+    """The labels :func:`selector_matchers` read: a query summed ``by`` them can be split
+    per selector (:func:`keeps`)."""
+    return (
+        (("job", "instance") if selector.target is not None else ())
+        + (("pool",) if selector.pool is not None else ())
+        + (("model_name",) if selector.model is not None else ())
+    )
+
+
+def keeps(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether :func:`selector_matchers` keep a series (or a group summed ``by`` its
+    :func:`group_labels`) with these labels; a missing label is the empty string, as in
+    PromQL."""
+    wanted: list[tuple[str, str]] = []
+    if selector.target is not None:
+        job, instance = split_target(selector.target)
+        wanted += [("instance", instance)] + ([] if job is None else [("job", job)])
+    if selector.pool is not None:
+        wanted.append(("pool", selector.pool))
+    if selector.model is not None:
+        wanted.append(("model_name", selector.model))
+    return all(labels.get(k, "") == v for k, v in wanted)
+
+
+def any_of(selectors: Iterable[Selector]) -> list[str]:
+    """Matchers that keep the series of any of ``selectors`` (and maybe more, which
+    :func:`keeps` drops): a regex of every value of each label all of them name."""
+    chosen = list(selectors)
+
+    def alternatives(values: Iterable[str]) -> str:
+        return quote("|".join(re.escape(v) for v in sorted(set(values))))
+
+    out = []
+    targets = [split_target(s.target) for s in chosen if s.target is not None]
+    if chosen and len(targets) == len(chosen):
+        out.append(f"instance=~{alternatives(i for _, i in targets)}")
+        jobs = [j for j, _ in targets if j is not None]
+        if len(jobs) == len(targets):
+            out.append(f"job=~{alternatives(jobs)}")
+    pools = [s.pool for s in chosen if s.pool is not None]
+    if chosen and len(pools) == len(chosen):
+        out.append(f"pool=~{alternatives(pools)}")
+    models = [s.model for s in chosen if s.model is not None]
+    if chosen and len(models) == len(chosen):
+        out.append(f"model_name=~{alternatives(models)}")
     return out
 
 
@@ -65,7 +118,15 @@ def per_name(names: Iterable[str], matchers: Iterable[str], shape: str) -> str:
     )
 
 
-def newest_sample(names: Iterable[str], matchers: Iterable[str] = ()) -> str:
-    """The newest sample time of the series named one of ``names``, within the lookback
-    (``timestamp`` gives a sample's own time only over a plain selector)."""
-    return f"max({per_name(names, matchers, 'max(timestamp({}))')})"
+def by(labels: Iterable[str]) -> str:
+    """A ``by`` clause: ``by (le)``, ``by (job, instance, le)``."""
+    return f"by ({', '.join(labels)})"
+
+
+def newest_sample(
+    names: Iterable[str], matchers: Iterable[str] = (), group: Iterable[str] = ()
+) -> str:
+    """The newest sample time of the series named one of ``names`` per ``group`` (each name
+    apart; the caller takes the max), within the lookback (``timestamp`` gives a sample's own
+    time only over a plain selector)."""
+    return per_name(names, matchers, f"max {by(group)} (timestamp({{}}))")

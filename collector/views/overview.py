@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from slotune.collector.alerts import SliSource, sli_reader
 from slotune.collector.alerts.evaluator import RuleState, RuleStatus, evaluate_all
 from slotune.collector.alerts.thresholds import STALE_S
 from slotune.collector.metrics import PromClient, metrics_reader
@@ -43,10 +44,16 @@ class Overview:
 
 
 def firing_alerts(
-    store: Store, *, end_ts: float | None = None, metrics: PromClient | None = None
+    store: Store,
+    *,
+    end_ts: float | None = None,
+    metrics: PromClient | None = None,
+    reader: SliSource | None = None,
 ) -> list[RuleStatus]:
-    """Every alert instance firing at ``end_ts`` (now when None), as the evaluator sees it."""
-    statuses = evaluate_all(store, time.time() if end_ts is None else end_ts, metrics=metrics)
+    """Every alert instance firing at ``end_ts`` (now when None), as the evaluator sees it
+    (``reader``: the SLI reader at that time to share)."""
+    end = time.time() if end_ts is None else end_ts
+    statuses = evaluate_all(store, end, metrics=metrics, reader=reader)
     return [s for s in statuses if s.state is RuleState.FIRING]
 
 
@@ -60,6 +67,7 @@ def overview(
     targets = reader.targets(end)
     # One lookup per target: the newest "up" sample at the end (the fleet page has the rest).
     up = {p.target: p.values[0] for p in reader.series_at(["up"], [end])}
+    slis = sli_reader(store, end, metrics)  # the SLO list and the alerts read the same series
     stale = {t.name for t in targets if is_stale(t.last_seen_at, end)}
     fresh = [t for t in targets if t.name not in stale]
     return Overview(
@@ -69,6 +77,6 @@ def overview(
         num_down=sum(up.get(t.name) == 0.0 for t in fresh),
         num_stale=len(stale),
         stale_after_s=STALE_S,
-        slos=tuple(slo_statuses(store, end_ts=end, metrics=metrics)),
-        firing=tuple(firing_alerts(store, end_ts=end, metrics=metrics)),
+        slos=tuple(slo_statuses(store, end_ts=end, reader=slis)),
+        firing=tuple(firing_alerts(store, end_ts=end, reader=slis)),
     )

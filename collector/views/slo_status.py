@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from slotune.collector.alerts import SloStatus, sli_reader, slo_status
+from slotune.collector.alerts import SliSource, SloStatus, sli_reader, slo_status
 from slotune.collector.alerts.slo_rules import load_slos
+from slotune.collector.alerts.status import read_ahead
 from slotune.collector.errors import MetricsUnavailable
 from slotune.collector.metrics import PromClient
 from slotune.collector.slo import SLO
@@ -114,13 +115,18 @@ def slo_statuses(
     end_ts: float | None = None,
     slos: Sequence[SLO] | None = None,
     metrics: PromClient | None = None,
+    reader: SliSource | None = None,
 ) -> list[SLOStatus]:
     """Every stored SLO (or the ones given) at ``end_ts`` (now when None), from the store's
-    samples or from ``metrics`` (a query API); an SLO whose data cannot be read is no data."""
+    samples or from ``metrics`` (a query API), or through ``reader`` (an SLI reader at
+    ``end_ts`` shared with other reads); an SLO whose data cannot be read is no data."""
     end = time.time() if end_ts is None else end_ts
-    reader = sli_reader(store, end, metrics)
+    if reader is None or reader.at_ts != end:
+        reader = sli_reader(store, end, metrics)
+    chosen = list(load_slos(store).values()) if slos is None else slos
+    read_ahead(reader, [(slo, 0.0) for slo in chosen])
     out = []
-    for slo in load_slos(store).values() if slos is None else slos:
+    for slo in chosen:
         try:
             st = slo_status(store, slo, end, reader=reader)
         except MetricsUnavailable as e:
@@ -138,8 +144,10 @@ def slo_figures(
     has none (``error``)."""
     end = time.time() if end_ts is None else end_ts
     reader = sli_reader(store, end, metrics)
+    slos = list(load_slos(store).values())
+    read_ahead(reader, [(slo, 0.0) for slo in slos])
     out = []
-    for slo in load_slos(store).values():
+    for slo in slos:
         try:
             status: dict[str, Any] = slo_status(store, slo, end, reader=reader).to_dict()
         except MetricsUnavailable as e:

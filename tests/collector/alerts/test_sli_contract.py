@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 
 import pytest
 from _tools import free_port
@@ -16,8 +17,9 @@ from slotune.collector.alerts.evaluator import RuleState, evaluate_all
 from slotune.collector.alerts.sli import SliReader
 from slotune.collector.alerts.sli_prom import PromSliReader
 from slotune.collector.alerts.slo_rules import apply_slos
-from slotune.collector.alerts.status import SloStatus, slo_status
-from slotune.collector.metrics import PromClient
+from slotune.collector.alerts.status import SloStatus, slo_status, status_windows
+from slotune.collector.errors import MetricsUnavailable
+from slotune.collector.metrics import PromClient, Series
 from slotune.collector.slo import SLO, parse_slo_yaml
 from slotune.collector.store import Store
 from slotune.collector.views import slo_figures
@@ -112,3 +114,92 @@ def test_slo_figures_and_alerts_from_only_a_prometheus_url(
     prom, sql = ([(s["rule"], s["state"]) for s in json.loads(r.stdout)] for r in runs)
     assert prom == sql
     assert ("errors:ticket", "firing") in prom
+
+
+class _Counting(PromClient):
+    """A client that counts its queries and refuses those ``refuse`` names (a query the
+    server cannot answer)."""
+
+    def __init__(self, base_url: str, refuse: Callable[[str], bool] = lambda _: False) -> None:
+        super().__init__(base_url)
+        self.refuse = refuse
+        self.queries = 0
+
+    def query(self, expr: str, at_ts: float) -> list[Series]:
+        self.queries += 1
+        if self.refuse(expr):
+            raise MetricsUnavailable(f"metrics API {self.shown_url} refused the query")
+        return super().query(expr, at_ts)
+
+
+def _figures(st: SloStatus) -> list[float | None]:
+    return [
+        st.num_good,
+        st.num_total,
+        st.budget_left,
+        st.newest_sample_ts,
+        *(b.burn_rate for b in st.burns),
+    ]
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_a_round_read_ahead_reads_what_each_slo_reads_alone(
+    filled: Store, prometheus: PromClient
+) -> None:
+    """The round's grouped queries, split per selector, give each SLO what its own queries
+    give; after the read-ahead no SLO queries again."""
+    client = _Counting(prometheus.base_url)
+    ahead = PromSliReader(client, AT_TS)
+    ahead.prefetch([(slo, status_windows(slo)) for slo in SLOS])
+    queries = client.queries
+    for slo in SLOS:
+        alone = slo_status(filled, slo, AT_TS, reader=PromSliReader(prometheus, AT_TS))
+        shared = slo_status(filled, slo, AT_TS, reader=ahead)
+        assert _figures(shared) == pytest.approx(_figures(alone), rel=1e-9, abs=1e-12), slo.name
+        assert (shared.note, shared.firing) == (alone.note, alone.firing)
+    assert client.queries == queries
+    client.close()
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_a_rounds_queries_do_not_grow_with_its_slos(prometheus: PromClient) -> None:
+    many = parse_slo_yaml(
+        "slos:\n"
+        + "".join(
+            f"  - {{name: s{k}, spec: '{spec}', window: 2h, selector: {{target: {target}}}, "
+            f"alerting: {{windows: [{WINDOWS}]}}}}\n"
+            for k, (spec, target) in enumerate(
+                (spec, f"{job}/127.0.0.{i}:{port}")
+                for spec in ("ttft:p99<=500ms", "error_rate<=1%")
+                for job, port in (("vllm", 8000), ("sglang", 30000))
+                for i in range(1, 26)
+            )
+        )
+    )
+    counted = []
+    for slos in ([many[0], many[-1]], many):
+        client = _Counting(prometheus.base_url)
+        PromSliReader(client, AT_TS).prefetch([(slo, status_windows(slo)) for slo in slos])
+        counted.append(client.queries)
+        client.close()
+    assert counted[0] == counted[1] == 2 * 5  # per SLI: the four windows and the newest sample
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_a_refused_query_makes_only_its_rules_no_data(
+    filled: Store, prometheus: PromClient
+) -> None:
+    """A grouped query that fails is read SLO by SLO; an SLO whose own query fails too is
+    no data, never ok, and the round goes on."""
+    apply_slos(filled, SLOS)
+    want = {s.rule: s.state for s in evaluate_all(filled, AT_TS, metrics=prometheus)}
+    assert RuleState.FIRING in want.values()
+    sglang = _Counting(prometheus.base_url, refuse=lambda expr: ":30000" in expr)
+    got = {s.rule: s.state for s in evaluate_all(filled, AT_TS, metrics=sglang)}
+    for rule, state in got.items():
+        wanted = RuleState.NO_DATA if "-sglang:" in rule else want[rule]
+        assert state is wanted, rule
+    sglang.close()
