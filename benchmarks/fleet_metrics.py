@@ -5,8 +5,9 @@ Backfills a Prometheus TSDB (``promtool tsdb create-blocks-from openmetrics``) w
 ``--hours`` at ``--step`` seconds, serves it on loopback, and times through the metrics
 contract (``--metrics``): an alert round of ``--rules`` SLO rules, ``slo list --json``'s
 figures for all of them, the overview page, the fleet page for one pool, and ``metrics
-summary`` for one target; then the agent's remote-write encoding on one core. Prints one
-table and the process's peak memory.
+summary`` for one target, each ``--repeats`` times (the median, and the queries each
+sent); then the agent's remote-write encoding on one core. Prints one table, the load
+average before and after (the figures are wall times), and the process's peak memory.
 
     .venv/bin/python benchmarks/fleet_metrics.py --targets 1000 --hours 2 --step 60
 """
@@ -14,8 +15,10 @@ table and the process's peak memory.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +30,7 @@ from pathlib import Path
 from slotune.collector.agent.remote_write import encode
 from slotune.collector.alerts import evaluate_all
 from slotune.collector.alerts.slo_rules import apply_slos
-from slotune.collector.metrics import PromClient, summarize_metrics
+from slotune.collector.metrics import PromClient, Series, summarize_metrics
 from slotune.collector.slo import parse_slo_yaml
 from slotune.collector.store import SampleIn, open_store, upgrade
 from slotune.collector.views import fleet_table, overview, slo_figures
@@ -79,6 +82,24 @@ def slos_yaml(rules: int, targets: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+class CountingClient(PromClient):
+    """Counts the queries sent."""
+
+    queries = 0
+
+    def query(self, expr: str, at_ts: float) -> list[Series]:
+        self.queries += 1
+        return super().query(expr, at_ts)
+
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+        self.queries += 1
+        return super().query_range(expr, start, end, step_s)
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
     t = time.perf_counter()
     out = fn()
@@ -107,6 +128,7 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=2.0)
     ap.add_argument("--step", type=float, default=60.0)
     ap.add_argument("--rules", type=int, default=400)
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
     if not promtool or not prometheus:
@@ -155,7 +177,7 @@ def main() -> None:
                     time.sleep(0.2)
             db = f"sqlite:///{root / 'slotune.db'}"
             upgrade(db)
-            client = PromClient(url, timeout_s=120)
+            client = CountingClient(url, timeout_s=120)
             with open_store(db) as store:
                 apply_slos(store, parse_slo_yaml(slos_yaml(args.rules, args.targets)))
                 rows = [
@@ -181,11 +203,18 @@ def main() -> None:
                     f"{args.targets} targets x {args.hours:g} h at {args.step:g} s: {num} samples "
                     f"(written in {gen_s:.1f} s, backfilled in {fill_s:.1f} s); {args.rules} SLO rules"
                 )
-                print(f"{'read through Prometheus':32} {'seconds':>8}")
+                print(load())
+                print(f"{'read through Prometheus':32} {'seconds':>8} {'queries':>8}  rows")
                 for name, fn in rows:
-                    seconds, out = timed(fn)
+                    runs = []
+                    for _ in range(args.repeats):
+                        client.queries = 0
+                        seconds, out = timed(fn)
+                        runs.append(seconds)
                     size = len(out) if isinstance(out, list) else ""
-                    print(f"{name:32} {seconds:8.2f}  {size}")
+                    median = statistics.median(runs)
+                    print(f"{name:32} {median:8.2f} {client.queries:8d}  {size}")
+                print(load())
             client.close()
         finally:
             server.terminate()
