@@ -85,14 +85,16 @@ def slos_yaml(rules: int, targets: int) -> str:
 class CountingClient(PromClient):
     """Counts the queries sent."""
 
-    queries = 0
+    def __init__(self, url: str, timeout_s: float) -> None:
+        super().__init__(url, timeout_s=timeout_s)
+        self.sent: list[str] = []
 
     def query(self, expr: str, at_ts: float) -> list[Series]:
-        self.queries += 1
+        self.sent.append(expr)
         return super().query(expr, at_ts)
 
     def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
-        self.queries += 1
+        self.sent.append(expr)
         return super().query_range(expr, start, end, step_s)
 
 
@@ -208,12 +210,12 @@ def main() -> None:
                 for name, fn in rows:
                     runs = []
                     for _ in range(args.repeats):
-                        client.queries = 0
+                        client.sent = []
                         seconds, out = timed(fn)
                         runs.append(seconds)
                     size = len(out) if isinstance(out, list) else ""
                     median = statistics.median(runs)
-                    print(f"{name:32} {median:8.2f} {client.queries:8d}  {size}")
+                    print(f"{name:32} {median:8.2f} {len(client.sent):8d}  {size}")
                 print(load())
             client.close()
         finally:

@@ -67,18 +67,17 @@ class PromSliReader:
                 is down costs one timeout here); what it did not read is read per SLO later,
                 and fails there SLO by SLO if the API stays down.
         """
-        plan: dict[tuple[SLI, float, tuple[str, ...]], set[Selector]] = {}
+        plan: dict[tuple[SLI, float, tuple[str, ...]], dict[Selector, None]] = {}
         for slo, windows in needs:
             group = promql.group_labels(slo.selector)
             for w in {*windows, slo.window_s, _NEWEST}:
-                plan.setdefault((slo.sli, w, group), set()).add(slo.selector)
-        for (sli, w, group), selectors in plan.items():
-            if w == _NEWEST:
-                self._read_many(self._newest, _newest, sli, w, group, selectors)
-            elif sli is SLI.ERROR_RATE:
-                self._read_many(self._outcomes, _outcomes, sli, w, group, selectors)
-            else:
-                self._read_many(self._buckets, _buckets, sli, w, group, selectors)
+                todo = plan.setdefault((slo.sli, w, group), {})
+                if not self._known((slo.sli, slo.selector, w)):
+                    todo[slo.selector] = None
+        for (sli, w, group), todo in plan.items():
+            if todo:
+                found = self.client.query(_query(sli, w, promql.any_of(todo), group), self.at_ts)
+                self._keep(sli, w, list(todo), found)
 
     def counts(self, slo: SLO, windows: Sequence[float]) -> SliCounts:
         """Good / total of ``slo`` over each window ending at the reader's time (None: no
@@ -140,24 +139,22 @@ class PromSliReader:
             cache[key] = reduce(sli, self.client.query(_query(sli, window_s, matchers), self.at_ts))
         return cache[key]
 
-    def _read_many(
-        self,
-        cache: dict[_Key, _T],
-        reduce: Callable[[SLI, Sequence[Series]], _T],
-        sli: SLI,
-        window_s: float,
-        group: Sequence[str],
-        selectors: Iterable[Selector],
+    def _known(self, key: _Key) -> bool:
+        return key in self._buckets or key in self._outcomes or key in self._newest
+
+    def _keep(
+        self, sli: SLI, window_s: float, selectors: Sequence[Selector], found: Sequence[Series]
     ) -> None:
-        """The figure of every selector (that reads the labels ``group``) from one query
-        summed by them, split per selector."""
-        todo = [s for s in selectors if (sli, s, window_s) not in cache]
-        if todo:
-            matchers = promql.any_of(todo)
-            found = self.client.query(_query(sli, window_s, matchers, group), self.at_ts)
-            groups = _Groups(found)
-            for selector in todo:
-                cache[(sli, selector, window_s)] = reduce(sli, groups.kept(selector))
+        """Each selector's figure from one query's series summed by the labels they read."""
+        groups = _Groups(found)
+        for selector in selectors:
+            key, kept = (sli, selector, window_s), groups.kept(selector)
+            if window_s == _NEWEST:
+                self._newest[key] = _newest(sli, kept)
+            elif sli is SLI.ERROR_RATE:
+                self._outcomes[key] = _outcomes(sli, kept)
+            else:
+                self._buckets[key] = _buckets(sli, kept)
 
 
 class _Groups:

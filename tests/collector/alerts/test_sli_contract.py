@@ -123,10 +123,14 @@ class _Counting(PromClient):
     def __init__(self, base_url: str, refuse: Callable[[str], bool] = lambda _: False) -> None:
         super().__init__(base_url)
         self.refuse = refuse
-        self.queries = 0
+        self.sent: list[str] = []
+
+    @property
+    def queries(self) -> int:
+        return len(self.sent)
 
     def query(self, expr: str, at_ts: float) -> list[Series]:
-        self.queries += 1
+        self.sent.append(expr)
         if self.refuse(expr):
             raise MetricsUnavailable(f"metrics API {self.shown_url} refused the query")
         return super().query(expr, at_ts)
