@@ -12,10 +12,11 @@ unchanged.
 
 A round reads ahead (:meth:`PromSliReader.prefetch`): one query per (SLI, window) for all its
 SLOs whose selectors name the same labels, summed ``by`` them (``job, instance`` for a
-target, ``pool``, ``model_name``) and split per selector here, so a round of hundreds of
-SLOs costs a few queries. Otherwise reads are cached per (SLI, selector,
-window) on first use. A query that fails raises :class:`~collector.errors.MetricsUnavailable`;
-the evaluator reads that as no data for the rule, never as ok.
+target, ``pool``, ``model_name``) and split per selector here, so a round of hundreds of SLOs
+costs a few queries. What was not read ahead is read on first use, one query per (SLI,
+selector, window), and cached. A query that fails raises
+:class:`~collector.errors.MetricsUnavailable`; the evaluator reads that as no data for the
+rule, never as ok.
 """
 
 from __future__ import annotations
@@ -213,13 +214,11 @@ def _outcomes(sli: SLI, found: Sequence[Series]) -> Counts | None:
     failed = {o.failed for o in outcome_counters() if o.failed}
     total = bad = 0.0
     for s in found:
-        reason = s.labels.get("finished_reason")
         total += s.value
-        if (
-            reason in BAD_REASONS
-            if reason is not None
-            else s.labels.get(promql.SERIES_LABEL) in failed
-        ):
+        reason = s.labels.get("finished_reason")
+        if reason is None:  # an engine's finished or failed counter, apart
+            bad += s.value if s.labels.get(promql.SERIES_LABEL) in failed else 0.0
+        elif reason in BAD_REASONS:
             bad += s.value
     return Counts(total - bad, total) if found else None
 
