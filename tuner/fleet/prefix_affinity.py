@@ -23,8 +23,8 @@ consistent hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018)
 holding ``ceil(load_factor * (total + 1) / n)`` requests or more gets none, so a hot prefix
 spills over instead of melting one replica.
 
-Without a KV size (the proxy does not read one), the LRU holds the index's default number
-of blocks and the queue term alone keeps the choice honest.
+Without a KV size (an engine that does not publish one to the proxy), the LRU holds the
+index's default number of blocks and the queue term alone keeps the choice honest.
 """
 
 from __future__ import annotations
