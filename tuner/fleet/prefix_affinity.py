@@ -61,6 +61,13 @@ def affinity_key(request: RequestInfo, prefix_blocks: int) -> bytes | None:
     return None
 
 
+def _block_tokens(request: RequestInfo) -> float | None:
+    """Prompt tokens per prefix block; None when the prompt has no blocks (or no tokens)."""
+    if not request.prefix_hashes or request.input_tokens <= 0:
+        return None
+    return request.input_tokens / len(request.prefix_hashes)
+
+
 class PrefixAffinity(PolicyBase):
     """Args:
     load_factor: how far above the mean load a replica may go and still earn a hit (> 1).
@@ -120,11 +127,13 @@ class PrefixAffinity(PolicyBase):
     def expected_hit_tokens(self, request: RequestInfo, replica: ReplicaState) -> float:
         """Prompt tokens ``replica`` will probably find cached: none when its free KV cache
         cannot take the rest of the request."""
-        hashes = request.prefix_hashes
-        if not hashes:
+        block_tokens = _block_tokens(request)
+        if block_tokens is None:
             return 0.0
-        block_tokens = request.input_tokens / len(hashes)
-        hit = min(self.index.match(replica.name, hashes) * block_tokens, request.input_tokens)
+        hit = min(
+            self.index.match(replica.name, request.prefix_hashes) * block_tokens,
+            request.input_tokens,
+        )
         capacity = replica.kv_capacity_tokens
         if hit and capacity:
             needed = request.input_tokens - hit + request.expected_output_tokens
@@ -133,14 +142,13 @@ class PrefixAffinity(PolicyBase):
         return hit
 
     def _record(self, request: RequestInfo, replica: ReplicaState) -> None:
-        hashes = request.prefix_hashes
-        if not hashes:
+        block_tokens = _block_tokens(request)
+        if block_tokens is None:
             return
-        block_tokens = request.input_tokens / len(hashes)
         capacity = replica.kv_capacity_tokens
         self.index.record(
             replica.name,
-            hashes,
+            request.prefix_hashes,
             other_blocks=request.expected_output_tokens / block_tokens,
             capacity_blocks=capacity / block_tokens if capacity else None,
         )
