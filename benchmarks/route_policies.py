@@ -1,4 +1,17 @@
-"""Routing policies for real: ``slotune route`` in front of emulated engines vs the fleet simulator.
+"""Routing policies: the simulated table on every bundled trace, or real vs simulated ranking.
+
+``--table`` (simulated only, no processes): every bundled trace (``azure-code``, ``azure-conv``,
+``mooncake-conversation``, ``mooncake-synthetic``, and ``azure-code`` + ``azure-conv``
+interleaved) on two pools of four ``llama-3.1-8b`` replicas, H100 with a bf16 KV cache and H200
+with an fp8 one, through ``--policies``; prints trace x pool x policy -> prefix hit rate, TTFT
+mean / p90 / p99, shed share, and prefix-affinity against least-requests (TTFT mean and p90
+within 2 %, hit rate higher where prefixes repeat). Then the azure mix on a short pool of
+three and a long pool of one: length-pools (threshold fitted) against least-requests at TTFT
+p99, beside what ``plan capacity`` says of the split. Gaps are scaled by ``--azure-time-scale``
+and ``--mooncake-time-scale``.
+
+    .venv/bin/python benchmarks/route_policies.py --table [--num-requests N]
+        [--traces azure-code,...] [--pools h100,h200]
 
 For each policy: ``--replicas`` fresh ``slotune emulate`` engines (llama-3.1-8b on h100-sxm,
 vLLM defaults, ``--speedup S``: the emulated GPU runs S times faster than real time, so a
@@ -11,6 +24,8 @@ requests, SLO and policies (``--known-output``: bench sends max_tokens = the tra
 length). With ``--repeats N`` each policy runs N times for real, interleaved, and the table
 shows means. Prints both tables and both rankings (by goodput under the SLO, the simulator's
 order). Asserts nothing.
+
+Without ``--table``:
 
     .venv/bin/python benchmarks/route_policies.py [--workload mooncake-conversation]
         [--num-requests 300] [--speedup 4] [--policies round-robin,least-requests,...]
@@ -26,6 +41,7 @@ import statistics
 import subprocess
 
 from _route import MODEL, SLOTUNE, bench, emulated_engines, route_proxy
+from _route_table import table
 
 GPU = "h100-sxm"
 
@@ -112,14 +128,25 @@ def _table(title: str, rows: dict[str, dict[str, float]]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", default="mooncake-conversation")
-    ap.add_argument("--num-requests", type=int, default=300)
+    ap.add_argument(
+        "--num-requests", type=int, default=None, help="first N requests (300; --table: all)"
+    )
     ap.add_argument("--replicas", type=int, default=4)
     ap.add_argument("--speedup", type=float, default=4.0)
     ap.add_argument("--ttft-slo-s", type=float, default=2.0)
     ap.add_argument("--block-size", type=int, default=512, help="the trace's block size")
     ap.add_argument("--policies", default="round-robin,least-requests,prefix-affinity,score")
     ap.add_argument("--repeats", type=int, default=1, help="real runs per policy (mean shown)")
+    ap.add_argument("--table", action="store_true", help="the simulated table, no processes")
+    ap.add_argument("--traces", help="--table: comma-separated (default: every bundled trace)")
+    ap.add_argument("--pools", default="h100,h200", help="--table: h100, h200 or both")
+    ap.add_argument("--azure-time-scale", type=float, default=0.25)
+    ap.add_argument("--mooncake-time-scale", type=float, default=2.0)
     args = ap.parse_args()
+    if args.table:
+        table(args)
+        return
+    args.num_requests = args.num_requests or 300
     policies = args.policies.split(",")
     print(
         f"{args.workload}, first {args.num_requests} requests at the trace's timestamps; "

@@ -47,6 +47,8 @@ class ReplicaState:
     prefill_tps: float = 0.0
     # requests per second the replica has lately taken from its queue (0 = unknown)
     start_rate_rps: float = 0.0
+    # tokens its KV cache holds in all (0 = unknown)
+    kv_capacity_tokens: int = 0
 
     @property
     def load(self) -> int:

@@ -8,7 +8,7 @@ others going to INNER.
 |---|---|
 | round-robin, least-requests, least-kv | — |
 | length-pools | ``threshold`` (tokens), ``long`` (pool name; ``+`` joins several) |
-| prefix-affinity | ``load`` (bound factor, 1.25), ``blocks`` (key blocks, 2) |
+| prefix-affinity | ``load`` (bound factor, 1.25), ``blocks`` (key blocks, 2), ``hit`` (queue worth of a mean-prompt hit, 1) |
 | score | ``prefix`` (3), ``queue`` (1), ``kv`` (1) |
 | slo-aware | ``margin`` (1.0), ``ttft`` (ms; default: the TTFT SLO) |
 """
@@ -25,6 +25,7 @@ from slotune.tuner.fleet.least_requests import LeastRequests
 from slotune.tuner.fleet.length_pools import LengthPools
 from slotune.tuner.fleet.policy import RoutingPolicy
 from slotune.tuner.fleet.prefix_affinity import (
+    DEFAULT_HIT_WEIGHT,
     DEFAULT_LOAD_FACTOR,
     DEFAULT_PREFIX_BLOCKS,
     PrefixAffinity,
@@ -88,6 +89,7 @@ def _prefix_affinity(spec: str, params: dict[str, str], ctx: PolicyContext) -> R
     return PrefixAffinity(
         _num(spec, params, "load", DEFAULT_LOAD_FACTOR),
         int(_num(spec, params, "blocks", DEFAULT_PREFIX_BLOCKS)),
+        _num(spec, params, "hit", DEFAULT_HIT_WEIGHT),
     )
 
 

@@ -46,6 +46,7 @@ class Replica:
         self.pool = pool
         self.model = config.model.id
         self.core = EngineCore.create(config)
+        self.kv_capacity_tokens = self.core.stats.kv_tokens
         self.gpus = self.core.view.tensor_parallel_size
         self.clock_s = ready_s
         self.ready_s = ready_s
@@ -83,6 +84,7 @@ class Replica:
             num_waiting_tokens=self._num_waiting_tokens,
             prefill_tps=self.prefill_tps,
             start_rate_rps=self.start_rate_rps,
+            kv_capacity_tokens=self.kv_capacity_tokens,
         )
 
     def admit(self, request: SimRequest, now_s: float) -> None:

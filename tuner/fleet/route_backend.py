@@ -16,7 +16,9 @@ gets; an idle one's token rate is its traffic, not what it can do), smoothed. ``
 ``prefill_tps`` prompt tokens per second, ``start_rate_rps`` requests finished per second
 (a waiting request starts when a running one frees its slot and KV blocks); all stay 0
 (unknown: ``slo-aware`` admits) until the backend first had a queue. ``num_waiting_tokens`` is the prompt tokens of the streams
-the proxy sent there that have not had their first token yet.
+the proxy sent there that have not had their first token yet. ``kv_capacity_tokens`` is
+``num_gpu_blocks x block_size`` from vLLM's ``cache_config_info`` (0 where the engine does not
+say: ``prefix-affinity`` then bounds its prefix memory by its own default).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Backend:
         self.num_running = 0
         self.num_waiting = 0
         self.kv_usage = 0.0
+        self.kv_capacity_tokens = 0
         self.throughput_tps = 0.0
         self.prefill_tps = 0.0
         self.start_rate_rps = 0.0
@@ -76,6 +79,7 @@ class Backend:
             num_waiting_tokens=self.num_waiting_tokens,
             prefill_tps=self.prefill_tps,
             start_rate_rps=self.start_rate_rps,
+            kv_capacity_tokens=self.kv_capacity_tokens,
         )
 
     def on_send(self) -> int:
@@ -112,6 +116,7 @@ class Backend:
         self.num_running = int(sum(values.get("requests_running", [0.0])))
         self.num_waiting = int(sum(values.get("requests_waiting", [0.0])))
         self.kv_usage = max(values.get("kv_usage", [0.0]), default=0.0)
+        self.kv_capacity_tokens = kv_capacity_tokens(scrape) or self.kv_capacity_tokens
         self.num_sent_since_poll = 0
         self._num_reads += 1
         counters = [
@@ -143,6 +148,19 @@ class Backend:
         """Count a stream's prompt as waiting until :meth:`QueuedPrompt.release` (first token)."""
         self.num_waiting_tokens += num_tokens
         return QueuedPrompt(self, num_tokens)
+
+
+def kv_capacity_tokens(scrape: Scrape) -> int:
+    """Tokens the engine's KV cache holds, from vLLM's ``cache_config_info`` labels (0: unknown)."""
+    for family in scrape.raw:
+        if family.name == "vllm:cache_config_info":
+            for sample in family.samples:
+                labels = dict(sample.labels)
+                try:
+                    return int(labels["num_gpu_blocks"]) * int(labels["block_size"])
+                except (KeyError, ValueError):
+                    return 0
+    return 0
 
 
 def _smooth(old: float, new: float) -> float:

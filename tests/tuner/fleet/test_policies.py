@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,26 +48,70 @@ def _replicas(loads: list[int], pools: list[str] | None = None) -> list[ReplicaS
 @given(
     session=st.text(min_size=1, max_size=8),
     loads=st.lists(st.integers(0, 20), min_size=1, max_size=8),
-    moves=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 20)), max_size=10),
 )
-def test_prefix_affinity_keeps_a_session_home_unless_the_bound_forces_a_move(
-    session: str, loads: list[int], moves: list[tuple[int, int]]
+def test_prefix_affinity_without_a_cached_prefix_is_least_requests_preferring_home(
+    session: str, loads: list[int]
 ) -> None:
     policy = PrefixAffinity(load_factor=1.25)
     request = _request(session_id=session)
-    # home = where the session goes on an idle fleet
-    home = policy.choose(request, _replicas([0] * len(loads))).replica
-    for index, load in [(0, loads[0]), *moves]:
-        loads[index % len(loads)] = load
-        replicas = _replicas(loads)
-        chosen = policy.choose(request, replicas).replica
-        home_state = next(r for r in replicas if r.name == home)
-        bound = -(-1.25 * (sum(loads) + 1) // len(loads))
-        if home_state.load + 1 <= bound:
-            assert chosen == home
-        else:
-            assert chosen != home
-            assert next(r for r in replicas if r.name == chosen).load + 1 <= bound
+    replicas = _replicas(loads)
+    home = policy.home(b"s" + session.encode(), replicas).name
+    chosen = policy.choose(request, replicas).replica
+    loads_by_name = {r.name: r.load for r in replicas}
+    assert loads_by_name[chosen or ""] == min(loads)
+    if loads_by_name[home] == min(loads):
+        assert chosen == home
+
+
+def _prompt(i: int, first_block: int, num_blocks: int) -> RequestInfo:
+    return _request(
+        i,
+        input_tokens=512 * num_blocks,
+        expected_output_tokens=0.0,
+        prefix_hashes=tuple(range(first_block, first_block + num_blocks)),
+    )
+
+
+def _cached(names: list[str], loads: list[int], kv_blocks: int = 0) -> list[ReplicaState]:
+    return [
+        ReplicaState(
+            name=n, pool="p", model="m", num_running=load, kv_capacity_tokens=512 * kv_blocks
+        )
+        for n, load in zip(names, loads, strict=True)
+    ]
+
+
+def test_prefix_affinity_follows_a_cached_prefix_while_the_hit_outweighs_the_queue() -> None:
+    policy = PrefixAffinity(hit_weight=2.0)
+    # the first turn: 8 blocks on r0 (the only replica up)
+    assert policy.choose(_prompt(0, 0, 8), _cached(["r0"], [0])).replica == "r0"
+    # the next turn holds the same 8 blocks: a whole mean prompt's hit, worth 2 requests
+    assert policy.choose(_prompt(1, 0, 8), _cached(["r0", "r1"], [1, 0])).replica == "r0"
+    # 3 requests ahead outweigh it: least-requests' choice
+    assert policy.choose(_prompt(2, 0, 8), _cached(["r0", "r1"], [3, 0])).replica == "r1"
+
+
+def test_prefix_affinity_forgets_a_prefix_the_replicas_kv_cache_has_evicted() -> None:
+    for kv_blocks, still_cached in ((20, True), (12, False)):
+        policy = PrefixAffinity(hit_weight=2.0)
+        replica = _cached(["r0"], [0], kv_blocks)
+        policy.choose(_prompt(0, 0, 8), replica)
+        # 8 other blocks later: a 20-block cache still holds the first 8, a 12-block one not
+        policy.choose(_prompt(1, 100, 8), replica)
+        hit = policy.expected_hit_tokens(_prompt(2, 0, 8), replica[0])
+        assert hit == (512 * 8 if still_cached else 0)
+        # evicted, the next turn goes where least-requests sends it
+        two = _cached(["r0", "r1"], [1, 0], kv_blocks)
+        assert policy.choose(_prompt(2, 0, 8), two).replica == ("r0" if still_cached else "r1")
+
+
+def test_prefix_affinity_gives_no_credit_where_the_kv_cache_cannot_take_the_request() -> None:
+    policy = PrefixAffinity()
+    idle = _cached(["r0"], [0], kv_blocks=100)
+    policy.choose(_prompt(0, 0, 8), idle)
+    full = replace(idle[0], kv_usage=0.99)
+    assert policy.expected_hit_tokens(_prompt(1, 0, 10), idle[0]) == 512 * 8
+    assert policy.expected_hit_tokens(_prompt(1, 0, 10), full) == 0
 
 
 def test_prefix_affinity_moves_only_the_removed_replicas_keys() -> None:
@@ -190,6 +236,8 @@ def test_estimator_uses_max_tokens_then_client_then_model_quantiles() -> None:
         ("length-pools", "needs a long pool"),
         ("slo-aware", "needs a TTFT budget"),
         ("prefix-affinity:load=1", "above 1"),
+        ("prefix-affinity:hit=0", "hit=0.0: use a positive number"),
+        ("prefix-affinity:hit=nan", "hit=nan: use a positive number"),
     ],
 )
 def test_registry_errors_name_the_field(spec: str, message: str) -> None:

@@ -38,6 +38,7 @@ replica_states = st.lists(
         throughput_tps=st.floats(0.0, 5000.0),
         num_waiting_tokens=st.integers(0, 50_000),
         prefill_tps=st.floats(0.0, 50_000.0),
+        kv_capacity_tokens=st.integers(0, 100_000),
     ),
     max_size=6,
     unique_by=lambda r: r.name,

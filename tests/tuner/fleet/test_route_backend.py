@@ -25,6 +25,8 @@ vllm:generation_tokens_total{{engine="0",model_name="m"}} {generated}
 # TYPE vllm:request_success_total counter
 vllm:request_success_total{{engine="0",finished_reason="length",model_name="m"}} {finished}
 vllm:request_success_total{{engine="0",finished_reason="stop",model_name="m"}} 1
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{{block_size="16",num_gpu_blocks="{blocks}",model_name="m"}} 1
 """
 
 
@@ -42,7 +44,12 @@ def test_vllm_load_and_rates() -> None:
     def read(at: float, running: int, waiting: int, prompt: int, generated: int) -> None:
         finished = generated // 100
         text = VLLM.format(
-            running=running, waiting=waiting, prompt=prompt, generated=generated, finished=finished
+            running=running,
+            waiting=waiting,
+            prompt=prompt,
+            generated=generated,
+            finished=finished,
+            blocks=1000,
         )
         b.update_load(_scrape(text, src), at)
 
@@ -51,6 +58,7 @@ def test_vllm_load_and_rates() -> None:
     b.on_send()
     state = b.replica_state()
     assert (state.num_running, state.num_waiting, state.kv_usage) == (3, 2, 0.25)
+    assert state.kv_capacity_tokens == 16 * 1000
     b.on_end(quick, ok=True)  # over before the next read: no longer load
     assert b.replica_state().num_waiting == 1
     # no queue yet: the token rate is the traffic, not the capacity, and is not taken

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from slotune.collector.errors import ConfigError
@@ -113,3 +115,56 @@ def test_pool_config_from_an_exported_launch_command(tmp_path: object) -> None:
     resolved = pool.resolved()
     assert (resolved.max_num_seqs, resolved.max_num_batched_tokens) == (48, 4096)  # type: ignore[union-attr]
     assert pool.model == "llama-3.1-8b"
+
+
+def _conversations(num_sessions: int, gap_s: float) -> Trace:
+    """Three turns of ``num_sessions`` conversations, each turn's prompt the previous one plus
+    8 blocks of 512 tokens, sessions in a random order each turn."""
+    rng = random.Random(0)
+    requests = []
+    t = 0.0
+    for turn in range(3):
+        order = list(range(num_sessions))
+        rng.shuffle(order)
+        for s in order:
+            n = 8 * (turn + 1)
+            requests.append(
+                TraceRequest(
+                    timestamp_s=t,
+                    input_tokens=512 * n,
+                    output_tokens=32,
+                    hash_ids=tuple(1000 * s + b for b in range(n)),
+                    block_size=512,
+                )
+            )
+            t += rng.expovariate(1 / gap_s)
+    return Trace(name="conversations", requests=tuple(requests))
+
+
+# 4 replicas with about 48k tokens of KV cache each
+SMALL_KV = [
+    parse_pool("a:4:llama-3.1-8b:h100-sxm:--gpu-memory-utilization 0.3 --max-model-len 32768")
+]
+
+
+@pytest.mark.parametrize(
+    ("num_sessions", "gap_s", "prefixes_fit"),
+    # 8 conversations: 16k-token prompts per replica fit; 40: a turn's prefix is evicted
+    # (about 80k tokens per replica since) before the next turn comes
+    [(8, 0.15, True), (40, 0.2, False)],
+)
+def test_prefix_affinity_never_loses_to_least_requests_and_hits_where_prefixes_fit(
+    num_sessions: int, gap_s: float, prefixes_fit: bool
+) -> None:
+    trace = _conversations(num_sessions, gap_s)
+    results = {
+        name: simulate_fleet(SMALL_KV, trace, policy_from_name(name))
+        for name in ("least-requests", "prefix-affinity")
+    }
+    affinity, least = (results[n].summary.ttft_ms for n in ("prefix-affinity", "least-requests"))
+    assert affinity.mean is not None and least.mean is not None
+    assert affinity.mean <= 1.02 * least.mean
+    assert (affinity.percentiles[90.0] or 0) <= 1.02 * (least.percentiles[90.0] or 0)
+    hit = {n: r.figures.prefix_hit_rate for n, r in results.items()}
+    if prefixes_fit:
+        assert hit["prefix-affinity"] > 2 * hit["least-requests"]
