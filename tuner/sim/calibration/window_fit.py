@@ -39,6 +39,7 @@ from slotune.collector.metrics import PromClient, metrics_reader
 from slotune.collector.store import Store
 from slotune.collector.textfile import write_text
 from slotune.collector.workload import Trace, TraceRequest
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.calibration._replay import Requests, simulate, with_terms
 from slotune.tuner.sim.calibration._window import WindowTraffic, read_traffic
 from slotune.tuner.sim.calibration.objective import TOLERANCE
@@ -148,12 +149,14 @@ class WindowCalibration:
         }
 
 
-def draw_requests(traffic: WindowTraffic, n: int, seed: int) -> Requests:
+def draw_requests(traffic: WindowTraffic, n: int, seed: int, *, max_len: int) -> Requests:
     """An open-loop workload of ``n`` requests with the window's rate and lengths, each
-    carrying the window's mean TTFT and TPOT as its measured values."""
+    carrying the window's mean TTFT and TPOT as its measured values; a drawn prompt is cut
+    so that prompt and output fit in ``max_len`` tokens, as the served ones did."""
     rng = np.random.default_rng(seed)
-    inputs = traffic.prompt_tokens.sample(n, rng)
-    outputs = traffic.output_tokens.sample(n, rng)
+    prompts = traffic.prompt_tokens.sample(n, rng)
+    outputs = np.minimum(traffic.output_tokens.sample(n, rng), max_len - 1)
+    inputs = np.minimum(prompts, max_len - outputs)
     gaps = rng.exponential(1.0 / traffic.rate_per_s, size=n)
     gaps[0] = 0.0
     arrivals = np.cumsum(gaps)
@@ -230,8 +233,9 @@ def fit_window(config: ResolvedConfig, traffic: WindowTraffic) -> WindowCalibrat
         EngineConfigError: the configuration is one the engine refuses.
     """
     n = min(traffic.num_requests, MAX_DRAWN_REQUESTS)
-    fit_on = draw_requests(traffic, n, _FIT_SEED)
-    judged_on = draw_requests(traffic, n, _JUDGE_SEED)
+    max_len = int(getattr(config, adapter_for(config.engine).length_param))
+    fit_on = draw_requests(traffic, n, _FIT_SEED, max_len=max_len)
+    judged_on = draw_requests(traffic, n, _JUDGE_SEED, max_len=max_len)
     # One fitted mean per metric: every drawn request carries the window's means.
     fit = fit_terms(config, fit_on, group_size=n)
     fitted = with_terms(config, fit.terms)
