@@ -135,6 +135,25 @@ def test_a_model_other_than_the_targets_is_refused(
         _library(store)
 
 
+def test_the_model_comes_from_the_targets_label(store: Store, hidden: list[dict[str, Any]]) -> None:
+    fill_store(store, hidden)
+    register_target(store, TARGET, "vllm", "", {"model": "meta-llama/Llama-3.1-8B-Instruct"})
+    end = end_ts(hidden)
+    outcome = calibrate_window(
+        store,
+        None,
+        TARGET,
+        [],
+        window_s=end - BASE_TS + 60,
+        end_ts=end,
+        engine="vllm",
+        model=None,
+        gpu=GPU,
+        out=None,
+    )
+    assert outcome.report.config.model.id == MODEL and outcome.written is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
