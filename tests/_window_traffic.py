@@ -69,6 +69,7 @@ def expositions(lines: Sequence[dict[str, Any]]) -> Iterator[tuple[float, str]]:
 
     ttft = histogram("vllm:time_to_first_token_seconds", VLLM_TTFT_BUCKETS_S)
     tpot = histogram("vllm:request_time_per_output_token_seconds", VLLM_TOKEN_LATENCY_BUCKETS_S)
+    itl = histogram("vllm:inter_token_latency_seconds", VLLM_TOKEN_LATENCY_BUCKETS_S)
     token_buckets = [float(b) for b in build_1_2_5_buckets(_MAX_MODEL_LEN)]
     prompt = histogram("vllm:request_prompt_tokens", token_buckets)
     generation = histogram("vllm:request_generation_tokens", token_buckets)
@@ -84,6 +85,8 @@ def expositions(lines: Sequence[dict[str, Any]]) -> Iterator[tuple[float, str]]:
             d = finishes[i][1]
             ttft.observe(d["ttft_ms"] / 1000.0)
             tpot.observe(d.get("tpot_ms", 0.0) / 1000.0)
+            for _ in range(d["output_tokens"] - 1):  # its gaps, each taken as its mean
+                itl.observe(d["tpot_ms"] / 1000.0)
             prompt.observe(d["input_tokens"])
             generation.observe(d["output_tokens"])
             success.inc()

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.store import Store, open_store, register_target, upgrade
-from slotune.tuner.sim.calibration import calibrate_window
+from slotune.tuner.sim.calibration import WindowCalibration, calibrate_window
 from slotune.tuner.sim.catalog import CATALOG_ENV, Efficiency, _loader, get_gpu, load_catalog_file
 from slotune.ui.cli import app
 
@@ -107,6 +107,19 @@ def test_a_window_the_prior_already_predicts_writes_nothing(
     assert yaml.safe_load(out.read_text("utf-8"))["gpus"][0]["calibrated"]["beats_prior"] is False
 
 
+def test_an_engine_without_per_request_tpot_is_read_from_its_gaps(
+    store: Store, hidden: list[dict[str, Any]]
+) -> None:
+    fill_store(store, hidden, leave_out=("vllm:request_time_per_output_token_seconds",))
+    end = end_ts(hidden)
+    report = _library(store, window_s=end - BASE_TS + 60, end_ts=end)
+    assert report.traffic.tpot.family == "itl" and report.is_better
+    gaps = sum(d["tpot_ms"] * (d["output_tokens"] - 1) for d in hidden if "tpot_ms" in d)
+    num_gaps = sum(d["output_tokens"] - 1 for d in hidden)
+    assert report.traffic.tpot_mean_s == pytest.approx(gaps / num_gaps / 1e3, rel=1e-6)
+    assert abs(report.judged_after.tpot) < 0.10
+
+
 def test_too_few_requests_says_how_many(store: Store, hidden: list[dict[str, Any]]) -> None:
     fill_store(store, hidden)
     with pytest.raises(ConfigError, match=r"holds \d+ finished requests; at least 50 are needed"):
@@ -178,8 +191,8 @@ def test_bad_options_are_refused_in_one_line(
 
 def _library(
     store: Store, *, target: str = TARGET, window_s: float = 3600.0, end_ts: float | None = None
-) -> None:
-    calibrate_window(
+) -> WindowCalibration:
+    return calibrate_window(
         store,
         None,
         target,
@@ -190,4 +203,4 @@ def _library(
         model=MODEL,
         gpu=GPU,
         out=None,
-    )
+    ).report
