@@ -151,8 +151,7 @@ def read_traffic(
     info = _engine_target(reader, target, end_ts)
     found: dict[str, WindowHistogram] = {}
     missing: list[str] = []
-    for family in (PROMPT, OUTPUT, "ttft", TPOT_FAMILIES):
-        names = (family,) if isinstance(family, str) else family
+    for names in ((PROMPT,), (OUTPUT,), ("ttft",), TPOT_FAMILIES):
         histogram = next(
             (h for n in names if (h := _histogram(reader, target, n, start_ts, end_ts))), None
         )
