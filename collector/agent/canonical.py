@@ -40,6 +40,10 @@ CANONICAL: dict[str, CanonicalMetric] = {
         CanonicalMetric("decode_time", _H, "s", "Time a request spent in decode."),
         CanonicalMetric("iteration_latency", _H, "s", "Engine step (iteration) latency."),
         CanonicalMetric("iteration_tokens", _H, "1", "Tokens scheduled per engine step."),
+        CanonicalMetric("request_prompt_tokens", _H, "1", "Prompt tokens per finished request."),
+        CanonicalMetric(
+            "request_generation_tokens", _H, "1", "Output tokens per finished request."
+        ),
         CanonicalMetric("requests_running", _G, "1", "Requests in the running batch."),
         CanonicalMetric("requests_waiting", _G, "1", "Requests queued, not yet running."),
         CanonicalMetric("kv_usage", _G, "ratio", "Fraction of KV-cache blocks in use (0..1)."),

@@ -43,6 +43,8 @@ VLLM_RULES: tuple[Rule, ...] = (
     Rule("vllm:generation_tokens_total", "generation_tokens"),
     Rule("vllm:request_success_total", "requests_finished"),
     Rule("vllm:iteration_tokens_total", "iteration_tokens"),
+    Rule("vllm:request_prompt_tokens", "request_prompt_tokens"),
+    Rule("vllm:request_generation_tokens", "request_generation_tokens"),
 )
 
 

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
         calibrate_overlay,
     )
     from slotune.tuner.sim.calibration.silicon_fit import calibrate_silicon_file
+    from slotune.tuner.sim.calibration.window_fit import (
+        WindowCalibration,
+        WindowErrors,
+        calibrate_window,
+    )
 
 # module -> the names it gives this package on first use
 _LAZY: dict[str, tuple[str, ...]] = {
@@ -30,15 +35,23 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "calibrate_overlay",
     ),
     "slotune.tuner.sim.calibration.silicon_fit": ("calibrate_silicon_file",),
+    "slotune.tuner.sim.calibration.window_fit": (
+        "WindowCalibration",
+        "WindowErrors",
+        "calibrate_window",
+    ),
 }
 
 __all__ = [
     "CalibrationReport",
     "CalibrationRequest",
     "Errors",
+    "WindowCalibration",
+    "WindowErrors",
     "calibrate_for_study",
     "calibrate_overlay",
     "calibrate_silicon_file",
+    "calibrate_window",
 ]
 
 # type checkers see only the names imported above, so a misspelt one is an error
