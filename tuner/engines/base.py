@@ -45,6 +45,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.engines.param import Param, Value
 
 if TYPE_CHECKING:
     from slotune.collector.vocabulary import Engine
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from slotune.tuner.sim.memory import KvCapacity
     from slotune.tuner.sim.request import SimRequest
     from slotune.tuner.sim.scheduler import Scheduler
-    from slotune.tuner.tune.space import Param, Value
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from slotune.tuner.engines.base import (
     ResolvedConfig,
     SimView,
 )
+from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.config import Engine
@@ -62,7 +63,6 @@ from slotune.tuner.sim.scheduler_sglang import (
     SglangSchedule,
     SglangScheduler,
 )
-from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
 
 SGLANG_SCHEDULE_POLICIES = ("lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key")
 SGLANG_KV_CACHE_DTYPES = (

@@ -44,6 +44,7 @@ from slotune.tuner.engines.base import (
     fields_from_params,
     narrow,
 )
+from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.memory import (
     KvCapacity,
@@ -52,7 +53,6 @@ from slotune.tuner.sim.memory import (
     validate_tensor_parallel,
 )
 from slotune.tuner.sim.scheduler_vllm import VllmScheduler
-from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
 
 if TYPE_CHECKING:
     from slotune.tuner.sim.block_manager import BlockManager
