@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from slotune.collector.errors import ConfigError
 from slotune.tuner.engines.param import Param, Value
+from slotune.tuner.sim.memory import KvBudget, KvCapacity
 
 if TYPE_CHECKING:
     from slotune.collector.vocabulary import Engine
     from slotune.tuner.sim.block_manager import BlockManager
     from slotune.tuner.sim.catalog import GPU, ModelSpec
     from slotune.tuner.sim.cost_coeffs import OverheadKnobs
-    from slotune.tuner.sim.memory import KvCapacity
     from slotune.tuner.sim.request import SimRequest
     from slotune.tuner.sim.scheduler import Scheduler
 
@@ -106,18 +106,6 @@ class Knob(StrEnum):
     TENSOR_PARALLEL = "tensor_parallel"
     BLOCK_SIZE = "block_size"
     EAGER = "eager"
-
-
-class KvBudget(StrEnum):
-    """How an engine's memory fraction sizes its KV cache."""
-
-    SHARE_OF_TOTAL = "share_of_total"
-    """The instance may use this share of all GPU memory; the cache gets what the weights,
-    activations and graphs leave of it, and the engine refuses to start when one
-    maximum-length sequence does not fit (vLLM's ``gpu_memory_utilization``)."""
-    SHARE_OF_FREE = "share_of_free"
-    """The cache gets this share of the memory still free after weights, activations and
-    graphs (TensorRT-LLM's ``kv_cache_config.free_gpu_memory_fraction``)."""
 
 
 @dataclass(frozen=True, slots=True)

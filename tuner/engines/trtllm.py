@@ -36,7 +36,6 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    KvBudget,
     PrefixCache,
     ResolvedConfig,
     SimView,
@@ -45,7 +44,13 @@ from slotune.tuner.engines.base import (
 )
 from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
-from slotune.tuner.sim.memory import KvCapacity, gib_text, kv_capacity, validate_tensor_parallel
+from slotune.tuner.sim.memory import (
+    KvBudget,
+    KvCapacity,
+    gib_text,
+    kv_capacity,
+    validate_tensor_parallel,
+)
 from slotune.tuner.sim.request import RequestRejected
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
 

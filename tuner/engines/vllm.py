@@ -37,7 +37,6 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    KvBudget,
     PrefixCache,
     ResolvedConfig,
     SimView,
@@ -47,6 +46,7 @@ from slotune.tuner.engines.base import (
 from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.memory import (
+    KvBudget,
     KvCapacity,
     gib_text,
     kv_capacity,

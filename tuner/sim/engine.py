@@ -13,7 +13,7 @@ from slotune.tuner.engines.base import EngineConfig, PrefixCache, ResolvedConfig
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
-from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_room_warning
+from slotune.tuner.sim.memory import KvCapacity, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
 
@@ -291,11 +291,12 @@ class EngineCore:
 
     def kv_log_lines(self) -> list[str]:
         """The KV-cache lines the engine logs at start, in its own wording."""
-        return format_kv_log(self.capacity, self._max_len)
+        return self._adapter.kv_log_lines(self.capacity, self._max_len)
 
     def kv_room_warning(self, tokens_per_request: float, what: str) -> str | None:
         """A warning when fewer than a few such requests fit in the KV cache at once."""
-        return kv_room_warning(self.capacity, min(tokens_per_request, self._max_len), what)
+        tokens = min(tokens_per_request, self._max_len)
+        return kv_room_warning(self.capacity, tokens, what, self._adapter.kv_room_knobs)
 
     def _check_length(self, request: SimRequest) -> None:
         total = request.prompt_tokens + request.max_tokens
