@@ -36,9 +36,7 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    PrefixCache,
     ResolvedConfig,
-    SimView,
     fields_from_params,
     narrow,
 )
@@ -53,6 +51,7 @@ from slotune.tuner.sim.memory import (
 )
 from slotune.tuner.sim.request import RequestRejected
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 if TYPE_CHECKING:
     from slotune.tuner.sim.block_manager import BlockManager
@@ -479,7 +478,8 @@ class TrtllmAdapter(EngineAdapter):
     def scheduler(
         self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
     ) -> TrtllmScheduler:
-        return TrtllmScheduler(narrow(resolved, ResolvedTrtllm), block_manager)
+        policy = narrow(resolved, ResolvedTrtllm).capacity_scheduler_policy
+        return TrtllmScheduler(view, policy, block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
         return overhead.trtllm_step_s

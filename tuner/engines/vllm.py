@@ -37,9 +37,7 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    PrefixCache,
     ResolvedConfig,
-    SimView,
     fields_from_params,
     narrow,
 )
@@ -52,7 +50,8 @@ from slotune.tuner.sim.memory import (
     kv_capacity,
     validate_tensor_parallel,
 )
-from slotune.tuner.sim.scheduler_vllm import VllmScheduler
+from slotune.tuner.sim.scheduler_vllm import VllmSchedule, VllmScheduler
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 if TYPE_CHECKING:
     from slotune.tuner.sim.block_manager import BlockManager
@@ -615,7 +614,14 @@ class VllmAdapter(EngineAdapter):
     def scheduler(
         self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
     ) -> VllmScheduler:
-        return VllmScheduler(narrow(resolved, ResolvedVllm), block_manager)
+        r = narrow(resolved, ResolvedVllm)
+        schedule = VllmSchedule(
+            long_prefill_token_threshold=r.long_prefill_token_threshold,
+            max_num_partial_prefills=r.max_num_partial_prefills,
+            max_long_partial_prefills=r.max_long_partial_prefills,
+            scheduling_policy=r.scheduling_policy,
+        )
+        return VllmScheduler(view, schedule, block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
         return overhead.step_s

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slotune.tuner.engines.base import EngineConfig, PrefixCache, ResolvedConfig, SimView
+from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
 from slotune.tuner.sim.memory import KvCapacity, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 
 @dataclass(frozen=True, slots=True)
