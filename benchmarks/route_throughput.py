@@ -26,7 +26,8 @@ from typing import Any
 from _route import bench, emulated_engines, route_proxy
 
 from slotune.collector.agent.promtext import PromTextParser
-from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
+from slotune.tuner.sim.emulate.lag import LagReport
+from slotune.tuner.sim.emulate.lag_client import fetch_lag
 
 
 def _late_steps(urls: list[str]) -> tuple[int, int]:

@@ -45,7 +45,8 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize
 from slotune.collector.vocabulary import Engine
-from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
+from slotune.tuner.sim.emulate.lag import LagReport
+from slotune.tuner.sim.emulate.lag_client import fetch_lag
 from slotune.tuner.tune.backends import BackendKind, make_backend
 from slotune.tuner.tune.backends.base import TrialFailed
 from slotune.tuner.tune.backends.launch import EngineProcess, free_port, scale_record

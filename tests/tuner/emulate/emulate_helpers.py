@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 
+from slotune.tuner.sim.emulate.app import Served
 from slotune.tuner.sim.emulate.faces import sglang_served, trtllm_served, vllm_served
-from slotune.tuner.sim.emulate.served import Served, ServedModel
+from slotune.tuner.sim.emulate.served import ServedModel
 from slotune.tuner.sim.emulate.server import Emulator
 from slotune.tuner.sim.emulate.settings import ServerSettings
 from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic

@@ -15,9 +15,9 @@ from slotune.tuner.sim.emulate.lag import (
     LagMetrics,
     LagMonitor,
     LagReport,
-    fetch_lag,
     read_lag,
 )
+from slotune.tuner.sim.emulate.lag_client import fetch_lag
 from slotune.tuner.sim.emulate.realtime import RealtimeEngine
 
 

@@ -6,11 +6,12 @@ flags (vLLM's by default, ``--engine`` picks another), serves ``/v1/completions`
 metrics (:mod:`.faces`).
 """
 
-from slotune.tuner.sim.emulate.app import create_app
+from slotune.tuner.sim.emulate.app import Served, create_app
 from slotune.tuner.sim.emulate.realtime import RealtimeEngine
-from slotune.tuner.sim.emulate.served import Served, ServedModel
+from slotune.tuner.sim.emulate.served import ServedModel
 from slotune.tuner.sim.emulate.server import Emulator, build_emulator, serve
-from slotune.tuner.sim.emulate.settings import ServerSettings, parse_server_args
+from slotune.tuner.sim.emulate.server_args import parse_server_args
+from slotune.tuner.sim.emulate.settings import ServerSettings
 
 __all__ = [
     "Emulator",

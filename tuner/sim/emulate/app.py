@@ -12,9 +12,11 @@ import json
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from slotune.tuner.sim.emulate.openai_api import (
@@ -29,7 +31,7 @@ from slotune.tuner.sim.emulate.openai_api import (
 from slotune.tuner.sim.emulate.prompts import output_text
 from slotune.tuner.sim.emulate.read_site import ReadTimes
 from slotune.tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
-from slotune.tuner.sim.emulate.served import Exporter, Served, ServedModel
+from slotune.tuner.sim.emulate.served import Exporter, ServedModel
 from slotune.tuner.sim.request import RequestRejected
 
 _FINISH_REASON = "length"  # the emulated request always runs to max_tokens
@@ -210,6 +212,25 @@ async def _collect(handle: RequestHandle, frame: ResponseFrame, seed: int) -> we
     text = output_text(seed, 0, num_tokens)
     body = frame.full_response(text, _FINISH_REASON, handle.prompt_tokens, num_tokens)
     return web.json_response(body)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The engine-specific parts of one emulated server.
+
+    Attributes:
+        display_name: the engine as people name it (the start-up log line).
+        model: the model card.
+        exporter: the metrics, also fed the emulator's lag families.
+        routes: the engine's route table, built from the generic handlers.
+        middlewares: aiohttp middlewares the engine's server runs (its HTTP metrics).
+    """
+
+    display_name: str
+    model: ServedModel
+    exporter: Exporter
+    routes: Callable[[EngineRoutes], Sequence[web.AbstractRouteDef]]
+    middlewares: tuple[Middleware, ...] = ()
 
 
 def create_app(

@@ -1,23 +1,18 @@
-"""What one emulated server shows of its engine: the model card, the metrics and the routes.
+"""What one emulated server shows of its engine: the model card and the metrics.
 
-An engine's face (:mod:`.faces`) builds a :class:`Served`; the HTTP app and the server take
-it as it is, so nothing outside the faces knows which engine is emulated.
+An engine's face (:mod:`.faces`) builds a :class:`~.app.Served` from these and its route
+table; the HTTP app and the server take it as it is, so nothing outside the faces knows which
+engine is emulated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from aiohttp import web
-from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry
 
 from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.emulate.app import EngineRoutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +37,3 @@ class Exporter(Protocol):
     def on_finished(self, request: FinishedRequest) -> None: ...
 
     def render(self) -> bytes: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """The engine-specific parts of one emulated server.
-
-    Attributes:
-        display_name: the engine as people name it (the start-up log line).
-        model: the model card.
-        exporter: the metrics, also fed the emulator's lag families.
-        routes: the engine's route table, built from the generic handlers.
-        middlewares: aiohttp middlewares the engine's server runs (its HTTP metrics).
-    """
-
-    display_name: str
-    model: ServedModel
-    exporter: Exporter
-    routes: Callable[[EngineRoutes], Sequence[web.AbstractRouteDef]]
-    middlewares: tuple[Middleware, ...] = ()
