@@ -53,10 +53,10 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
+from slotune.tuner.emulate.lag_client import fetch_lag
 from slotune.tuner.engines.param import Value
 from slotune.tuner.engines.registry import adapter_for, adapters
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.sim.emulate.lag_client import fetch_lag
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.tune.backends.startup import (
     DEFAULT_STARTUP_TIMEOUT_S,

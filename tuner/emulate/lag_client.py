@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from slotune.tuner.sim.emulate.faces import FACES
-from slotune.tuner.sim.emulate.lag import LagReport, read_lag
+from slotune.tuner.emulate.faces import FACES
+from slotune.tuner.emulate.lag import LagReport, read_lag
 
 
 def fetch_lag(base_url: str, kind: str = "vllm", timeout_s: float = 30.0) -> LagReport | None:

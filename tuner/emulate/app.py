@@ -19,7 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from slotune.tuner.sim.emulate.openai_api import (
+from slotune.tuner.emulate.openai_api import (
     DONE,
     ApiError,
     ApiKind,
@@ -28,10 +28,10 @@ from slotune.tuner.sim.emulate.openai_api import (
     bad_request,
     parse_request,
 )
-from slotune.tuner.sim.emulate.prompts import output_text
-from slotune.tuner.sim.emulate.read_site import ReadTimes
-from slotune.tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
-from slotune.tuner.sim.emulate.served import Exporter, ServedModel
+from slotune.tuner.emulate.prompts import output_text
+from slotune.tuner.emulate.read_site import ReadTimes
+from slotune.tuner.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
+from slotune.tuner.emulate.served import Exporter, ServedModel
 from slotune.tuner.sim.request import RequestRejected
 
 _FINISH_REASON = "length"  # the emulated request always runs to max_tokens
@@ -246,7 +246,7 @@ def create_app(
         served: the engine's model card, metrics, route table and middlewares.
         seed: seeds the output words (equal prompts give equal outputs).
         reads: when each connection last read bytes (served through
-            :class:`~tuner.sim.emulate.read_site.ReadStampingSite`); requests then arrive when
+            :class:`~tuner.emulate.read_site.ReadStampingSite`); requests then arrive when
             their bytes were read, else when their handler starts.
     """
     routes = EngineRoutes(engine, served.model, served.exporter, seed, reads)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
 
 
 @dataclass(frozen=True, slots=True)

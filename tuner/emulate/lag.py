@@ -32,7 +32,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
 
 LATE_STEP_S = 0.010
 MAX_LATE_SHARE = 0.01
