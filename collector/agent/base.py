@@ -29,13 +29,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
+from slotune.collector.agent.targets import TargetSpec
 from slotune.collector.series import MetricType
 from slotune.collector.vocabulary import SourceKind
-
-if TYPE_CHECKING:
-    from slotune.collector.agent.targets import TargetSpec
 
 # re-exported from their one home: collector.series (shared with the store) and
 # collector.vocabulary (shared with every layer)

@@ -42,20 +42,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from slotune.collector.errors import ConfigError
+from slotune.collector.vocabulary import Engine
 from slotune.tuner.engines.param import Param, Value
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 from slotune.tuner.sim.memory import KvBudget, KvCapacity
+from slotune.tuner.sim.request import SimRequest
+from slotune.tuner.sim.scheduler import Scheduler
 from slotune.tuner.sim.view import SimView
-
-if TYPE_CHECKING:
-    from slotune.collector.vocabulary import Engine
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.catalog import GPU, ModelSpec
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
-    from slotune.tuner.sim.request import SimRequest
-    from slotune.tuner.sim.scheduler import Scheduler
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import yaml
 
@@ -41,7 +41,9 @@ from slotune.tuner.engines.base import (
     narrow,
 )
 from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 from slotune.tuner.sim.memory import (
     KvBudget,
     KvCapacity,
@@ -49,14 +51,9 @@ from slotune.tuner.sim.memory import (
     kv_capacity,
     validate_tensor_parallel,
 )
-from slotune.tuner.sim.request import RequestRejected
+from slotune.tuner.sim.request import RequestRejected, SimRequest
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
 from slotune.tuner.sim.view import PrefixCache, SimView
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
-    from slotune.tuner.sim.request import SimRequest
 
 TRTLLM_CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")
 TRTLLM_KV_CACHE_DTYPES = ("auto", "fp8")

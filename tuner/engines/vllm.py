@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.vocabulary import Engine
@@ -42,7 +42,9 @@ from slotune.tuner.engines.base import (
     narrow,
 )
 from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 from slotune.tuner.sim.memory import (
     KvBudget,
     KvCapacity,
@@ -52,10 +54,6 @@ from slotune.tuner.sim.memory import (
 )
 from slotune.tuner.sim.scheduler_vllm import VllmSchedule, VllmScheduler
 from slotune.tuner.sim.view import PrefixCache, SimView
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 VLLM_KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
