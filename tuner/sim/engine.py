@@ -7,12 +7,14 @@ KV blocks sized by the memory model and the cost model that prices each step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 from slotune.tuner.sim.memory import KvCapacity, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
@@ -137,7 +139,7 @@ class EngineCore:
         resolved = config if isinstance(config, ResolvedConfig) else adapter.resolve(config)
         capacity = adapter.kv_capacity(resolved)
         view = adapter.sim_view(resolved, capacity)
-        return cls(resolved, capacity, _cost_model(resolved, view))
+        return cls(resolved, capacity, _cost_model(resolved, view, adapter.host_step_s))
 
     # requests
     def add_request(self, request: SimRequest) -> None:
@@ -311,7 +313,9 @@ class EngineCore:
         self._adapter.check_request(self.config, self.capacity, request)
 
 
-def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
+def _cost_model(
+    config: ResolvedConfig, view: SimView, host_step_s: Callable[[OverheadKnobs], float]
+) -> CostModel:
     return CostModel(
         config.model,
         config.gpu,
@@ -320,5 +324,5 @@ def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
         quantization=view.quantization,
         overlaps_host=view.overlaps_host,
         enforce_eager=view.enforce_eager,
-        engine=config.engine,
+        host_step_s=host_step_s,
     )
