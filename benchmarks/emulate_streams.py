@@ -25,7 +25,7 @@ from pathlib import Path
 
 import aiohttp
 
-from slotune.tuner.sim.emulate.server import Emulator, build_emulator
+from slotune.tuner.emulate.server import Emulator, build_emulator
 
 
 def _client_main(url: str, num: int, max_tokens: int, out: str) -> None:

@@ -33,8 +33,8 @@ from typing import Any
 from slotune.collector.agent.promtext import parse_text
 from slotune.collector.agent.targets import load_targets_file
 from slotune.collector.alerts.history import parse_history
-from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.rules import parse_rules_yaml
+from slotune.collector.alerts.slo_files import load_slo_documents
 from slotune.collector.bench.persist import resolve_run
 from slotune.collector.errors import ConfigError, SourceError
 from slotune.collector.jsonfile import read_json

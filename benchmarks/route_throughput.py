@@ -6,7 +6,7 @@ load of streamed completions: **direct**, one bench process per engine at half t
 at the same time; **proxy**, one bench process at the whole rate through the proxy
 (``least-requests``, default timeouts: connect 2 s). Prints, side by side, the offered rate, the
 completed requests per second, the errors (by kind), TTFT p50 / p99, how many scheduler steps
-of the engines ran late during the run (:mod:`tuner.sim.emulate.lag`: when they did, the
+of the engines ran late during the run (:mod:`tuner.emulate.lag`: when they did, the
 engines did not hold the rate on this host and the latencies say more about the host than
 about the proxy), and the proxy's upstream errors and ejections over all its runs. Asserts
 nothing.
@@ -26,7 +26,8 @@ from typing import Any
 from _route import bench, emulated_engines, route_proxy
 
 from slotune.collector.agent.promtext import PromTextParser
-from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
+from slotune.tuner.emulate.lag import LagReport
+from slotune.tuner.emulate.lag_client import fetch_lag
 
 
 def _late_steps(urls: list[str]) -> tuple[int, int]:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.catalog import get_gpu, get_model
 from slotune.tuner.sim.cost import CostModel, StepShape
 
@@ -77,13 +78,16 @@ def main() -> None:
         print("AIConfigurator not installed (pip install aiconfigurator in its own venv); skipped")
         sys.exit(0)
     gpu = get_gpu("h100-sxm")
+    trtllm = adapter_for("trtllm")
     print(
         f"H100 SXM, TensorRT-LLM, ISL {ISL}, OSL {OSL}; AIConfigurator static estimate vs "
         "slotune's cost model (prefill = the whole batch in one step, decode = one step at "
         f"context {ISL + OSL // 2}); decode split = compute / memory / comm / overhead"
     )
     for model_id, path, tp in MODELS:
-        cost = CostModel(get_model(model_id), gpu, tensor_parallel_size=tp, engine="trtllm")
+        cost = CostModel(
+            get_model(model_id), gpu, tensor_parallel_size=tp, host_step_s=trtllm.host_step_s
+        )
         for batch in BATCHES:
             aic = _aic(binary, path, tp, batch)
             tokens = batch * ISL

@@ -43,7 +43,7 @@ from slotune.collector.store import (
     upgrade,
     write_samples,
 )
-from slotune.tuner.sim.emulate.vllm_metrics import TTFT_BUCKETS_S
+from slotune.tuner.emulate.vllm_metrics import TTFT_BUCKETS_S
 
 FAMILY = "vllm:time_to_first_token_seconds"
 BUCKETS = TTFT_BUCKETS_S  # vLLM V1's TTFT buckets, as the emulated engine exposes them

@@ -1,22 +1,25 @@
-"""Alembic environment: runs on the connection slotune hands over, or on ``sqlalchemy.url``."""
+"""Alembic environment: runs on the connection slotune hands over, or on ``sqlalchemy.url``.
+
+The store hands over its models' metadata too (``config.attributes["target_metadata"]``), so
+the revisions never import the store that runs them; without it (a bare ``alembic upgrade``)
+the revisions run all the same, and only comparing the schema with the models needs it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from alembic import context
-from sqlalchemy import create_engine
-
-from slotune.collector.store._models import Base
+from sqlalchemy import MetaData, create_engine
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata: MetaData | None = config.attributes.get("target_metadata")
 VERSION_TABLE = config.get_main_option("version_table") or "slotune_alembic_version"
 
 
 def include_name(name: str | None, type_: str, _parent: Any) -> bool:
     # Optuna creates and migrates its own tables in the same database: compare ours only.
-    if type_ == "table":
+    if type_ == "table" and target_metadata is not None:
         return name in target_metadata.tables
     return True
 

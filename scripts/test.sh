@@ -49,6 +49,8 @@ fi
 # Lint, format and types first: cheap, and a failure here fails the run like a test.
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# Which way the layers import (pyproject.toml's import-linter contracts).
+.venv/bin/lint-imports --no-cache
 # mypy sees the installed names (slotune.collector, …) through links that mirror them. The
 # packages are strict (pyproject.toml).
 mkdir -p .typecheck/slotune

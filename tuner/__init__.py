@@ -14,6 +14,7 @@ from slotune.tuner._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from slotune.collector.vocabulary import Engine
+    from slotune.tuner.engines.param import Param, ParamKind
     from slotune.tuner.tune.backends import (
         Backend,
         BackendKind,
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
     )
     from slotune.tuner.tune.sampler import SamplerKind
     from slotune.tuner.tune.space import (
-        Param,
-        ParamKind,
         SearchSpace,
         default_space,
         engine_defaults,
@@ -82,9 +81,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "tune_study",
     ),
     "slotune.tuner.tune.sampler": ("SamplerKind",),
+    "slotune.tuner.engines.param": ("Param", "ParamKind"),
     "slotune.tuner.tune.space": (
-        "Param",
-        "ParamKind",
         "SearchSpace",
         "default_space",
         "engine_defaults",

@@ -17,7 +17,7 @@ Every process it starts lives in its own process group and is stopped on the way
 Ctrl-C or SIGTERM.
 
 The emulated engine runs in real time, so on a host short of CPU it falls behind and every
-latency it serves grows (:mod:`tuner.sim.emulate.lag`). The demo reads the engine's own lag
+latency it serves grows (:mod:`tuner.emulate.lag`). The demo reads the engine's own lag
 after each emulated measurement and says when one was not trustworthy: the benchmark and
 each tuning trial get a line, and a confirmation run that was not is run again, up to
 ``CONFIRM_TRIES`` times, each retry saying why; a confirmation never trustworthy is reported
@@ -45,7 +45,8 @@ from slotune.collector.slo import parse_slos
 from slotune.collector.store import BenchRunMeta, default_db_url, open_store, save_bench_run
 from slotune.collector.summary import summarize
 from slotune.collector.vocabulary import Engine
-from slotune.tuner.sim.emulate.lag import LagReport, fetch_lag
+from slotune.tuner.emulate.lag import LagReport
+from slotune.tuner.emulate.lag_client import fetch_lag
 from slotune.tuner.tune.backends import BackendKind, make_backend
 from slotune.tuner.tune.backends.base import TrialFailed
 from slotune.tuner.tune.backends.launch import EngineProcess, free_port, scale_record

@@ -9,7 +9,8 @@ summary read the canonical ones, the raw ones stay for anything the mapping does
 Contract for implementations (one file each: ``vllm.py``, ``sglang.py``, ``trtllm.py``,
 ``dcgm.py``, ``nvml.py``, ``federate.py``). Adding a source is its file, its kind in
 :mod:`collector.vocabulary` (a member and its traits: engine or GPU, default paths, federate
-prefix) and one line in :data:`collector.agent.registry.SOURCES`; the suite in
+prefix) and one line in :data:`collector.agent.registry.SOURCES` (an engine's in
+:data:`collector.agent.engine_sources.ENGINE_SOURCES`); the suite in
 ``tests/collector/agent/test_source_contract.py`` then runs on it:
 
 - ``collect`` never blocks the event loop (blocking libraries, parsing and mapping run in a
@@ -28,13 +29,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
+from slotune.collector.agent.targets import TargetSpec
 from slotune.collector.series import MetricType
 from slotune.collector.vocabulary import SourceKind
-
-if TYPE_CHECKING:
-    from slotune.collector.agent.targets import TargetSpec
 
 # re-exported from their one home: collector.series (shared with the store) and
 # collector.vocabulary (shared with every layer)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from functools import cache
 from urllib.parse import urlencode, urlsplit
 
 from slotune.collector.agent.base import (
@@ -30,6 +29,7 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.budget import current_deadline, off_loop
+from slotune.collector.agent.engine_sources import ENGINE_SOURCES
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import PromTextParser
 
@@ -49,22 +49,16 @@ def federate_url(url: str) -> str:
     return f"{url}?{urlencode([('match[]', m) for m in DEFAULT_MATCH])}"
 
 
-@cache
-def _federated() -> tuple[tuple[str, type[PromTextSource]], ...]:
-    """(metric-name prefix, source class) of every kind a ``/federate`` body can carry."""
-    from slotune.collector.agent.registry import SOURCES  # the registry imports this module
-
-    return tuple(
-        (kind.federate_prefix, cls)
-        for kind, cls in SOURCES.items()
-        if kind.federate_prefix and issubclass(cls, PromTextSource)
-    )
+# (metric-name prefix, source class) of every kind a ``/federate`` body can carry
+_FEDERATED = tuple(
+    (kind.federate_prefix, cls) for kind, cls in ENGINE_SOURCES.items() if kind.federate_prefix
+)
 
 
 def kind_of(families: Iterable[Family]) -> type[PromTextSource] | None:
     """The source class whose metric names a target's families carry."""
     for fam in families:
-        for prefix, cls in _federated():
+        for prefix, cls in _FEDERATED:
             if fam.name.startswith(prefix):
                 return cls
     return None

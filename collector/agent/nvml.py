@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slotune.collector.agent.base import (
     Family,
@@ -30,10 +30,8 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.canonical import CANONICAL
+from slotune.collector.agent.targets import TargetSpec
 from slotune.collector.errors import SourceError
-
-if TYPE_CHECKING:
-    from slotune.collector.agent.targets import TargetSpec
 
 _RAW = "nvml:"
 # raw NVML reading -> (canonical name, factor from the raw unit)

@@ -36,7 +36,6 @@ from slotune.collector.alerts.evaluator import (
 from slotune.collector.alerts.grafana import export_grafana, fleet_dashboard
 from slotune.collector.alerts.history import import_openmetrics
 from slotune.collector.alerts.notify import make_notifier, test_alerts
-from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.policy import SRE_WORKBOOK, burn_rate, burn_windows, error_budget
 from slotune.collector.alerts.promrules import export_prometheus
 from slotune.collector.alerts.rules import (
@@ -49,6 +48,7 @@ from slotune.collector.alerts.rules import (
 from slotune.collector.alerts.sli import BoundaryNote, Counts, SliCounts, SliReader, bench_counts
 from slotune.collector.alerts.sli_prom import PromSliReader
 from slotune.collector.alerts.sli_source import SliSource, sli_reader
+from slotune.collector.alerts.slo_files import load_slo_documents
 from slotune.collector.alerts.slo_rules import apply_slos, delete_slo_and_rules, load_slos
 from slotune.collector.alerts.status import ConditionStatus, SloStatus, WindowBurn, slo_status
 

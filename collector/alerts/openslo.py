@@ -26,10 +26,15 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, TypeGuard
 
-from slotune.collector.alerts.promrules import ENGINE_RULES
+from slotune.collector.alerts.foreign_slo import (
+    NO_ENGINE_METRIC,
+    engine_metric,
+    engine_selector,
+    error_slo,
+    latency_slo,
+)
 from slotune.collector.durations import parse_duration_s
 from slotune.collector.errors import SLOSpecError
 from slotune.collector.slo import (
@@ -38,10 +43,7 @@ from slotune.collector.slo import (
     Alerting,
     BurnWindow,
     Selector,
-    parse_slo,
-    parse_slo_yaml,
 )
-from slotune.collector.textfile import read_text
 from slotune.collector.yamlfile import read_yaml_documents
 
 API_VERSION = "openslo/v1"
@@ -57,8 +59,6 @@ KINDS = (
 _UNITS = {"ms": 1e-3, "s": 1.0}
 # OpenSLO's duration shorthand adds months, quarters and years (as 30, 90 and 365 days).
 _LONG_UNITS = {"M": 30 * 86400.0, "Q": 90 * 86400.0, "Y": 365 * 86400.0}
-_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_MATCHER_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"')
 SHORT_WINDOW_RATIO = 12.0
 
 Fail = Callable[[tuple[Any, ...], str], SLOSpecError]
@@ -81,11 +81,6 @@ def _mapping(value: Any, path: tuple[Any, ...], fail: Fail) -> Mapping[str, Any]
 def is_openslo(text: str) -> bool:
     """Whether a YAML text holds OpenSLO documents."""
     return re.search(r"^apiVersion:\s*['\"]?openslo/", text, re.MULTILINE) is not None
-
-
-def _known_metrics() -> dict[str, str]:
-    """Raw engine metric name -> canonical name (histogram families and counters)."""
-    return {r.source: r.target for rules in ENGINE_RULES.values() for r in rules}
 
 
 def parse_openslo(text: str, *, source: str = "<string>") -> list[SLO]:
@@ -251,7 +246,7 @@ def _objective_slo(
             spec["thresholdMetric"], (*ipath, "thresholdMetric"), ind_fail
         )
         if sli is SLI.ERROR_RATE:
-            return _error_slo(name, float(target), window_s, selector)
+            return error_slo(name, float(target), window_s, selector)
         return _latency(name, sli, objective, path, fail, float(target), unit, window_s, selector)
     if "ratioMetric" in spec:
         return _ratio(
@@ -281,21 +276,7 @@ def _latency(
     value = objective.get("value")
     if not _positive(value):
         raise fail((*path, "value"), "the threshold must be a positive number")
-    return _latency_slo(name, sli, float(value) * unit, target, window_s, selector)
-
-
-def _error_slo(name: str, target: float, window_s: float, selector: Selector) -> SLO:
-    return parse_slo(
-        f"error_rate<={(1 - target) * 100:.10g}%", name=name, window_s=window_s, selector=selector
-    )
-
-
-def _latency_slo(
-    name: str, sli: SLI, threshold_s: float, target: float, window_s: float, selector: Selector
-) -> SLO:
-    spec = f"{sli.value}:p{target * 100:.10g}<={threshold_s * 1000:.10g}ms"
-    slo = parse_slo(spec, name=name, window_s=window_s, selector=selector)
-    return replace(slo, objective=target)
+    return latency_slo(name, sli, float(value) * unit, target, window_s, selector)
 
 
 def _metric_source(metric: Any, path: tuple[Any, ...], fail: Fail) -> tuple[str, Mapping[str, Any]]:
@@ -330,8 +311,8 @@ def _source(metric: Any, path: tuple[Any, ...], fail: Fail) -> tuple[SLI, float,
         return sli, _UNITS[unit], Selector(**{k: str(v) for k, v in sel.items()})
     canonical, matchers = _prometheus(spec, spath, fail)
     if canonical == "requests_finished":
-        return SLI.ERROR_RATE, 1.0, _selector(matchers)
-    return SLI(canonical), 1.0, _selector(matchers)  # engine histograms are in seconds
+        return SLI.ERROR_RATE, 1.0, engine_selector(matchers)
+    return SLI(canonical), 1.0, engine_selector(matchers)  # engine histograms are in seconds
 
 
 def _prometheus(
@@ -341,30 +322,6 @@ def _prometheus(
     if found is None:
         raise fail((*path, "query"), f"names {NO_ENGINE_METRIC}")
     return found
-
-
-NO_ENGINE_METRIC = (
-    "no engine metric slotune knows (e.g. vllm:time_to_first_token_seconds_bucket, "
-    "vllm:request_success_total)"
-)
-
-
-def engine_metric(query: str) -> tuple[str, dict[str, str]] | None:
-    """The first engine metric a PromQL query names that maps onto a slotune SLI, as
-    (``ttft`` / ``itl`` / ``tpot`` / ``e2e`` / ``requests_finished``, its label matchers)."""
-    known = _known_metrics()
-    for name in _NAME_RE.findall(query):
-        base = re.sub(r"_(bucket|count|sum)$", "", name)
-        canonical = known.get(name) or known.get(base)
-        if canonical in ("ttft", "itl", "tpot", "e2e", "requests_finished"):
-            return canonical, dict(_MATCHER_RE.findall(query))
-    return None
-
-
-def _selector(matchers: Mapping[str, str]) -> Selector:
-    return Selector(
-        model=matchers.get("model_name"), target=matchers.get("instance"), pool=matchers.get("pool")
-    )
 
 
 def _ratio(
@@ -385,15 +342,15 @@ def _ratio(
     if type_ == "slotune":
         sli, unit, selector = _source(ratio[side], (*path, side), fail)
         if sli is SLI.ERROR_RATE:
-            return _error_slo(name, target, window_s, selector)
+            return error_slo(name, target, window_s, selector)
         threshold = spec.get("threshold")
         if not _positive(threshold):
             raise fail((*spath, "threshold"), "a latency ratio needs the threshold (in unit)")
-        return _latency_slo(name, sli, float(threshold) * unit, target, window_s, selector)
+        return latency_slo(name, sli, float(threshold) * unit, target, window_s, selector)
     canonical, matchers = _prometheus(spec, spath, fail)
-    selector = _selector(matchers)
+    selector = engine_selector(matchers)
     if canonical == "requests_finished":
-        return _error_slo(name, target, window_s, selector)
+        return error_slo(name, target, window_s, selector)
     le = matchers.get("le")
     if side == "bad" or le is None or le == "+Inf":
         raise fail(
@@ -401,7 +358,7 @@ def _ratio(
             "a latency ratio from a histogram needs good = its bucket at the threshold "
             '(e.g. vllm:time_to_first_token_seconds_bucket{le="0.5"}) and total = its count',
         )
-    return _latency_slo(name, SLI(canonical), float(le), target, window_s, selector)
+    return latency_slo(name, SLI(canonical), float(le), target, window_s, selector)
 
 
 def _alerting(
@@ -471,27 +428,6 @@ def _condition(doc: Any, path: tuple[Any, ...], fail: Fail) -> BurnWindow:
     if not isinstance(severity, str) or not severity:
         raise fail((*path, "spec", "severity"), "is required (e.g. page)")
     return BurnWindow(severity, long_s, long_s / SHORT_WINDOW_RATIO, float(factor))
-
-
-def load_slo_documents(path: str | Path) -> list[SLO]:
-    """SLOs from a slotune SLO file, an OpenSLO v1 file (told apart by ``apiVersion``), or a
-    Sloth or Pyrra file (:mod:`slotune.collector.alerts.sloth_pyrra`).
-
-    Raises:
-        SLOSpecError: naming the file, line and field.
-    """
-    from slotune.collector.alerts import sloth_pyrra
-
-    text = read_text(path, "SLO file", SLOSpecError)
-    if is_openslo(text):
-        return parse_openslo(text, source=str(path))
-    docs = read_yaml_documents(text, source=str(path), error=SLOSpecError)
-    foreign = sloth_pyrra.foreign_format(docs)
-    if foreign == "sloth":
-        return sloth_pyrra.parse_sloth(docs, source=str(path))
-    if foreign == "pyrra":
-        return sloth_pyrra.parse_pyrra(docs, source=str(path))
-    return parse_slo_yaml(text, source=str(path))
 
 
 def _positive(value: Any) -> TypeGuard[float]:

@@ -29,12 +29,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from slotune.collector.alerts.openslo import (
+from slotune.collector.alerts.foreign_slo import (
     NO_ENGINE_METRIC,
-    _error_slo,
-    _latency_slo,
-    _selector,
     engine_metric,
+    engine_selector,
+    error_slo,
+    latency_slo,
 )
 from slotune.collector.alerts.policy import SRE_WORKBOOK
 from slotune.collector.durations import parse_duration_s
@@ -207,9 +207,9 @@ def _from_query(
             f"e.g. spec: {same} in a slotune SLO file (examples/slos.yaml)",
         )
     canonical, matchers = found
-    selector = _selector(matchers)
+    selector = engine_selector(matchers)
     if canonical == "requests_finished":
-        return _error_slo(name, target, window, selector)
+        return error_slo(name, target, window, selector)
     try:
         threshold_s = float(matchers.get("le", "nan"))
     except ValueError:
@@ -220,7 +220,7 @@ def _from_query(
             "a latency SLI from a histogram needs its bucket at the threshold "
             '(e.g. vllm:time_to_first_token_seconds_bucket{le="0.5"})',
         )
-    return _latency_slo(name, SLI(canonical), threshold_s, target, window, selector)
+    return latency_slo(name, SLI(canonical), threshold_s, target, window, selector)
 
 
 def _is_number(text: str) -> bool:

@@ -23,6 +23,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(Path(slotune.migrations.__file__).parent))
     config.set_main_option("version_table", VERSION_TABLE)
+    config.attributes["target_metadata"] = Base.metadata
     if connection is not None:
         config.attributes["connection"] = connection
     return config

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from slotune.collector.agent.targets import load_targets_file
-from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.rules import load_rules_file
+from slotune.collector.alerts.slo_files import load_slo_documents
 from slotune.collector.errors import ConfigError
 from slotune.tuner.tune.space import load_space_file
 

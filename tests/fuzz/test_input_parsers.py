@@ -272,7 +272,7 @@ SLO_DOCUMENTS = st.one_of(
 @FUZZ
 @given(SLO_DOCUMENTS, st.binary(max_size=4))
 def test_slo_documents_of_every_format(text: str, tail: bytes) -> None:
-    from slotune.collector.alerts.openslo import load_slo_documents
+    from slotune.collector.alerts.slo_files import load_slo_documents
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "slos.yaml"

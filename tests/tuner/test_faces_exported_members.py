@@ -20,7 +20,7 @@ PACKAGES = [
     "slotune.tuner.sim",
     "slotune.tuner.sim.calibration",
     "slotune.tuner.sim.catalog",
-    "slotune.tuner.sim.emulate",
+    "slotune.tuner.emulate",
 ]
 # packages whose own code lives in ``__init__`` (its imports are attributes too): only their
 # listed names are checked

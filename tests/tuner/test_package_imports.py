@@ -13,7 +13,7 @@ import sys
 
 def test_the_emulated_engine_does_not_load_the_store_or_optuna() -> None:
     probe = (
-        "import json, sys; import slotune.tuner.sim.emulate; "
+        "import json, sys; import slotune.tuner.emulate; "
         "print(json.dumps([m for m in ('sqlalchemy', 'alembic', 'optuna', "
         "'slotune.collector.store') if m in sys.modules]))"
     )

@@ -14,7 +14,7 @@ from _tools import SLOTUNE
 from slotune.collector.slo import parse_slos
 from slotune.collector.summary import summarize
 from slotune.tuner.demo import CONFIRM_TRIES, confirm
-from slotune.tuner.sim.emulate.lag import LagReport
+from slotune.tuner.emulate.lag import LagReport
 from slotune.tuner.tune.objectives import Measurement
 
 

@@ -121,11 +121,10 @@ def finding(
 
 def tune_command(parameters: Sequence[str], context: TuneContext) -> str | None:
     """``slotune tune`` searching only ``parameters`` (None when the tuner can tune none)."""
-    from slotune.tuner.tune.space import default_space
-
-    # The default space of `slotune tune` for the engine (its ranges; no catalog needed).
-    searched = default_space(context.engine, {}, max_model_len=4096).names()
-    knob_names = adapter_for(context.engine).knob_names
+    adapter = adapter_for(context.engine)
+    # The parameters `slotune tune` searches by default for the engine.
+    searched = {p.name for p in adapter.default_params()}
+    knob_names = adapter.knob_names
     addable = {knob_names[k]: choices for k, choices in _ADDABLE.items() if k in knob_names}
     tunable = [p for p in parameters if p in searched or p in addable]
     if not tunable:

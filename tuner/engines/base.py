@@ -42,19 +42,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from slotune.collector.errors import ConfigError
-
-if TYPE_CHECKING:
-    from slotune.collector.vocabulary import Engine
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.catalog import GPU, ModelSpec
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
-    from slotune.tuner.sim.memory import KvCapacity
-    from slotune.tuner.sim.request import SimRequest
-    from slotune.tuner.sim.scheduler import Scheduler
-    from slotune.tuner.tune.space import Param, Value
+from slotune.collector.vocabulary import Engine
+from slotune.tuner.engines.param import Param, Value
+from slotune.tuner.sim.block_manager import BlockManager
+from slotune.tuner.sim.catalog import GPU, ModelSpec
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
+from slotune.tuner.sim.memory import KvBudget, KvCapacity
+from slotune.tuner.sim.request import SimRequest
+from slotune.tuner.sim.scheduler import Scheduler
+from slotune.tuner.sim.view import SimView
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +85,6 @@ class ResolvedConfig(ABC):
         """
 
 
-class PrefixCache(StrEnum):
-    """How the engine reuses the KV cache of a prompt prefix it has seen."""
-
-    NONE = "none"
-    BLOCK_REUSE = "block_reuse"  # hashed whole blocks (vLLM prefix caching, TRT-LLM reuse)
-    RADIX = "radix"  # a radix tree over tokens (SGLang's RadixAttention)
-
-
 class Knob(StrEnum):
     """Engine parameters by what they do, for advice that holds for every engine."""
 
@@ -106,54 +97,6 @@ class Knob(StrEnum):
     TENSOR_PARALLEL = "tensor_parallel"
     BLOCK_SIZE = "block_size"
     EAGER = "eager"
-
-
-class KvBudget(StrEnum):
-    """How an engine's memory fraction sizes its KV cache."""
-
-    SHARE_OF_TOTAL = "share_of_total"
-    """The instance may use this share of all GPU memory; the cache gets what the weights,
-    activations and graphs leave of it, and the engine refuses to start when one
-    maximum-length sequence does not fit (vLLM's ``gpu_memory_utilization``)."""
-    SHARE_OF_FREE = "share_of_free"
-    """The cache gets this share of the memory still free after weights, activations and
-    graphs (TensorRT-LLM's ``kv_cache_config.free_gpu_memory_fraction``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SimView:
-    """What the simulator needs of a resolved configuration, in no engine's names.
-
-    Attributes:
-        max_running: most requests running at once.
-        token_budget: most tokens one step schedules (the prefill budget where decode has
-            none).
-        block_size: tokens per simulated KV block (page).
-        chunked_prefill: a prompt may be computed over several steps.
-        prefix_cache: how prompt prefixes are reused.
-        max_len: longest request (prompt + output) the engine accepts.
-        tensor_parallel_size: GPUs one replica is sharded over.
-        kv_cache_dtype: ``auto`` or an fp8 spelling the cost model knows.
-        memory_fraction: the engine's memory-fraction setting, as the engine means it.
-        enforce_eager: no CUDA graphs.
-        quantization: the weights' quantization (``fp8``); None: the model's dtype.
-        overlaps_host: the engine prepares the next step on the CPU while the GPU runs this
-            one (vLLM's async scheduling, SGLang's overlap scheduler), so a step takes the
-            longer of its GPU and host times instead of their sum.
-    """
-
-    max_running: int
-    token_budget: int
-    block_size: int
-    chunked_prefill: bool
-    prefix_cache: PrefixCache
-    max_len: int
-    tensor_parallel_size: int
-    kv_cache_dtype: str
-    memory_fraction: float
-    enforce_eager: bool
-    quantization: str | None = None
-    overlaps_host: bool = False
 
 
 _T = TypeVar("_T")

@@ -42,14 +42,8 @@ from typing import Any, ClassVar
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.tuner.engines._args import RaisingParser, arg_type, require_model_and_gpu
-from slotune.tuner.engines.base import (
-    EngineAdapter,
-    EngineConfig,
-    Knob,
-    PrefixCache,
-    ResolvedConfig,
-    SimView,
-)
+from slotune.tuner.engines.base import EngineAdapter, EngineConfig, Knob, ResolvedConfig
+from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
 from slotune.tuner.sim.config import Engine
@@ -62,7 +56,7 @@ from slotune.tuner.sim.scheduler_sglang import (
     SglangSchedule,
     SglangScheduler,
 )
-from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 SGLANG_SCHEDULE_POLICIES = ("lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key")
 SGLANG_KV_CACHE_DTYPES = (

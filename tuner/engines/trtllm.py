@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import yaml
 
@@ -36,23 +36,24 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    KvBudget,
-    PrefixCache,
     ResolvedConfig,
-    SimView,
     fields_from_params,
     narrow,
 )
+from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
-from slotune.tuner.sim.memory import KvCapacity, gib_text, kv_capacity, validate_tensor_parallel
-from slotune.tuner.sim.request import RequestRejected
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
+from slotune.tuner.sim.memory import (
+    KvBudget,
+    KvCapacity,
+    gib_text,
+    kv_capacity,
+    validate_tensor_parallel,
+)
+from slotune.tuner.sim.request import RequestRejected, SimRequest
 from slotune.tuner.sim.scheduler_trtllm import TrtllmScheduler
-from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
-    from slotune.tuner.sim.request import SimRequest
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 TRTLLM_CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION")
 TRTLLM_KV_CACHE_DTYPES = ("auto", "fp8")
@@ -474,7 +475,8 @@ class TrtllmAdapter(EngineAdapter):
     def scheduler(
         self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
     ) -> TrtllmScheduler:
-        return TrtllmScheduler(narrow(resolved, ResolvedTrtllm), block_manager)
+        policy = narrow(resolved, ResolvedTrtllm).capacity_scheduler_policy
+        return TrtllmScheduler(view, policy, block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
         return overhead.trtllm_step_s

@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.vocabulary import Engine
@@ -37,26 +37,23 @@ from slotune.tuner.engines.base import (
     EngineAdapter,
     EngineConfig,
     Knob,
-    KvBudget,
-    PrefixCache,
     ResolvedConfig,
-    SimView,
     fields_from_params,
     narrow,
 )
+from slotune.tuner.engines.param import Param, ParamKind, Value, choice, powers_of_two
+from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, get_gpu, get_model
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
 from slotune.tuner.sim.memory import (
+    KvBudget,
     KvCapacity,
     gib_text,
     kv_capacity,
     validate_tensor_parallel,
 )
-from slotune.tuner.sim.scheduler_vllm import VllmScheduler
-from slotune.tuner.tune.space import Param, ParamKind, Value, choice, powers_of_two
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.block_manager import BlockManager
-    from slotune.tuner.sim.cost_coeffs import OverheadKnobs
+from slotune.tuner.sim.scheduler_vllm import VllmSchedule, VllmScheduler
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 VLLM_KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -615,7 +612,14 @@ class VllmAdapter(EngineAdapter):
     def scheduler(
         self, resolved: ResolvedConfig, view: SimView, block_manager: BlockManager
     ) -> VllmScheduler:
-        return VllmScheduler(narrow(resolved, ResolvedVllm), block_manager)
+        r = narrow(resolved, ResolvedVllm)
+        schedule = VllmSchedule(
+            long_prefill_token_threshold=r.long_prefill_token_threshold,
+            max_num_partial_prefills=r.max_num_partial_prefills,
+            max_long_partial_prefills=r.max_long_partial_prefills,
+            scheduling_policy=r.scheduling_policy,
+        )
+        return VllmScheduler(view, schedule, block_manager)
 
     def host_step_s(self, overhead: OverheadKnobs) -> float:
         return overhead.step_s

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.emulate.prompts import render_chat
 from slotune.tuner.fleet.estimator import OutputLengthEstimator
 from slotune.tuner.fleet.policy import RequestInfo
-from slotune.tuner.sim.emulate.prompts import render_chat
 
 SESSION_HEADER = "X-Session-Id"
 DEFAULT_MAX_BLOCKS = 256

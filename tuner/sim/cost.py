@@ -24,10 +24,10 @@ handful of float operations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
 from slotune.tuner.sim.catalog import GPU, QUANTIZATIONS, ModelSpec, StepTerms
 from slotune.tuner.sim.cost_coeffs import (
     AllReduceCoeffs,
@@ -35,6 +35,7 @@ from slotune.tuner.sim.cost_coeffs import (
     ElementwiseCoeffs,
     FamilyCoeffs,
     GemmCoeffs,
+    OverheadKnobs,
     load_calibration,
 )
 from slotune.tuner.sim.cost_ops import (
@@ -115,7 +116,8 @@ class CostModel:
         quantization: the weights' quantization (``"fp8"``); None: the model's dtype.
         enforce_eager: run without CUDA graphs (one kernel launch at a time).
         calibration: coefficients; the bundled fitted ones by default.
-        engine: whose per-step host time applies (an engine with an adapter).
+        host_step_s: the engine's fixed host time per step from the overhead knobs (its
+            adapter's ``host_step_s``); by default the knobs' ``step_s`` (vLLM's).
         overlaps_host: the host time of a step runs while the GPU runs the previous one
             (vLLM's async scheduling, SGLang's overlap scheduler), so it shows only where
             it is longer than the GPU's.
@@ -135,7 +137,7 @@ class CostModel:
         quantization: str | None = None,
         enforce_eager: bool = False,
         calibration: Calibration | None = None,
-        engine: str = DEFAULT_ENGINE,
+        host_step_s: Callable[[OverheadKnobs], float] | None = None,
         overlaps_host: bool = False,
     ) -> None:
         validate_tensor_parallel(model, tensor_parallel_size)
@@ -163,7 +165,7 @@ class CostModel:
         # Linear layers' weight width and tensor-core rate (the LM head stays 16-bit).
         self._weight_bytes = 1 if quantization == "fp8" else model.dtype_bytes
         self._gemm_peak = self.gpu.fp8_flops if quantization == "fp8" else self.gpu.bf16_flops
-        self.engine = str(engine)
+        self._host_step_s = host_step_s
         self.calibration = calibration or load_calibration()
         # fp8 GEMMs quantize their input first: one more small kernel per linear layer.
         self._quant_s_per_layer = (
@@ -213,7 +215,7 @@ class CostModel:
         # Batches above the largest captured size run without a graph, as with enforce_eager.
         self._graph_max_tokens = -1 if self.enforce_eager else ovh.cuda_graph_max_tokens
         eff = self.nominal_gpu.efficiency
-        engine_step_s = adapter_for(self.engine).host_step_s(ovh)
+        engine_step_s = ovh.step_s if self._host_step_s is None else self._host_step_s(ovh)
         self._step_s = engine_step_s if eff.step_overhead_s is None else eff.step_overhead_s
         self._per_seq_s = ovh.per_seq_s
         self._all_reduce_extra_s = (

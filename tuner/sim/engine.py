@@ -7,15 +7,18 @@ KV blocks sized by the memory model and the cost model that prices each step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from slotune.tuner.engines.base import EngineConfig, PrefixCache, ResolvedConfig, SimView
+from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.cost import CostModel, StepShape, StepTime
-from slotune.tuner.sim.memory import KvCapacity, format_kv_log, kv_room_warning
+from slotune.tuner.sim.cost_coeffs import OverheadKnobs
+from slotune.tuner.sim.memory import KvCapacity, kv_room_warning
 from slotune.tuner.sim.request import RequestRejected, RequestState, SimRequest, prefix_block_hashes
 from slotune.tuner.sim.scheduler import Scheduler
+from slotune.tuner.sim.view import PrefixCache, SimView
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,7 @@ class EngineCore:
         resolved = config if isinstance(config, ResolvedConfig) else adapter.resolve(config)
         capacity = adapter.kv_capacity(resolved)
         view = adapter.sim_view(resolved, capacity)
-        return cls(resolved, capacity, _cost_model(resolved, view))
+        return cls(resolved, capacity, _cost_model(resolved, view, adapter.host_step_s))
 
     # requests
     def add_request(self, request: SimRequest) -> None:
@@ -291,11 +294,12 @@ class EngineCore:
 
     def kv_log_lines(self) -> list[str]:
         """The KV-cache lines the engine logs at start, in its own wording."""
-        return format_kv_log(self.capacity, self._max_len)
+        return self._adapter.kv_log_lines(self.capacity, self._max_len)
 
     def kv_room_warning(self, tokens_per_request: float, what: str) -> str | None:
         """A warning when fewer than a few such requests fit in the KV cache at once."""
-        return kv_room_warning(self.capacity, min(tokens_per_request, self._max_len), what)
+        tokens = min(tokens_per_request, self._max_len)
+        return kv_room_warning(self.capacity, tokens, what, self._adapter.kv_room_knobs)
 
     def _check_length(self, request: SimRequest) -> None:
         total = request.prompt_tokens + request.max_tokens
@@ -309,7 +313,9 @@ class EngineCore:
         self._adapter.check_request(self.config, self.capacity, request)
 
 
-def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
+def _cost_model(
+    config: ResolvedConfig, view: SimView, host_step_s: Callable[[OverheadKnobs], float]
+) -> CostModel:
     return CostModel(
         config.model,
         config.gpu,
@@ -318,5 +324,5 @@ def _cost_model(config: ResolvedConfig, view: SimView) -> CostModel:
         quantization=view.quantization,
         overlaps_host=view.overlaps_host,
         enforce_eager=view.enforce_eager,
-        engine=config.engine,
+        host_step_s=host_step_s,
     )

@@ -4,8 +4,8 @@ vLLM (V1) sizes its KV cache as ``gpu_memory_utilization * total`` minus the wei
 activation peak of a profiling forward pass over ``max_num_batched_tokens`` tokens, memory
 outside PyTorch (CUDA/NCCL buffers) and its CUDA graph estimate. TensorRT-LLM gives the KV cache
 ``free_gpu_memory_fraction`` of the memory still free after weights, activations and graphs.
-Which of the two rules applies is the engine adapter's ``kv_budget``; an adapter may also size
-its cache itself. Everything is per tensor-parallel rank: each rank holds ``1/TP`` of the weights and of the KV
+The caller names the rule (:class:`KvBudget`, an engine adapter's ``kv_budget``); an adapter may
+also size its cache itself. Everything is per tensor-parallel rank: each rank holds ``1/TP`` of the weights and of the KV
 heads, and every rank has the same number of blocks. Start-up failures raise
 :class:`~collector.errors.EngineConfigError` worded like the engine's own error.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from slotune.collector.errors import ConfigError, EngineConfigError
-from slotune.tuner.engines.base import KvBudget
-from slotune.tuner.engines.registry import DEFAULT_ENGINE, adapter_for
+from slotune.collector.vocabulary import DEFAULT_ENGINE
 from slotune.tuner.sim.catalog import GPU, ModelSpec
 from slotune.tuner.sim.cost_coeffs import GIB, Calibration, load_calibration
 
@@ -28,6 +28,18 @@ _FP8_KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
 MIN_REQUESTS_IN_KV = 4
 """Fewer requests than this fitting in the KV cache at once is warned about: the engine then
 serves them nearly one at a time, whatever its batch limits say."""
+
+
+class KvBudget(StrEnum):
+    """How an engine's memory fraction sizes its KV cache."""
+
+    SHARE_OF_TOTAL = "share_of_total"
+    """The instance may use this share of all GPU memory; the cache gets what the weights,
+    activations and graphs leave of it, and the engine refuses to start when one
+    maximum-length sequence does not fit (vLLM's ``gpu_memory_utilization``)."""
+    SHARE_OF_FREE = "share_of_free"
+    """The cache gets this share of the memory still free after weights, activations and
+    graphs (TensorRT-LLM's ``kv_cache_config.free_gpu_memory_fraction``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +210,8 @@ def kv_capacity(
     tensor_parallel_size: int = 1,
     gpu_memory_utilization: float = 0.9,
     free_gpu_memory_fraction: float = 0.9,
+    budget: KvBudget,
     engine: str = DEFAULT_ENGINE,
-    budget: KvBudget | None = None,
     memory_fraction: float | None = None,
     block_size: int = 16,
     kv_cache_dtype: str = "auto",
@@ -219,9 +231,9 @@ def kv_capacity(
         gpu_memory_utilization: vLLM's fraction of total memory the instance may use.
         free_gpu_memory_fraction: TensorRT-LLM's fraction of the memory free after weights
             and activations that goes to the KV cache.
+        budget: how the memory fraction sizes the cache (the engine adapter's
+            ``kv_budget``).
         engine: the engine the cache is for (names the capacity's log lines).
-        budget: how the memory fraction sizes the cache; the engine adapter's
-            ``kv_budget`` by default.
         memory_fraction: the fraction ``budget`` applies; by default
             ``gpu_memory_utilization`` for a share of the total, else
             ``free_gpu_memory_fraction``.
@@ -240,10 +252,8 @@ def kv_capacity(
     Raises:
         EngineConfigError: weights do not fit, no memory is left for KV blocks, or one
             ``max_model_len`` sequence does not fit (vLLM), worded like the engine.
-        ConfigError: unknown engine or ``kv_cache_dtype``.
+        ConfigError: unknown ``kv_cache_dtype``.
     """
-    if budget is None:
-        budget = _budget_of(engine)
     if memory_fraction is None:
         memory_fraction = (
             gpu_memory_utilization
@@ -306,37 +316,16 @@ def kv_capacity(
     )
 
 
-def _budget_of(engine: str) -> KvBudget:
-    adapter = adapter_for(engine)
-    if adapter.kv_budget is None:
-        raise ConfigError(
-            f"unknown engine {engine!r} for this KV sizing: {adapter.label} sizes its KV "
-            "cache itself (its adapter's kv_capacity)"
-        )
-    return adapter.kv_budget
-
-
-def format_kv_log(cap: KvCapacity, max_model_len: int | None = None) -> list[str]:
-    """The start-up log lines the engine prints about its KV cache.
-
-    Args:
-        cap: the allocation from :func:`kv_capacity`.
-        max_model_len: the request length for the concurrency line; ``cap.max_model_len``
-            by default.
-
-    Returns:
-        The lines of ``cap.engine``, worded as that engine logs them.
-    """
-    return adapter_for(cap.engine).kv_log_lines(cap, max_model_len or cap.max_model_len)
-
-
-def kv_room_warning(cap: KvCapacity, tokens_per_request: float, what: str) -> str | None:
+def kv_room_warning(
+    cap: KvCapacity, tokens_per_request: float, what: str, knobs: str
+) -> str | None:
     """A warning when the KV cache holds fewer than ``MIN_REQUESTS_IN_KV`` requests at once.
 
     Args:
         cap: the allocation from :func:`kv_capacity`.
         tokens_per_request: prompt + output tokens of a typical request.
         what: where ``tokens_per_request`` comes from, for the message.
+        knobs: the engine's settings that give the cache more room, in its own names.
 
     Returns:
         The warning, naming the cache size, the room in requests and the knobs to turn;
@@ -347,7 +336,6 @@ def kv_room_warning(cap: KvCapacity, tokens_per_request: float, what: str) -> st
     room = cap.num_tokens / tokens_per_request
     if room >= MIN_REQUESTS_IN_KV:
         return None
-    knobs = adapter_for(cap.engine).kv_room_knobs
     return (
         f"The KV cache holds only {cap.num_tokens:,} tokens: room for {room:.1f} requests of "
         f"{tokens_per_request:,.0f} tokens ({what}) at once, whatever the batch limits say. "

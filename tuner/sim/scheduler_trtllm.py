@@ -17,25 +17,23 @@ Two stages, as in TensorRT-LLM's batch manager:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.request import RequestState, RequestStatus
 from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
-
-if TYPE_CHECKING:
-    from slotune.tuner.engines.trtllm import ResolvedTrtllm
+from slotune.tuner.sim.view import SimView
 
 
 class TrtllmScheduler(Scheduler):
     """Iteration-level scheduler with TensorRT-LLM's rules (see the module docstring)."""
 
-    def __init__(self, config: ResolvedTrtllm, block_manager: BlockManager) -> None:
+    def __init__(
+        self, view: SimView, capacity_scheduler_policy: str, block_manager: BlockManager
+    ) -> None:
         super().__init__(
-            block_manager, max_running=config.max_batch_size, token_budget=config.max_num_tokens
+            block_manager, max_running=view.max_running, token_budget=view.token_budget
         )
-        self.chunked = config.enable_chunked_prefill
-        self.is_guaranteed = config.capacity_scheduler_policy == "GUARANTEED_NO_EVICT"
+        self.chunked = view.chunked_prefill
+        self.is_guaranteed = capacity_scheduler_policy == "GUARANTEED_NO_EVICT"
 
     # generation first, then contexts already under way
     def _schedule_running(self, batch: ScheduledBatch, budget: int) -> int:

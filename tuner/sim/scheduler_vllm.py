@@ -18,14 +18,30 @@ requests prefill at once, each getting an equal share of the budget, and at most
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.request import RequestState, RequestStatus
 from slotune.tuner.sim.scheduler import ScheduledBatch, Scheduler
+from slotune.tuner.sim.view import SimView
 
-if TYPE_CHECKING:
-    from slotune.tuner.engines.vllm import ResolvedVllm
+
+@dataclass(frozen=True, slots=True)
+class VllmSchedule:
+    """vLLM's scheduling settings beyond the :class:`SimView`, by vLLM's own names.
+
+    Attributes:
+        long_prefill_token_threshold: most prompt tokens one request prefills per step
+            (0: no cap).
+        max_num_partial_prefills: requests that may prefill at once.
+        max_long_partial_prefills: of those, how many may be long.
+        scheduling_policy: ``fcfs`` or ``priority``.
+    """
+
+    long_prefill_token_threshold: int
+    max_num_partial_prefills: int
+    max_long_partial_prefills: int
+    scheduling_policy: str
 
 
 def _priority_key(state: RequestState) -> tuple[int, float, int]:
@@ -37,17 +53,15 @@ def _priority_key(state: RequestState) -> tuple[int, float, int]:
 class VllmScheduler(Scheduler):
     """Iteration-level scheduler with vLLM V1's rules (see the module docstring)."""
 
-    def __init__(self, config: ResolvedVllm, block_manager: BlockManager) -> None:
+    def __init__(self, view: SimView, schedule: VllmSchedule, block_manager: BlockManager) -> None:
         super().__init__(
-            block_manager,
-            max_running=config.max_num_seqs,
-            token_budget=config.max_num_batched_tokens,
+            block_manager, max_running=view.max_running, token_budget=view.token_budget
         )
-        self.chunked = config.enable_chunked_prefill
-        self.threshold = config.long_prefill_token_threshold
-        self.max_partial = config.max_num_partial_prefills
-        self.max_long_partial = config.max_long_partial_prefills
-        self.is_priority = config.scheduling_policy == "priority"
+        self.chunked = view.chunked_prefill
+        self.threshold = schedule.long_prefill_token_threshold
+        self.max_partial = schedule.max_num_partial_prefills
+        self.max_long_partial = schedule.max_long_partial_prefills
+        self.is_priority = schedule.scheduling_policy == "priority"
         self._num_received = 0
 
     def add(self, state: RequestState) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import Engine
+from slotune.tuner.engines.param import Value
 from slotune.tuner.engines.registry import adapter_for, engine_names, engines
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.tune.space import Value
 
 
 def context_length_for(longest_tokens: int, model: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import optuna
 
-from slotune.tuner.tune.space import Value
+from slotune.tuner.engines.param import Value
 
 ROBUSTNESS_ATTR = "robustness"
 DEFAULT_REPEATS_ATTR = "default_repeats"

@@ -39,6 +39,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from slotune.collector.slo import SLI, Attainment
 from slotune.collector.summary import Summary
+from slotune.tuner.engines.param import Value
 from slotune.tuner.tune.backends.server_config import SERVER_CONFIG_KEY
 from slotune.tuner.tune.gain import LIMIT_NOTES, GainVerdict, Limit, judge_gain, trial_limit
 from slotune.tuner.tune.objectives import LAUNCH_CONSTRAINT, CurvePoint, Measurement, ObjectiveKind
@@ -48,7 +49,7 @@ from slotune.tuner.tune.rechecks import (
     stored_default_repeats,
     stored_rechecks,
 )
-from slotune.tuner.tune.space import SearchSpace, Value
+from slotune.tuner.tune.space import SearchSpace
 from slotune.tuner.tune.study import (
     CONFIG_ATTR,
     FORCED_ATTR,

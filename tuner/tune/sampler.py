@@ -38,8 +38,9 @@ from optuna.trial import FrozenTrial, TrialState
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import SamplerKind as SamplerKind
 from slotune.tuner.engines.base import Knob
+from slotune.tuner.engines.param import Param, ParamKind, Value
 from slotune.tuner.engines.registry import adapter_for
-from slotune.tuner.tune.space import Param, ParamKind, SearchSpace, Value
+from slotune.tuner.tune.space import SearchSpace
 
 _CONSTRAINTS_KEY = "constraints"
 _NOMINAL_MATCH = 0.8  # kernel mass on the same choice of an unordered parameter

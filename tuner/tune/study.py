@@ -40,10 +40,11 @@ from sqlalchemy.pool import NullPool
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.slo import parse_slos
+from slotune.collector.vocabulary import BackendKind
 from slotune.collector.workload import Trace, resolve_workload, retime
 from slotune.tuner.sim.catalog import load_catalog_file
 from slotune.tuner.sim.config import Engine
-from slotune.tuner.tune.backends import BackendKind, make_backend
+from slotune.tuner.tune.backends import make_backend
 from slotune.tuner.tune.backends.launch import default_command, render_command
 from slotune.tuner.tune.backends.startup import DEFAULT_STARTUP_TIMEOUT_S
 from slotune.tuner.tune.export import context_length_for

@@ -11,9 +11,9 @@ import numpy as np
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary
 from slotune.collector.workload import Trace, retime
+from slotune.tuner.engines.param import Value
 from slotune.tuner.tune.backends.base import Backend, TrialFailed
 from slotune.tuner.tune.objectives import Measurement, ObjectiveKind, evaluate_objective, failed
-from slotune.tuner.tune.space import Value
 from slotune.tuner.tune.steady import is_steady
 
 MAX_EXTENSIONS = 4

@@ -21,6 +21,6 @@ def register(app: typer.Typer) -> None:
         Example: slotune emulate --model llama-3.1-8b --gpu h100-sxm --port 8000
         --max-num-seqs 64 --enable-prefix-caching. Run `slotune emulate --help` for every flag.
         """
-        from slotune.tuner.sim.emulate import serve
+        from slotune.tuner.emulate import serve
 
         serve(ctx.args)

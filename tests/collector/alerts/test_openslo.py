@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from slotune.collector.alerts.openslo import load_slo_documents, parse_openslo
+from slotune.collector.alerts.openslo import parse_openslo
+from slotune.collector.alerts.slo_files import load_slo_documents
 from slotune.collector.errors import SLOSpecError
 from slotune.collector.slo import SLI, BurnWindow, Selector
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from slotune.collector.alerts.openslo import load_slo_documents
 from slotune.collector.alerts.policy import SRE_WORKBOOK
+from slotune.collector.alerts.slo_files import load_slo_documents
 from slotune.collector.errors import SLOSpecError
 from slotune.collector.slo import SLI, Selector
 from slotune.collector.store import upgrade

@@ -110,7 +110,10 @@ def test_duration_runs_measure_a_time_window(fake_engine: Callable[..., FakeEngi
         )
     )
     sends = [r.send_s for r in closed.records]
-    assert len(sends) >= 4 and max(sends) - min(sends) < 0.4 + 0.05
+    # A request is measured when it is started inside the window; its send stamp comes later,
+    # by however long a loaded machine takes to run the task, so the bound is the window plus a
+    # second: enough to catch a window that never closes, not a slow scheduler.
+    assert len(sends) >= 4 and max(sends) - min(sends) < 0.4 + 1.0
 
 
 def test_trace_timing_replays_a_bundled_trace(fake_engine: Callable[..., FakeEngine]) -> None:

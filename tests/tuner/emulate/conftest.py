@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from emulate_helpers import RunningEmulator, make_emulator
 
-from slotune.tuner.sim.emulate.server import build_emulator
+from slotune.tuner.emulate.server import build_emulator
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from typing import Any
 
 import httpx
 
-from slotune.tuner.sim.emulate.faces import sglang_served, trtllm_served, vllm_served
-from slotune.tuner.sim.emulate.served import Served, ServedModel
-from slotune.tuner.sim.emulate.server import Emulator
-from slotune.tuner.sim.emulate.settings import ServerSettings
-from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics
+from slotune.tuner.emulate.app import Served
+from slotune.tuner.emulate.faces import sglang_served, trtllm_served, vllm_served
+from slotune.tuner.emulate.served import ServedModel
+from slotune.tuner.emulate.server import Emulator
+from slotune.tuner.emulate.settings import ServerSettings
+from slotune.tuner.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from slotune.tuner.emulate.vllm_metrics import VllmMetrics
 from slotune.tuner.sim.engine import EngineStats
 from slotune.tuner.sim.memory import KvCapacity
 from slotune.tuner.sim.request import SimRequest

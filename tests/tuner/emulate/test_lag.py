@@ -10,15 +10,15 @@ import httpx
 from emulate_helpers import FakeCore, make_emulator, new_request
 from prometheus_client import CollectorRegistry, generate_latest
 
-from slotune.tuner.sim.emulate.lag import (
+from slotune.tuner.emulate.lag import (
     LATE_STEP_S,
     LagMetrics,
     LagMonitor,
     LagReport,
-    fetch_lag,
     read_lag,
 )
-from slotune.tuner.sim.emulate.realtime import RealtimeEngine
+from slotune.tuner.emulate.lag_client import fetch_lag
+from slotune.tuner.emulate.realtime import RealtimeEngine
 
 
 def test_a_step_is_late_by_its_lag_in_emulated_gpu_time() -> None:

@@ -7,7 +7,7 @@ from emulate_helpers import MAX_MODEL_LEN, MODEL, RunningEmulator
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from slotune.tuner.sim.emulate.vllm_metrics import VllmMetrics, build_1_2_5_buckets
+from slotune.tuner.emulate.vllm_metrics import VllmMetrics, build_1_2_5_buckets
 
 VLLM_FAMILIES = {
     # current V1 names

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.emulate.events import StepReport
-from slotune.tuner.sim.emulate.prompts import output_text, render_chat, token_ids_of_text
-from slotune.tuner.sim.emulate.settings import ServerSettings, parse_server_args
-from slotune.tuner.sim.emulate.stats_log import StatsLog
-from slotune.tuner.sim.emulate.timings import TimingsFile
+from slotune.tuner.emulate.events import StepReport
+from slotune.tuner.emulate.prompts import output_text, render_chat, token_ids_of_text
+from slotune.tuner.emulate.server_args import parse_server_args
+from slotune.tuner.emulate.settings import ServerSettings
+from slotune.tuner.emulate.stats_log import StatsLog
+from slotune.tuner.emulate.timings import TimingsFile
 from slotune.tuner.sim.engine import EngineStats
 
 

@@ -8,7 +8,7 @@ import time
 
 from aiohttp import web
 
-from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
+from slotune.tuner.emulate.read_site import ReadStampingSite, ReadTimes
 
 
 async def _pipelined_arrivals() -> list[dict[str, float]]:

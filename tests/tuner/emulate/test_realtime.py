@@ -13,8 +13,8 @@ import httpx
 from emulate_helpers import MODEL, FakeCore, make_emulator, new_request, stream
 
 from slotune.collector.workload.tokens import count_tokens
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
-from slotune.tuner.sim.emulate.realtime import RealtimeEngine
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.realtime import RealtimeEngine
 
 
 def test_client_timings_match_the_timings_file(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "slotune.tuner.sim.emulate", "--port", str(self.port), *args],
+            [sys.executable, "-m", "slotune.tuner.emulate", "--port", str(self.port), *args],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -74,7 +74,7 @@ def test_invalid_configuration_fails_like_the_engine_before_binding() -> None:
         [
             sys.executable,
             "-m",
-            "slotune.tuner.sim.emulate",
+            "slotune.tuner.emulate",
             "--model",
             MODEL,
             "--port",
@@ -113,7 +113,7 @@ def test_cli_reports_weights_that_do_not_fit_and_exits_1() -> None:
 
 def test_unknown_flag_is_refused() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "slotune.tuner.sim.emulate", "--model", MODEL, "--max-num-seq", "8"],
+        [sys.executable, "-m", "slotune.tuner.emulate", "--model", MODEL, "--max-num-seq", "8"],
         cwd=REPO,
         capture_output=True,
         text=True,

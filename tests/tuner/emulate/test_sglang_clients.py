@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from slotune.collector.bench import ArrivalSpec, BenchConfig, run_benchmark
 from slotune.collector.metrics.summary import summarize_metrics
 from slotune.collector.store import open_store, upgrade
-from slotune.tuner.sim.emulate.lag import fetch_lag
+from slotune.tuner.emulate.lag_client import fetch_lag
 
 
 def _sample_sum(url: str, name: str) -> float:

@@ -13,17 +13,12 @@ import yaml
 
 from slotune.collector.errors import ConfigError, EngineConfigError
 from slotune.collector.workload.traces import Trace, TraceRequest
-from slotune.tuner.engines.base import (
-    EngineAdapter,
-    EngineConfig,
-    Knob,
-    PrefixCache,
-    ResolvedConfig,
-)
+from slotune.tuner.engines.base import EngineAdapter, EngineConfig, Knob, ResolvedConfig
 from slotune.tuner.engines.registry import adapter_for, adapters, engines
 from slotune.tuner.sim.catalog import get_model
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import simulate
+from slotune.tuner.sim.view import PrefixCache
 from slotune.tuner.tune.export import export_config
 from slotune.tuner.tune.space import default_space, engine_defaults
 

@@ -7,12 +7,12 @@ import shlex
 import pytest
 
 from slotune.collector.errors import EngineConfigError
-from slotune.tuner.engines.base import PrefixCache
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.engines.sglang import ADAPTER, SglangConfig, SglangScheduler
 from slotune.tuner.sim.block_manager import BlockManager
 from slotune.tuner.sim.config import Engine
 from slotune.tuner.sim.request import RequestRejected, SimRequest
+from slotune.tuner.sim.view import PrefixCache
 
 
 def test_the_registry_serves_the_sglang_adapter() -> None:

@@ -7,24 +7,44 @@ imports its module on first use, so importing this package loads no backend's li
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from slotune.collector.errors import ConfigError
 from slotune.collector.vocabulary import BackendKind as BackendKind
+from slotune.collector.vocabulary import Engine
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.tune.gpu_slots import GpuSlot
 
-if TYPE_CHECKING:
-    from slotune.tuner.tune.study import StudySpec
+
+class BackendSpec(Protocol):
+    """What a backend is built from: the fields of a study's spec it reads
+    (:class:`~tuner.tune.study.StudySpec` has them all)."""
+
+    @property
+    def backend(self) -> BackendKind: ...
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def gpu(self) -> str: ...
+    @property
+    def launch_command(self) -> str: ...
+    @property
+    def speedup(self) -> float: ...
+    @property
+    def startup_timeout_s(self) -> float: ...
+    @property
+    def endpoint(self) -> str | None: ...
 
 
-def _sim(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+def _sim(spec: BackendSpec, slot: GpuSlot | None) -> Backend:
     from slotune.tuner.tune.backends.sim import SimBackend
 
     return SimBackend(spec.engine, spec.model, spec.gpu)
 
 
-def _launch(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+def _launch(spec: BackendSpec, slot: GpuSlot | None) -> Backend:
     from slotune.tuner.tune.backends.launch import LaunchBackend
 
     return LaunchBackend(
@@ -38,7 +58,7 @@ def _launch(spec: StudySpec, slot: GpuSlot | None) -> Backend:
     )
 
 
-def _attach(spec: StudySpec, slot: GpuSlot | None) -> Backend:
+def _attach(spec: BackendSpec, slot: GpuSlot | None) -> Backend:
     from slotune.tuner.tune.backends.attach import AttachBackend
 
     if spec.endpoint is None:
@@ -47,14 +67,14 @@ def _attach(spec: StudySpec, slot: GpuSlot | None) -> Backend:
 
 
 # kind -> builds the backend of a study's spec for one worker (its GPU slot)
-BACKENDS: dict[BackendKind, Callable[[StudySpec, GpuSlot | None], Backend]] = {
+BACKENDS: dict[BackendKind, Callable[[BackendSpec, GpuSlot | None], Backend]] = {
     BackendKind.SIM: _sim,
     BackendKind.LAUNCH: _launch,
     BackendKind.ATTACH: _attach,
 }
 
 
-def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
+def make_backend(spec: BackendSpec, slot: GpuSlot | None = None) -> Backend:
     """The backend a study's spec names, for one worker (``slot``: its GPUs)."""
     factory = BACKENDS.get(spec.backend)
     if factory is None:
@@ -63,4 +83,12 @@ def make_backend(spec: StudySpec, slot: GpuSlot | None = None) -> Backend:
     return factory(spec, slot)
 
 
-__all__ = ["BACKENDS", "Backend", "BackendKind", "EngineSession", "TrialFailed", "make_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendKind",
+    "BackendSpec",
+    "EngineSession",
+    "TrialFailed",
+    "make_backend",
+]

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import httpx
 
+from slotune.tuner.engines.param import Value
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.tune.backends.launch import EndpointSession
 from slotune.tuner.tune.backends.server_config import SERVER_CONFIG_KEY, read_server_config
-from slotune.tuner.tune.space import Value
 
 # Keys of a resolved configuration that are no engine parameter.
 _IDENTITY_KEYS = ("engine", "model", "gpu")

@@ -27,7 +27,7 @@ from slotune.collector.errors import SlotuneError
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary
 from slotune.collector.workload import Trace
-from slotune.tuner.tune.space import Value
+from slotune.tuner.engines.param import Value
 
 
 class TrialFailed(SlotuneError):

@@ -53,9 +53,10 @@ from slotune.collector.records import RequestRecord
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary, summarize
 from slotune.collector.workload import Trace
+from slotune.tuner.emulate.lag_client import fetch_lag
+from slotune.tuner.engines.param import Value
 from slotune.tuner.engines.registry import adapter_for, adapters
 from slotune.tuner.sim.catalog import get_model
-from slotune.tuner.sim.emulate.lag import fetch_lag
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
 from slotune.tuner.tune.backends.startup import (
     DEFAULT_STARTUP_TIMEOUT_S,
@@ -66,7 +67,6 @@ from slotune.tuner.tune.backends.startup import (
 )
 from slotune.tuner.tune.backends.watch import MetricsWatch, RunEngineFigures, merge
 from slotune.tuner.tune.gpu_slots import GpuSlot
-from slotune.tuner.tune.space import Value
 from slotune.tuner.tune.steady import with_queue_growth
 
 # A request of the workload may wait behind a long queue at a rate past capacity.

@@ -10,10 +10,10 @@ from slotune.collector.errors import EngineConfigError
 from slotune.collector.slo import SLO
 from slotune.collector.summary import Summary
 from slotune.collector.workload import Trace
+from slotune.tuner.engines.param import Value
 from slotune.tuner.sim import simulate
 from slotune.tuner.sim.config import EngineConfig, config_from_params, resolve
 from slotune.tuner.tune.backends.base import Backend, EngineSession, TrialFailed
-from slotune.tuner.tune.space import Value
 from slotune.tuner.tune.steady import with_queue_growth
 
 

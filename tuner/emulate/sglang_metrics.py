@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
-from slotune.tuner.sim.emulate.sglang_families import FAMILIES, Family, Kind, Scope
+from slotune.tuner.emulate.events import FinishedRequest, FinishReason, StepReport
+from slotune.tuner.emulate.sglang_families import FAMILIES, Family, Kind, Scope
 
 DECODE_LOG_INTERVAL = 40
 """SGLang's ``--decode-log-interval`` default: decode steps between throughput updates."""

@@ -11,28 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
-from slotune.tuner.sim.config import Engine, ResolvedTrtllm, ResolvedVllm, VllmConfig
-from slotune.tuner.sim.emulate.app import EngineRoutes
-from slotune.tuner.sim.emulate.served import Served, ServedModel
-from slotune.tuner.sim.emulate.sglang_api import SglangServerInfo, sglang_routes
-from slotune.tuner.sim.emulate.sglang_metrics import SglangMetrics, SglangStatic
-from slotune.tuner.sim.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
-from slotune.tuner.sim.emulate.vllm_metrics import (
+from slotune.tuner.emulate.app import EngineRoutes, Served
+from slotune.tuner.emulate.served import ServedModel
+from slotune.tuner.emulate.settings import ServerSettings
+from slotune.tuner.emulate.sglang_api import SglangServerInfo, sglang_routes
+from slotune.tuner.emulate.sglang_metrics import SglangMetrics, SglangStatic
+from slotune.tuner.emulate.trtllm_metrics import TrtllmMetrics, TrtllmStatic
+from slotune.tuner.emulate.vllm_metrics import (
     CacheConfigInfo,
     VllmMetrics,
     cache_config_labels,
 )
+from slotune.tuner.engines.base import EngineConfig, ResolvedConfig
+from slotune.tuner.sim.config import Engine, ResolvedTrtllm, ResolvedVllm, VllmConfig
 from slotune.tuner.sim.flags import check_vllm_flags
 from slotune.tuner.sim.memory import KvCapacity
-
-if TYPE_CHECKING:
-    from slotune.tuner.sim.emulate.settings import ServerSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,15 +29,15 @@ from typing import Any
 
 from aiohttp import web
 
-from slotune.tuner.sim.emulate.app import EngineRoutes
-from slotune.tuner.sim.emulate.openai_api import (
+from slotune.tuner.emulate.app import EngineRoutes
+from slotune.tuner.emulate.openai_api import (
     ApiError,
     ApiKind,
     GenerationRequest,
     bad_request,
 )
-from slotune.tuner.sim.emulate.prompts import output_text, token_ids_of_text
-from slotune.tuner.sim.emulate.realtime import RequestHandle
+from slotune.tuner.emulate.prompts import output_text, token_ids_of_text
+from slotune.tuner.emulate.realtime import RequestHandle
 
 SGLANG_VERSION = "0.5.23"
 """The SGLang release whose API and metrics the emulator follows."""

@@ -27,9 +27,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from slotune.tuner.sim.emulate.core_view import EngineCoreLike, StepLike
-from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
-from slotune.tuner.sim.emulate.lag import LagMonitor, LagReport
+from slotune.tuner.emulate.core_view import EngineCoreLike, StepLike
+from slotune.tuner.emulate.events import FinishedRequest, FinishReason, StepReport, WireTimes
+from slotune.tuner.emulate.lag import LagMonitor, LagReport
 from slotune.tuner.sim.engine import EngineStats
 
 _SPIN_MARGIN_S = 0.0015

@@ -2,7 +2,7 @@
 :func:`tuner.sim.flags.parse_engine_flags`.
 
 Server flags: ``--host`` (default 127.0.0.1), ``--port`` (default 8000), ``--engine`` (one
-of the emulated engines, :data:`tuner.sim.emulate.faces.FACES`), ``--speedup K`` (the emulated GPU runs K times faster than real time),
+of the emulated engines, :data:`tuner.emulate.faces.FACES`), ``--speedup K`` (the emulated GPU runs K times faster than real time),
 ``--timings-file PATH``, ``--seed N`` and ``--vllm-version`` (the release whose flags and
 metric families to follow). ``--model`` (or the model given positionally, as in ``vllm serve
 MODEL``), ``--gpu`` and ``--served-model-name`` are read by the engine-flag parser; ``--gpu``
@@ -14,29 +14,16 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.emulate.faces import FACES
+from slotune.tuner.emulate.settings import ServerSettings
 from slotune.tuner.engines.registry import adapter_for
-from slotune.tuner.sim.emulate.faces import FACES
 from slotune.tuner.sim.flags import CURRENT_VLLM_VERSION, vllm_release
 
 DEFAULT_GPU = "h100-sxm"
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSettings:
-    """Where and how the emulated engine serves."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    engine: str = "vllm"
-    speedup: float = 1.0
-    timings_file: Path | None = None
-    seed: int = 0
-    vllm_version: str = CURRENT_VLLM_VERSION
 
 
 class _Parser(argparse.ArgumentParser):

@@ -12,12 +12,14 @@ import json
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from slotune.tuner.sim.emulate.openai_api import (
+from slotune.tuner.emulate.openai_api import (
     DONE,
     ApiError,
     ApiKind,
@@ -26,10 +28,10 @@ from slotune.tuner.sim.emulate.openai_api import (
     bad_request,
     parse_request,
 )
-from slotune.tuner.sim.emulate.prompts import output_text
-from slotune.tuner.sim.emulate.read_site import ReadTimes
-from slotune.tuner.sim.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
-from slotune.tuner.sim.emulate.served import Exporter, Served, ServedModel
+from slotune.tuner.emulate.prompts import output_text
+from slotune.tuner.emulate.read_site import ReadTimes
+from slotune.tuner.emulate.realtime import Arrival, RealtimeEngine, RequestHandle
+from slotune.tuner.emulate.served import Exporter, ServedModel
 from slotune.tuner.sim.request import RequestRejected
 
 _FINISH_REASON = "length"  # the emulated request always runs to max_tokens
@@ -212,6 +214,25 @@ async def _collect(handle: RequestHandle, frame: ResponseFrame, seed: int) -> we
     return web.json_response(body)
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The engine-specific parts of one emulated server.
+
+    Attributes:
+        display_name: the engine as people name it (the start-up log line).
+        model: the model card.
+        exporter: the metrics, also fed the emulator's lag families.
+        routes: the engine's route table, built from the generic handlers.
+        middlewares: aiohttp middlewares the engine's server runs (its HTTP metrics).
+    """
+
+    display_name: str
+    model: ServedModel
+    exporter: Exporter
+    routes: Callable[[EngineRoutes], Sequence[web.AbstractRouteDef]]
+    middlewares: tuple[Middleware, ...] = ()
+
+
 def create_app(
     engine: RealtimeEngine,
     served: Served,
@@ -225,7 +246,7 @@ def create_app(
         served: the engine's model card, metrics, route table and middlewares.
         seed: seeds the output words (equal prompts give equal outputs).
         reads: when each connection last read bytes (served through
-            :class:`~tuner.sim.emulate.read_site.ReadStampingSite`); requests then arrive when
+            :class:`~tuner.emulate.read_site.ReadStampingSite`); requests then arrive when
             their bytes were read, else when their handler starts.
     """
     routes = EngineRoutes(engine, served.model, served.exporter, seed, reads)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from slotune.collector.errors import ConfigError
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
 
 
 class TimingsFile:

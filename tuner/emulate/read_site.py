@@ -13,7 +13,7 @@ import asyncio
 
 from aiohttp import web
 
-from slotune.tuner.sim.emulate.realtime import Arrival
+from slotune.tuner.emulate.realtime import Arrival
 
 # uvicorn's default, which vLLM's API server keeps: a burst of new connections while the loop
 # is busy waits in the kernel's queue instead of having its SYNs dropped (asyncio's default

@@ -20,18 +20,18 @@ from typing import Any
 from aiohttp import web
 
 from slotune.collector.errors import ConfigError
+from slotune.tuner.emulate.app import Served, create_app
+from slotune.tuner.emulate.core_view import EngineCoreLike
+from slotune.tuner.emulate.faces import FaceInputs, face_of
+from slotune.tuner.emulate.lag import LagMetrics
+from slotune.tuner.emulate.read_site import ReadStampingSite, ReadTimes
+from slotune.tuner.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
+from slotune.tuner.emulate.server_args import DEFAULT_GPU, parse_server_args
+from slotune.tuner.emulate.settings import ServerSettings
+from slotune.tuner.emulate.stats_log import StatsLog
+from slotune.tuner.emulate.timings import TimingsFile
 from slotune.tuner.engines.registry import adapter_for
 from slotune.tuner.sim.config import resolve
-from slotune.tuner.sim.emulate.app import create_app
-from slotune.tuner.sim.emulate.core_view import EngineCoreLike
-from slotune.tuner.sim.emulate.faces import FaceInputs, face_of
-from slotune.tuner.sim.emulate.lag import LagMetrics
-from slotune.tuner.sim.emulate.read_site import ReadStampingSite, ReadTimes
-from slotune.tuner.sim.emulate.realtime import EngineObserver, RealtimeEngine, RequestFactory
-from slotune.tuner.sim.emulate.served import Served
-from slotune.tuner.sim.emulate.settings import DEFAULT_GPU, ServerSettings, parse_server_args
-from slotune.tuner.sim.emulate.stats_log import StatsLog
-from slotune.tuner.sim.emulate.timings import TimingsFile
 from slotune.tuner.sim.flags import parse_engine_flags
 from slotune.tuner.sim.request import SimRequest
 

@@ -18,8 +18,8 @@ The engine serves the figures on its Prometheus endpoint (its face's ``prometheu
 - ``slotune_emulator_step_lag_seconds`` (histogram): each step's lag, real seconds;
 - ``slotune_emulator_late_steps_total`` (counter): the late steps among them.
 
-:func:`fetch_lag` reads them back into a :class:`LagReport`; a real engine serves neither,
-and reads as None.
+:func:`~.lag_client.fetch_lag` reads them back into a :class:`LagReport`; a real engine
+serves neither, and reads as None.
 """
 
 from __future__ import annotations
@@ -29,11 +29,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
 
 LATE_STEP_S = 0.010
 MAX_LATE_SHARE = 0.01
@@ -158,33 +157,3 @@ def read_lag(metrics_text: str) -> LagReport | None:
     if num_steps is None or num_late is None:
         return None
     return LagReport(num_steps, num_late)
-
-
-def fetch_lag(base_url: str, kind: str = "vllm", timeout_s: float = 30.0) -> LagReport | None:
-    """Read an emulated engine's lag from its Prometheus endpoint.
-
-    Args:
-        base_url: the engine's address.
-        kind: the engine (an ``Engine`` value), which says where its Prometheus text is.
-        timeout_s: how long to wait for the answer.
-
-    Returns:
-        The report; None for an engine that does not serve it (a real one, or one the
-        emulator does not emulate), or that cannot be read.
-    """
-    from slotune.tuner.sim.emulate.faces import FACES  # the faces build on this module
-
-    face = FACES.get(kind)
-    if face is None:
-        return None
-    path = face.prometheus_path
-    try:
-        response = httpx.get(base_url.rstrip("/") + path, timeout=timeout_s)
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    try:
-        return read_lag(response.text)
-    except ValueError:  # not Prometheus text
-        return None

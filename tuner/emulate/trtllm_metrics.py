@@ -18,8 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
-from slotune.tuner.sim.emulate.vllm_metrics import (
+from slotune.tuner.emulate.events import FinishedRequest, FinishReason, StepReport
+from slotune.tuner.emulate.vllm_metrics import (
     REQUEST_LATENCY_BUCKETS_S,
     TOKEN_LATENCY_BUCKETS_S,
     TTFT_BUCKETS_S,

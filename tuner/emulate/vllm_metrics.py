@@ -48,7 +48,7 @@ from slotune.collector.engine_buckets import (
     VLLM_TOKEN_LATENCY_BUCKETS_S,
     VLLM_TTFT_BUCKETS_S,
 )
-from slotune.tuner.sim.emulate.events import FinishedRequest, FinishReason, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, FinishReason, StepReport
 from slotune.tuner.sim.flags import CURRENT_VLLM_VERSION, vllm_release
 
 # The latency bounds are vLLM's release definitions, shared with the exported alert rules.

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 
-from slotune.tuner.sim.emulate.events import FinishedRequest, StepReport
+from slotune.tuner.emulate.events import FinishedRequest, StepReport
 
 
 class StatsLog:

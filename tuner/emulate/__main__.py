@@ -1,11 +1,11 @@
-"""``python -m tuner.sim.emulate [flags]``: the same server as ``slotune emulate``."""
+"""``python -m tuner.emulate [flags]``: the same server as ``slotune emulate``."""
 
 from __future__ import annotations
 
 import sys
 
 from slotune.collector.errors import SlotuneError
-from slotune.tuner.sim.emulate.server import serve
+from slotune.tuner.emulate.server import serve
 
 
 def main() -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from slotune.tuner.sim.emulate.prompts import render_chat, token_ids_of_text
+from slotune.tuner.emulate.prompts import render_chat, token_ids_of_text
 
 
 class ApiKind(Enum):
