@@ -26,7 +26,7 @@ from slotune.collector.workload.synthetic import Column, parse_length_spec, synt
 from slotune.tuner.sim import VllmConfig
 from slotune.tuner.sim.catalog import Efficiency, StepTerms
 from slotune.tuner.sim.config import resolve
-from slotune.tuner.sim.emulate.vllm_metrics import build_1_2_5_buckets
+from slotune.tuner.emulate.vllm_metrics import build_1_2_5_buckets
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import replay
 
