@@ -183,6 +183,11 @@ def test_cli_writes_overlay_that_sim_picks_up(tmp_path: Path) -> None:
     assert out.is_file()
     bad = runner.invoke(app, [*base, "calibrate", "--observed", str(tmp_path / "none.jsonl")])
     assert bad.exit_code != 0 and "--out overlay.yaml is needed" in bad.output
+    in_sample = runner.invoke(
+        app, [*base, "calibrate", "--observed", str(observed), "--fit-fraction", "1"]
+    )
+    assert in_sample.exit_code != 0
+    assert "--fit-fraction 1 leaves no request to judge the fit on" in in_sample.output
     sim = runner.invoke(
         app,
         [

@@ -45,6 +45,12 @@ class CalibrationRequest:
             )
         if not MIN_FIT_FRACTION <= self.fit_fraction <= 1.0:
             raise ConfigError(f"--fit-fraction must be a number between {MIN_FIT_FRACTION} and 1")
+        if self.fit_fraction == 1.0 and self.held_out is None:
+            # A fit judged on the requests it was fitted to always looks better.
+            raise ConfigError(
+                "--fit-fraction 1 leaves no request to judge the fit on; use a fraction "
+                "below 1, or give --held-out FILE"
+            )
 
 
 @dataclass(frozen=True, slots=True)
