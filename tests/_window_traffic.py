@@ -23,10 +23,10 @@ from slotune.collector.observed import observed_lines
 from slotune.collector.store import Store, register_target, write_samples
 from slotune.collector.workload import retime
 from slotune.collector.workload.synthetic import Column, parse_length_spec, synthetic_trace
+from slotune.tuner.emulate.vllm_metrics import build_1_2_5_buckets
 from slotune.tuner.sim import VllmConfig
 from slotune.tuner.sim.catalog import Efficiency, StepTerms
 from slotune.tuner.sim.config import resolve
-from slotune.tuner.emulate.vllm_metrics import build_1_2_5_buckets
 from slotune.tuner.sim.engine import EngineCore
 from slotune.tuner.sim.simulator import replay
 
