@@ -9,8 +9,8 @@ summary read the canonical ones, the raw ones stay for anything the mapping does
 Contract for implementations (one file each: ``vllm.py``, ``sglang.py``, ``trtllm.py``,
 ``dcgm.py``, ``nvml.py``, ``federate.py``). Adding a source is its file, its kind in
 :mod:`collector.vocabulary` (a member and its traits: engine or GPU, default paths, federate
-prefix) and one line in :data:`collector.agent.registry.SOURCES` (an engine's in
-:data:`collector.agent.engine_sources.ENGINE_SOURCES`); the suite in
+prefix) and one line in :data:`collector.agent.registry.SOURCES` (a Prometheus text
+endpoint's in :data:`collector.agent.text_sources.TEXT_SOURCES`); the suite in
 ``tests/collector/agent/test_source_contract.py`` then runs on it:
 
 - ``collect`` never blocks the event loop (blocking libraries, parsing and mapping run in a

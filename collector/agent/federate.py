@@ -29,9 +29,9 @@ from slotune.collector.agent.base import (
     SourceKind,
 )
 from slotune.collector.agent.budget import current_deadline, off_loop
-from slotune.collector.agent.engine_sources import ENGINE_SOURCES
 from slotune.collector.agent.promsource import PromTextSource
 from slotune.collector.agent.promtext import PromTextParser
+from slotune.collector.agent.text_sources import TEXT_SOURCES
 
 # A prefix is a metric name's start ([a-zA-Z_:][a-zA-Z0-9_:]*), so it needs no regex escape.
 DEFAULT_MATCH = (
@@ -51,7 +51,7 @@ def federate_url(url: str) -> str:
 
 # (metric-name prefix, source class) of every kind a ``/federate`` body can carry
 _FEDERATED = tuple(
-    (kind.federate_prefix, cls) for kind, cls in ENGINE_SOURCES.items() if kind.federate_prefix
+    (kind.federate_prefix, cls) for kind, cls in TEXT_SOURCES.items() if kind.federate_prefix
 )
 
 

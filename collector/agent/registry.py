@@ -1,18 +1,16 @@
 """Which source class reads which kind of target: adding a source is one line here (an engine's
-in :mod:`collector.agent.engine_sources`)."""
+or an exporter's in :mod:`collector.agent.text_sources`)."""
 
 from __future__ import annotations
 
 from slotune.collector.agent.base import Source, SourceKind
-from slotune.collector.agent.dcgm import DcgmSource
-from slotune.collector.agent.engine_sources import ENGINE_SOURCES
 from slotune.collector.agent.federate import FederateSource
 from slotune.collector.agent.nvml import NvmlSource
 from slotune.collector.agent.targets import TargetSpec
+from slotune.collector.agent.text_sources import TEXT_SOURCES
 
 SOURCES: dict[SourceKind, type[Source]] = {
-    **ENGINE_SOURCES,
-    SourceKind.DCGM: DcgmSource,
+    **TEXT_SOURCES,
     SourceKind.NVML: NvmlSource,
     SourceKind.PROMETHEUS: FederateSource,
 }
