@@ -106,25 +106,9 @@ def _render(result: DemoResult) -> None:
     if r.best is None:
         console.print("[red]no configuration met every SLO[/]")
     by_label = {c.label: c for c in result.capacities}
-    default, best = by_label.get("default"), by_label.get("best")
-    if default and best and best.number == default.number:
-        console.print("[bold]no gain: the default is the best configuration the study found[/]")
-    elif default and best and 0 < best.sim_rate <= default.sim_rate:
-        console.print(
-            f"[bold]no gain: the default holds {default.sim_rate:.2f} req/s under the SLOs, "
-            f"the study's best (trial {best.number}) {best.sim_rate:.2f} req/s[/]"
-        )
-    elif default and best and best.sim_rate > 0:
-        if default.sim_rate > 0:
-            console.print(
-                f"[bold green]gain over default: {best.sim_rate / default.sim_rate:.2f}x the "
-                f"capacity under the SLOs[/] ({default.sim_rate:.2f} -> {best.sim_rate:.2f} req/s)"
-            )
-        else:
-            console.print(
-                "[bold green]gain over default: the default meets the SLOs at no rate tried, "
-                f"the best configuration up to {best.sim_rate:.2f} req/s[/]"
-            )
+    verdict = gain_verdict(by_label.get("default"), by_label.get("best"))
+    if verdict:
+        console.print(verdict)
     console.print(
         f"\nstored in {escape(result.db)} as study [bold]{escape(result.study)}[/] "
         f"(and benchmark run {result.bench['run_id']}, agent samples)"
@@ -138,6 +122,36 @@ def _render(result: DemoResult) -> None:
     )
     console.print(f"demo took {result.duration_s:.0f} s; open the results in the dashboard:")
     console.print(f"  {escape(result.ui_command)}", highlight=False, soft_wrap=True)
+
+
+def gain_verdict(default: Capacity | None, best: Capacity | None) -> str:
+    """The line comparing the study's best with the default (Rich markup; empty: none)."""
+    if default is None or best is None or best.sim_rate <= 0:
+        return ""
+    if best.number == default.number:
+        return "[bold]no gain: the default is the best configuration the study found[/]"
+    if best.sim_rate <= default.sim_rate:
+        return (
+            f"[bold]no gain: the default holds {default.sim_rate:.2f} req/s under the SLOs, "
+            f"the study's best (trial {best.number}) {best.sim_rate:.2f} req/s[/]"
+        )
+    if best.confirmed is False:
+        # The simulator's rate sits at the knee; the engine run is what was measured.
+        return (
+            "[bold yellow]gain over default not confirmed[/]: the simulator puts the best "
+            f"at {best.sim_rate:.2f} req/s against the default's {default.sim_rate:.2f}, "
+            "but at that rate the emulated engine broke an SLO; treat the best as unproven "
+            "(more --num-requests measures it more closely)"
+        )
+    if default.sim_rate > 0:
+        return (
+            f"[bold green]gain over default: {best.sim_rate / default.sim_rate:.2f}x the "
+            f"capacity under the SLOs[/] ({default.sim_rate:.2f} -> {best.sim_rate:.2f} req/s)"
+        )
+    return (
+        "[bold green]gain over default: the default meets the SLOs at no rate tried, "
+        f"the best configuration up to {best.sim_rate:.2f} req/s[/]"
+    )
 
 
 def _capacity(c: Capacity) -> str:
