@@ -7,6 +7,7 @@ import time
 
 import optuna
 import pytest
+import sqlalchemy
 from _tools import SLOTUNE
 from optuna.trial import TrialState
 
@@ -52,7 +53,20 @@ def mid_trial(url: str, name: str) -> bool:
     except KeyError:
         return False
     states = [t.state for t in trials]
-    return states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states
+    running = {t._trial_id for t in trials if t.state is TrialState.RUNNING}
+    return states.count(TrialState.COMPLETE) >= 2 and bool(running & beating(url))
+
+
+def beating(url: str) -> set[int]:
+    """Trials that recorded a heartbeat. Optuna only fails a running trial as stale once it
+    has one, so a worker killed before its first beat leaves a trial nothing retries."""
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats"))
+            return {int(r[0]) for r in rows}
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.slow
