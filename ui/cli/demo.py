@@ -140,8 +140,7 @@ def gain_verdict(default: Capacity | None, best: Capacity | None) -> str:
         return (
             "[bold yellow]gain over default not confirmed[/]: the simulator puts the best "
             f"at {best.sim_rate:.2f} req/s against the default's {default.sim_rate:.2f}, "
-            "but at that rate the emulated engine broke an SLO; treat the best as unproven "
-            "(more --num-requests measures it more closely)"
+            "but at that rate the emulated engine broke an SLO, so the best is unproven"
         )
     if default.sim_rate > 0:
         return (
